@@ -1,0 +1,44 @@
+# adserve: make run, make test (README). Everything built goes to build/.
+
+BUILD    ?= build
+UNIT_CC  ?= cc
+UNIT_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Wpointer-arith \
+              -Isrc -It/unit $(UNIT_SANITIZE)
+UNIT_LIBS = -lcjson -lcrypto
+
+ENGINE   = src/adserve_arena.c src/adserve_json.c src/adserve_snapshot.c \
+           src/adserve_token.c
+UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c))
+
+.PHONY: all deps build module sidecar unit run stop test bench clean
+
+all: build
+
+deps:
+	@scripts/deps
+
+build: deps
+	@scripts/build-module
+	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar
+	@$(MAKE) -s unit
+
+unit: $(UNIT)
+
+$(BUILD)/t/%.t: t/unit/%_test.c t/unit/tap.h $(ENGINE) $(wildcard src/adserve_*.h)
+	@mkdir -p $(@D)
+	$(UNIT_CC) $(UNIT_CFLAGS) $(ENGINE) $< -o $@ $(UNIT_LIBS)
+
+run: build
+	@scripts/run
+
+stop:
+	@scripts/stop
+
+test: build
+	@scripts/test
+
+bench: build
+	@scripts/bench
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,653 @@
+
+/*
+ * adserve: an ad server inside nginx.
+ *
+ * POST /app/v0/ad/{tagid} is answered here, from a per-worker snapshot of
+ * the inventory that src/ngx_http_adserve_loader.c keeps fresh from Redis.
+ * A request never waits on Redis: it reads its body without blocking, looks
+ * the ad unit up, picks a candidate, seals an ad_log token and copies out a
+ * response that the snapshot build already rendered.
+ *
+ * Directives (main):  adserve_redis, adserve_redis_timeout, adserve_refresh,
+ *                     adserve_ad_log_key
+ * Directives (location): adserve_ad, adserve_status
+ */
+
+
+#include "ngx_http_adserve.h"
+
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
+
+
+typedef struct {
+    ngx_http_adserve_redis_t    redis;         /* address, from the config */
+    ngx_msec_t                  redis_timeout;
+    ngx_msec_t                  refresh;
+    ngx_str_t                   key_file;
+    adserve_tokens_t           *tokens;
+    ngx_http_adserve_loader_t  *loader;        /* per worker, from init_process */
+    ngx_uint_t                  serving;       /* some location has adserve_ad */
+} ngx_http_adserve_main_conf_t;
+
+
+static ngx_int_t ngx_http_adserve_init_process(ngx_cycle_t *cycle);
+static void ngx_http_adserve_exit_process(ngx_cycle_t *cycle);
+static void *ngx_http_adserve_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf);
+static char *ngx_http_adserve_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_adserve_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+static ngx_command_t  ngx_http_adserve_commands[] = {
+
+    { ngx_string("adserve_redis"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_adserve_redis,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("adserve_redis_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, redis_timeout),
+      NULL },
+
+    { ngx_string("adserve_refresh"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, refresh),
+      NULL },
+
+    { ngx_string("adserve_ad_log_key"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, key_file),
+      NULL },
+
+    { ngx_string("adserve_ad"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_adserve_ad,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("adserve_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_adserve_status,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_adserve_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    ngx_http_adserve_create_main_conf,     /* create main configuration */
+    ngx_http_adserve_init_main_conf,       /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    NULL,                                  /* create location configuration */
+    NULL                                   /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_adserve_module = {
+    NGX_MODULE_V1,
+    &ngx_http_adserve_module_ctx,          /* module context */
+    ngx_http_adserve_commands,             /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    ngx_http_adserve_init_process,         /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_http_adserve_exit_process,         /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_str_t  ngx_http_adserve_json_type = ngx_string("application/json");
+
+
+/* ---- serving ----------------------------------------------------------- */
+
+static ngx_http_adserve_loader_t *
+ngx_http_adserve_loader(ngx_http_request_t *r)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    return amcf->loader;
+}
+
+
+/* The ad unit named by the path, if it is ACTIVE in the current snapshot.
+ * The tagid is what follows the location's prefix: one path segment. */
+static const adserve_unit_t *
+ngx_http_adserve_unit(ngx_http_request_t *r)
+{
+    ngx_http_core_loc_conf_t   *clcf;
+    ngx_http_adserve_loader_t  *ld;
+    u_char                     *id;
+    size_t                      len;
+
+    ld = ngx_http_adserve_loader(r);
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (ld == NULL || r->uri.len <= clcf->name.len) {
+        return NULL;
+    }
+
+    id = r->uri.data + clcf->name.len;
+    len = r->uri.len - clcf->name.len;
+
+    if (ngx_strlchr(id, id + len, '/') != NULL) {
+        return NULL;
+    }
+
+    return adserve_snapshot_unit(ld->snapshot, (char *) id, len);
+}
+
+
+/* The body as one mutable buffer: the JSON scanner unescapes in place. */
+static ngx_int_t
+ngx_http_adserve_body(ngx_http_request_t *r, u_char **start, size_t *len)
+{
+    ngx_http_request_body_t  *rb = r->request_body;
+    ngx_chain_t              *cl;
+    u_char                   *p;
+    size_t                    n = 0;
+
+    if (rb == NULL || rb->bufs == NULL) {
+        *start = NULL;
+        *len = 0;
+        return NGX_OK;
+    }
+
+    if (rb->temp_file != NULL) {
+        /* only when client_body_buffer_size < client_max_body_size */
+        return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    }
+
+    if (rb->bufs->next == NULL) {
+        *start = rb->bufs->buf->pos;
+        *len = rb->bufs->buf->last - rb->bufs->buf->pos;
+        return NGX_OK;
+    }
+
+    for (cl = rb->bufs; cl; cl = cl->next) {
+        n += cl->buf->last - cl->buf->pos;
+    }
+
+    p = ngx_pnalloc(r->pool, n);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    *start = p;
+    *len = n;
+
+    for (cl = rb->bufs; cl; cl = cl->next) {
+        p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
+    size_t len)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+    ngx_int_t     rc;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
+
+    if (len == 0) {
+        r->header_only = 1;
+        return ngx_http_send_header(r);
+    }
+
+    r->headers_out.content_type = ngx_http_adserve_json_type;
+    r->headers_out.content_type_len = ngx_http_adserve_json_type.len;
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->pos = body;
+    b->last = body + len;
+    b->memory = 1;
+    b->last_buf = (r == r->main);
+    b->last_in_chain = 1;
+
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/* Copies the rendered response around a fresh ad_log token. */
+static ngx_int_t
+ngx_http_adserve_send_ad(ngx_http_request_t *r, const adserve_unit_t *unit,
+    const adserve_cand_t *c, const adserve_ad_request_t *req)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    adserve_ad_log_t               log;
+    u_char                        *body, *p;
+    size_t                         n;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    body = ngx_pnalloc(r->pool, c->response_head_len + ADSERVE_TOKEN_MAX
+                                + sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(body, c->response_head, c->response_head_len);
+
+    log.issued = ngx_time();
+    log.price_micros = c->price_micros;
+    log.cost_type = c->cost_type;
+    log.ad_unit.data = unit->id;
+    log.ad_unit.len = unit->id_len;
+    log.line_item.data = c->line_item_id;
+    log.line_item.len = ngx_strlen(c->line_item_id);
+    log.creative.data = c->creative_id;
+    log.creative.len = ngx_strlen(c->creative_id);
+    log.user = req->user_id;
+    if (log.user.data == NULL) {
+        log.user.len = 0;
+    }
+
+    n = adserve_token_encode(amcf->tokens, &log, (char *) p);
+    if (n == 0) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "adserve: ad_log token could not be sealed");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(p + n, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+
+    return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
+}
+
+
+static ngx_int_t
+ngx_http_adserve_decide(ngx_http_request_t *r)
+{
+    const adserve_unit_t  *unit;
+    const adserve_cand_t  *c;
+    adserve_ad_request_t   req;
+    const char            *err;
+    size_t                 len, off;
+    u_char                *body;
+    ngx_int_t              rc;
+
+    /* again: the snapshot may have been swapped while the body was read */
+    unit = ngx_http_adserve_unit(r);
+    if (unit == NULL) {
+        return NGX_HTTP_NOT_FOUND;
+    }
+
+    rc = ngx_http_adserve_body(r, &body, &len);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (adserve_json_parse_ad_request((char *) body, len, &req, &err, &off) != 0) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "adserve: malformed ad request at byte %uz: %s", off, err);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    c = adserve_decide(unit, ngx_time(), (uint32_t) ngx_random());
+    if (c == NULL) {
+        return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+    }
+
+    return ngx_http_adserve_send_ad(r, unit, c, &req);
+}
+
+
+static void
+ngx_http_adserve_body_handler(ngx_http_request_t *r)
+{
+    ngx_http_finalize_request(r, ngx_http_adserve_decide(r));
+}
+
+
+static ngx_int_t
+ngx_http_adserve_ad_handler(ngx_http_request_t *r)
+{
+    ngx_int_t  rc;
+
+    if (!(r->method & NGX_HTTP_POST)) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    /* unknown or inactive: 404 at once, the body is discarded unread */
+    if (ngx_http_adserve_unit(r) == NULL) {
+        return NGX_HTTP_NOT_FOUND;
+    }
+
+    r->request_body_in_single_buf = 1;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_adserve_body_handler);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+/* ---- status ------------------------------------------------------------ */
+
+static ngx_int_t
+ngx_http_adserve_status_handler(ngx_http_request_t *r)
+{
+    ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
+    adserve_snapshot_t         *s;
+    u_char                     *body, *p;
+    size_t                      len;
+    ngx_int_t                   rc;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    len = sizeof("{\"pid\":,\"redis\":\"down\",\"rev\":,\"snapshot_age_ms\":,"
+                 "\"active_ad_units\":,\"candidates\":,\"skipped_records\":,"
+                 "\"loads\":,\"load_failures\":}") + 9 * NGX_INT64_LEN;
+
+    body = ngx_pnalloc(r->pool, len);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    s = ld ? ld->snapshot : NULL;
+
+    p = ngx_snprintf(body, len,
+                     "{\"pid\":%P,\"redis\":\"%s\",\"rev\":%L,"
+                     "\"snapshot_age_ms\":%L,\"active_ad_units\":%uz,"
+                     "\"candidates\":%uz,\"skipped_records\":%uz,"
+                     "\"loads\":%ui,\"load_failures\":%ui}",
+                     ngx_pid, (ld && ld->redis.connected) ? "up" : "down",
+                     s ? (int64_t) s->rev : (int64_t) -1,
+                     s ? (int64_t) (ngx_current_msec - ld->loaded_at) : (int64_t) -1,
+                     s ? s->stats.active_units : 0, s ? s->stats.candidates : 0,
+                     s ? s->stats.skipped : 0,
+                     ld ? ld->loads : 0, ld ? ld->failures : 0);
+
+    return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
+}
+
+
+/* ---- configuration ----------------------------------------------------- */
+
+static void *
+ngx_http_adserve_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    amcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_adserve_main_conf_t));
+    if (amcf == NULL) {
+        return NULL;
+    }
+
+    amcf->redis_timeout = NGX_CONF_UNSET_MSEC;
+    amcf->refresh = NGX_CONF_UNSET_MSEC;
+
+    return amcf;
+}
+
+
+static char *
+ngx_http_adserve_load_keys(ngx_conf_t *cf, ngx_http_adserve_main_conf_t *amcf)
+{
+    ngx_file_t        file;
+    ngx_file_info_t   fi;
+    u_char           *text;
+    ssize_t           n;
+    char              err[128];
+
+    if (ngx_conf_full_name(cf->cycle, &amcf->key_file, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&file, sizeof(ngx_file_t));
+    file.name = amcf->key_file;
+    file.log = cf->log;
+
+    file.fd = ngx_open_file(file.name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (file.fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "adserve_ad_log_key: cannot open \"%V\"", &file.name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_fd_info(file.fd, &fi) == NGX_FILE_ERROR || ngx_file_size(&fi) > 4096) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "adserve_ad_log_key: \"%V\" is not a key file", &file.name);
+        ngx_close_file(file.fd);
+        return NGX_CONF_ERROR;
+    }
+
+    text = ngx_pnalloc(cf->temp_pool, ngx_file_size(&fi) + 1);
+    n = text ? ngx_read_file(&file, text, ngx_file_size(&fi), 0) : NGX_ERROR;
+    ngx_close_file(file.fd);
+
+    if (n == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    amcf->tokens = ngx_pcalloc(cf->pool, sizeof(adserve_tokens_t));
+    if (amcf->tokens == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (adserve_tokens_parse(amcf->tokens, (char *) text, n, err, sizeof(err)) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "adserve_ad_log_key: \"%V\": %s", &file.name, err);
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_explicit_memzero(text, n);
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_adserve_main_conf_t  *amcf = conf;
+
+    ngx_conf_init_msec_value(amcf->redis_timeout, 1000);
+    ngx_conf_init_msec_value(amcf->refresh, 100);
+
+    if (!amcf->serving) {
+        return NGX_CONF_OK;
+    }
+
+    if (amcf->redis.host == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"adserve_ad\" needs \"adserve_redis\" in the http block");
+        return NGX_CONF_ERROR;
+    }
+
+    if (amcf->key_file.data == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"adserve_ad\" needs \"adserve_ad_log_key\" in the http block");
+        return NGX_CONF_ERROR;
+    }
+
+#if (NGX_THREADS)
+    /* snapshot builds run in the "default" pool: 32 threads unless the
+     * configuration declares it with "thread_pool default threads=N" */
+    if (ngx_thread_pool_add(cf, NULL) == NULL) {
+        return NGX_CONF_ERROR;
+    }
+#endif
+
+    return ngx_http_adserve_load_keys(cf, amcf);
+}
+
+
+static char *
+ngx_http_adserve_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_adserve_main_conf_t  *amcf = conf;
+    ngx_str_t                     *value = cf->args->elts;
+    ngx_int_t                      rc;
+
+    if (amcf->redis.host != NULL) {
+        return "is duplicate";
+    }
+
+    rc = ngx_http_adserve_redis_parse_addr(cf, &value[1], &amcf->redis);
+
+    if (rc == NGX_DECLINED) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "adserve_redis: \"%V\" is not \"IP:port\" or "
+                           "\"unix:/path\" (names would need a blocking lookup)",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    return rc == NGX_OK ? NGX_CONF_OK : NGX_CONF_ERROR;
+}
+
+
+static char *
+ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t      *clcf;
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    /* the tagid is what follows the prefix */
+#if (NGX_PCRE)
+    if (clcf->regex != NULL || clcf->named || clcf->name.len == 0
+        || clcf->name.data[clcf->name.len - 1] != '/')
+#else
+    if (clcf->named || clcf->name.len == 0
+        || clcf->name.data[clcf->name.len - 1] != '/')
+#endif
+    {
+        return "needs a prefix location that ends with \"/\"";
+    }
+
+    clcf->handler = ngx_http_adserve_ad_handler;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
+    amcf->serving = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_adserve_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_adserve_status_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/* ---- worker life ------------------------------------------------------- */
+
+static ngx_int_t
+ngx_http_adserve_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_loader_t     *ld;
+#if (NGX_THREADS)
+    ngx_str_t                      pool = ngx_string("default");
+#endif
+
+    if (ngx_process != NGX_PROCESS_WORKER && ngx_process != NGX_PROCESS_SINGLE) {
+        return NGX_OK;
+    }
+
+    amcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_adserve_module);
+    if (amcf == NULL || !amcf->serving) {
+        return NGX_OK;
+    }
+
+    if (adserve_tokens_start(amcf->tokens) != 0) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "adserve: cannot set up the ad_log cipher");
+        return NGX_ERROR;
+    }
+
+    ld = ngx_pcalloc(cycle->pool, sizeof(ngx_http_adserve_loader_t));
+    if (ld == NULL) {
+        return NGX_ERROR;
+    }
+
+    ld->redis = amcf->redis;
+    ld->redis.timeout = amcf->redis_timeout;
+    ld->refresh = amcf->refresh;
+    ld->timeout = amcf->redis_timeout;
+#if (NGX_THREADS)
+    ld->thread_pool = ngx_thread_pool_get(cycle, &pool);
+#endif
+
+    amcf->loader = ld;
+
+    return ngx_http_adserve_loader_init(ld, cycle);
+}
+
+
+static void
+ngx_http_adserve_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    amcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_adserve_module);
+
+    if (amcf != NULL && amcf->loader != NULL) {
+        ngx_http_adserve_loader_exit(amcf->loader);
+        adserve_tokens_stop(amcf->tokens);
+        amcf->loader = NULL;
+    }
+}

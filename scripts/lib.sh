@@ -1,0 +1,53 @@
+# Shared by the scripts: the repo, the runtime folder, the defaults of
+# ../shared/API.md, and small helpers. Sourced, not run.
+
+ADSERVE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ADSERVE_BUILD=${ADSERVE_BUILD:-$ADSERVE_ROOT/build}
+ADSERVE_MODULE=$ADSERVE_BUILD/nginx/ngx_http_adserve_module.so
+ADSERVE_SIDECAR=$ADSERVE_BUILD/sidecar/adserve-sidecar
+NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
+REDIS_BIN=${REDIS_BIN:-/usr/bin/redis-server}
+
+say()  { printf '%s\n' "$*" >&2; }
+step() { printf '==> %s\n' "$*" >&2; }
+die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# as root, or through sudo when there is one (never interactive)
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi
+}
+
+# wait_for SECONDS DESCRIPTION COMMAND...: polls until the command succeeds
+wait_for() {
+    local secs=$1 what=$2 i
+    shift 2
+    for ((i = 0; i < secs * 10; i++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    die "$what did not come up within ${secs}s"
+}
+
+# The variables of ../shared/API.md, with their defaults.
+adserve_env() {
+    export ADSERVE_PORT=${ADSERVE_PORT:-8080}
+    export ADSERVE_SIDECAR_PORT=${ADSERVE_SIDECAR_PORT:-8081}
+    export ADSERVE_REDIS_PORT=${ADSERVE_REDIS_PORT:-6380}
+    export ADSERVE_REDIS_HOST=127.0.0.1
+    export ADSERVE_ADMIN_EMAIL=${ADSERVE_ADMIN_EMAIL:-admin@example.com}
+    export ADSERVE_WORKERS=${ADSERVE_WORKERS:-auto}
+    ADSERVE_VAR=${ADSERVE_VAR:-$ADSERVE_ROOT/var}
+    mkdir -p "$ADSERVE_VAR"
+    ADSERVE_VAR=$(cd "$ADSERVE_VAR" && pwd)
+    export ADSERVE_VAR
+    RUN=$ADSERVE_VAR/run
+    LOG=$ADSERVE_VAR/log
+}
+
+# alive PIDFILE NAME: the process of the pid file runs, and is NAME
+alive() {
+    local pid
+    pid=$(cat "$1" 2>/dev/null) || return 1
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+        tr '\0' ' ' < /proc/"$pid"/cmdline 2>/dev/null | grep -q -- "$2"
+}

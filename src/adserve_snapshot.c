@@ -1,0 +1,1207 @@
+/*
+ * Snapshot build: parse the records, join them, rank and render.
+ *
+ * Everything that does not depend on the request or the clock is decided
+ * here, once per revision, so that serving does as little as possible.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <stdarg.h>
+
+#include <cjson/cJSON.h>
+
+#include "adserve_snapshot.h"
+
+
+const char *const adserve_kind_keys[ADSERVE_KIND_COUNT] = {
+    "adserve:ad_units",
+    "adserve:placements",
+    "adserve:orders",
+    "adserve:line_items",
+    "adserve:creatives",
+    "adserve:licas",
+};
+
+
+#define NONE  UINT32_MAX
+
+typedef struct {
+    const char  **v;
+    uint32_t      n;
+} strs_t;
+
+typedef struct {
+    uint32_t     *v;
+    uint32_t      n;
+} idxs_t;
+
+typedef struct {
+    double        w, h;
+} size2_t;
+
+struct li_rec_s;
+struct creative_rec_s;
+
+/* a candidate while building: what it joins, before it is ranked */
+typedef struct {
+    const struct li_rec_s        *li;
+    const struct creative_rec_s  *cr;
+    uint32_t                      weight;
+} bcand_t;
+
+typedef struct {
+    const char   *id;
+    const char   *parent_id;
+    uint32_t      parent;
+    uint32_t      first_child;
+    uint32_t      next_sibling;
+    int           active;
+    size2_t       display;
+    size2_t      *sizes;
+    uint32_t      nsizes;
+    strs_t        bcat;
+    bcand_t      *cands;              /* grows during the build */
+    uint32_t      ncands, cap;
+} unit_rec_t;
+
+typedef struct {
+    const char   *id;
+    idxs_t        units;
+} placement_rec_t;
+
+typedef struct {
+    const char   *id;
+    int           approved;
+} order_rec_t;
+
+typedef struct li_rec_s {
+    const char   *id;
+    int           eligible;           /* ACTIVE and its order APPROVED */
+    int           tier;
+    int           priority;
+    int           cost_type;          /* adserve_cost_e, -1 unknown */
+    double        rate;
+    double        ecpm;
+    int64_t       start, end;
+    idxs_t        include, exclude, placements;
+    uint32_t      first_lica;
+} li_rec_t;
+
+typedef struct creative_rec_s {
+    const char   *id;
+    int           approved;
+    size2_t       size;
+    strs_t        categories;
+    char         *ad_json;            /* the rendered "ad" object, cJSON-owned */
+} creative_rec_t;
+
+typedef struct {
+    uint32_t      li, cr, weight;
+    uint32_t      next;               /* next LICA of the same line item */
+} lica_rec_t;
+
+
+/* id -> index, open addressing; only used while building */
+typedef struct {
+    const char  **keys;
+    uint32_t     *vals;
+    uint32_t      mask;
+} idmap_t;
+
+typedef struct {
+    adserve_snapshot_t *snap;
+    adserve_arena_t     tmp;          /* parsed records, freed after the build */
+    cJSON              *docs;         /* every parsed document, freed after */
+    unit_rec_t         *units;
+    placement_rec_t    *placements;
+    order_rec_t        *orders;
+    li_rec_t           *lis;
+    creative_rec_t     *crs;
+    lica_rec_t         *licas;
+    uint32_t            n[ADSERVE_KIND_COUNT];
+    idmap_t             map[ADSERVE_KIND_COUNT];
+    uint32_t           *stamp;        /* per unit: last line item that included it */
+    uint32_t           *xstamp;       /* per unit: last line item that excluded it */
+    char               *err;
+    size_t              errlen;
+} build_t;
+
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static uint64_t
+hash_bytes(const char *p, size_t len)
+{
+    uint64_t  h = 1469598103934665603ULL;    /* FNV-1a */
+
+    while (len--) {
+        h ^= (unsigned char) *p++;
+        h *= 1099511628211ULL;
+    }
+
+    return h;
+}
+
+
+static uint32_t
+table_size(size_t n)
+{
+    uint32_t  size = 16;
+
+    while (size < n * 2) {
+        size <<= 1;
+    }
+
+    return size;
+}
+
+
+static int
+idmap_init(build_t *b, idmap_t *m, size_t n)
+{
+    uint32_t  size = table_size(n);
+
+    m->keys = adserve_arena_calloc(&b->tmp, size * sizeof(char *));
+    m->vals = adserve_arena_alloc(&b->tmp, size * sizeof(uint32_t));
+    m->mask = size - 1;
+
+    return (m->keys && m->vals) ? 0 : -1;
+}
+
+
+/* Returns 0, or -1 when the id is already there (a duplicate record). */
+static int
+idmap_put(idmap_t *m, const char *key, uint32_t val)
+{
+    uint32_t  i = (uint32_t) hash_bytes(key, strlen(key)) & m->mask;
+
+    while (m->keys[i]) {
+        if (strcmp(m->keys[i], key) == 0) {
+            return -1;
+        }
+        i = (i + 1) & m->mask;
+    }
+
+    m->keys[i] = key;
+    m->vals[i] = val;
+
+    return 0;
+}
+
+
+static uint32_t
+idmap_get(const idmap_t *m, const char *key)
+{
+    uint32_t  i;
+
+    if (key == NULL) {
+        return NONE;
+    }
+
+    i = (uint32_t) hash_bytes(key, strlen(key)) & m->mask;
+
+    while (m->keys[i]) {
+        if (strcmp(m->keys[i], key) == 0) {
+            return m->vals[i];
+        }
+        i = (i + 1) & m->mask;
+    }
+
+    return NONE;
+}
+
+
+static void
+build_error(build_t *b, const char *fmt, ...)
+{
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vsnprintf(b->err, b->errlen, fmt, ap);
+    va_end(ap);
+}
+
+
+static const char *
+get_str(const cJSON *o, const char *name)
+{
+    const cJSON  *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+
+static double
+get_num(const cJSON *o, const char *name, double dflt)
+{
+    const cJSON  *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+
+static int
+str_is(const char *s, const char *want)
+{
+    return s != NULL && strcmp(s, want) == 0;
+}
+
+
+static strs_t
+get_strs(build_t *b, const cJSON *arr)
+{
+    strs_t        s = { NULL, 0 };
+    const cJSON  *it;
+    int           n = cJSON_GetArraySize(arr);
+
+    if (!cJSON_IsArray(arr) || n == 0) {
+        return s;
+    }
+
+    s.v = adserve_arena_alloc(&b->tmp, n * sizeof(char *));
+    if (s.v == NULL) {
+        return s;
+    }
+
+    cJSON_ArrayForEach(it, arr) {
+        if (cJSON_IsString(it)) {
+            s.v[s.n++] = it->valuestring;
+        }
+    }
+
+    return s;
+}
+
+
+/* Resolves an array of ids of one kind to indexes; unknown ids are dropped,
+ * since a dangling reference must not stop anything else from serving. */
+static idxs_t
+get_idxs(build_t *b, const cJSON *arr, adserve_kind_e kind)
+{
+    idxs_t        x = { NULL, 0 };
+    strs_t        s = get_strs(b, arr);
+    uint32_t      i, idx;
+
+    if (s.n == 0) {
+        return x;
+    }
+
+    x.v = adserve_arena_alloc(&b->tmp, s.n * sizeof(uint32_t));
+    if (x.v == NULL) {
+        return x;
+    }
+
+    for (i = 0; i < s.n; i++) {
+        idx = idmap_get(&b->map[kind], s.v[i]);
+        if (idx != NONE) {
+            x.v[x.n++] = idx;
+        }
+    }
+
+    return x;
+}
+
+
+/* days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant) */
+static int64_t
+days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    int64_t   era;
+    unsigned  yoe, doy, doe;
+
+    y -= m <= 2;
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = (unsigned) (y - era * 400);
+    doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+
+    return era * 146097 + (int64_t) doe - 719468;
+}
+
+
+int64_t
+adserve_parse_time(const char *s)
+{
+    int       y, mo, d, h, mi, sec, n = 0, oh, om, off;
+    int64_t   t;
+    char      sign;
+
+    if (s == NULL
+        || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n)
+           != 6
+        || n != 19 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23
+        || mi > 59 || sec > 60)
+    {
+        return -1;
+    }
+
+    s += n;
+
+    if (*s == '.') {                       /* fractional seconds: dropped */
+        do { s++; } while (*s >= '0' && *s <= '9');
+    }
+
+    t = days_from_civil(y, (unsigned) mo, (unsigned) d) * 86400
+        + h * 3600 + mi * 60 + sec;
+
+    if ((*s == 'Z' || *s == 'z') && s[1] == '\0') {
+        return t;
+    }
+
+    if ((*s == '+' || *s == '-')
+        && sscanf(s, "%c%2d:%2d%n", &sign, &oh, &om, &n) == 3 && n == 6
+        && s[6] == '\0' && oh < 24 && om < 60)
+    {
+        off = oh * 3600 + om * 60;
+        return sign == '+' ? t - off : t + off;
+    }
+
+    return -1;
+}
+
+
+/* ---- parsing records --------------------------------------------------- */
+
+/* Parses every record of a kind; keeps the valid objects with a string id
+ * and a unique one, in input order. */
+static cJSON **
+parse_kind(build_t *b, const adserve_input_t *in, adserve_kind_e kind)
+{
+    cJSON       **objs, *o;
+    const char   *id;
+    size_t        i;
+    uint32_t      n = 0;
+
+    objs = adserve_arena_alloc(&b->tmp, (in->nrecords[kind] + 1) * sizeof(cJSON *));
+    if (objs == NULL || idmap_init(b, &b->map[kind], in->nrecords[kind]) != 0) {
+        return NULL;
+    }
+
+    for (i = 0; i < in->nrecords[kind]; i++) {
+        o = cJSON_ParseWithLength(in->records[kind][i].data,
+                                  in->records[kind][i].len);
+        id = cJSON_IsObject(o) ? get_str(o, "id") : NULL;
+
+        if (id == NULL || idmap_put(&b->map[kind], id, n) != 0) {
+            cJSON_Delete(o);
+            b->snap->stats.skipped++;
+            continue;
+        }
+
+        /* chain the documents so they are freed together at the end */
+        o->next = b->docs;
+        b->docs = o;
+        objs[n++] = o;
+    }
+
+    b->n[kind] = n;
+    b->snap->stats.records[kind] = n;
+
+    return objs;
+}
+
+
+static void
+read_size(const cJSON *o, size2_t *sz, double dw, double dh)
+{
+    sz->w = get_num(o, "w", dw);
+    sz->h = get_num(o, "h", dh);
+}
+
+
+static int
+parse_units(build_t *b, cJSON **objs)
+{
+    uint32_t      i, j, n = b->n[ADSERVE_KIND_AD_UNITS];
+    unit_rec_t   *u;
+    const cJSON  *sizes, *it;
+
+    b->units = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(unit_rec_t));
+    if (b->units == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        u = &b->units[i];
+        u->id = get_str(objs[i], "id");
+        u->parent_id = get_str(objs[i], "parent_id");
+        u->active = str_is(get_str(objs[i], "status"), "ACTIVE");
+        u->first_child = NONE;
+        u->next_sibling = NONE;
+
+        /* the spec's DisplayPlacement defaults: 300 x 250 */
+        read_size(cJSON_GetObjectItemCaseSensitive(objs[i], "display"),
+                  &u->display, 300, 250);
+
+        sizes = cJSON_GetObjectItemCaseSensitive(objs[i], "ad_unit_sizes");
+        u->nsizes = 0;
+        if (cJSON_IsArray(sizes) && cJSON_GetArraySize(sizes) > 0) {
+            u->sizes = adserve_arena_alloc(&b->tmp,
+                           cJSON_GetArraySize(sizes) * sizeof(size2_t));
+            if (u->sizes == NULL) {
+                return -1;
+            }
+            cJSON_ArrayForEach(it, sizes) {
+                if (cJSON_IsObject(it)) {
+                    read_size(it, &u->sizes[u->nsizes++], -1, -1);
+                }
+            }
+        }
+
+        u->bcat = get_strs(b, cJSON_GetObjectItemCaseSensitive(
+                      cJSON_GetObjectItemCaseSensitive(objs[i], "ext"), "bcat"));
+    }
+
+    /* link the hierarchy; a cycle cannot form a tree and is cut at the
+     * unit that closes it, so every walk below terminates */
+    for (i = 0; i < n; i++) {
+        u = &b->units[i];
+        u->parent = idmap_get(&b->map[ADSERVE_KIND_AD_UNITS], u->parent_id);
+
+        for (j = u->parent; j != NONE; j = b->units[j].parent) {
+            if (j == i) {
+                u->parent = NONE;
+                break;
+            }
+        }
+
+        if (u->parent != NONE) {
+            u->next_sibling = b->units[u->parent].first_child;
+            b->units[u->parent].first_child = i;
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+parse_placements(build_t *b, cJSON **objs)
+{
+    uint32_t  i, n = b->n[ADSERVE_KIND_PLACEMENTS];
+
+    b->placements = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(placement_rec_t));
+    if (b->placements == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        b->placements[i].id = get_str(objs[i], "id");
+        b->placements[i].units = get_idxs(b,
+            cJSON_GetObjectItemCaseSensitive(objs[i], "ad_unit_ids"),
+            ADSERVE_KIND_AD_UNITS);
+    }
+
+    return 0;
+}
+
+
+static int
+parse_orders(build_t *b, cJSON **objs)
+{
+    uint32_t  i, n = b->n[ADSERVE_KIND_ORDERS];
+
+    b->orders = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(order_rec_t));
+    if (b->orders == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        b->orders[i].id = get_str(objs[i], "id");
+        b->orders[i].approved = str_is(get_str(objs[i], "status"), "APPROVED");
+    }
+
+    return 0;
+}
+
+
+static int
+tier_of(const char *type)
+{
+    static const char *const  types[] = {
+        "SPONSORSHIP", "STANDARD", "PRICE_PRIORITY", "HOUSE"
+    };
+    int  i;
+
+    for (i = 0; i < 4; i++) {
+        if (str_is(type, types[i])) {
+            return i;
+        }
+    }
+
+    return -1;
+}
+
+
+static int
+parse_line_items(build_t *b, cJSON **objs)
+{
+    uint32_t      i, order, n = b->n[ADSERVE_KIND_LINE_ITEMS];
+    li_rec_t     *li;
+    const cJSON  *o, *tg, *units;
+    const char   *t;
+
+    b->lis = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(li_rec_t));
+    if (b->lis == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        o = objs[i];
+        li = &b->lis[i];
+        li->id = get_str(o, "id");
+        li->first_lica = NONE;
+        li->tier = tier_of(get_str(o, "type"));
+        li->priority = (int) get_num(o, "priority", 8);
+
+        t = get_str(o, "cost_type");
+        li->cost_type = str_is(t, "CPM") ? ADSERVE_COST_CPM
+                        : str_is(t, "CPC") ? ADSERVE_COST_CPC
+                        : str_is(t, "CPA") ? ADSERVE_COST_CPA : -1;
+        li->rate = get_num(o, "rate", 0);
+
+        /* eCPM for ranking; CPC and CPA line items rank on observed rates
+         * once event statistics exist, until then below every CPM price */
+        li->ecpm = li->cost_type == ADSERVE_COST_CPM ? li->rate : 0;
+
+        t = get_str(o, "start_at");
+        li->start = t ? adserve_parse_time(t) : INT64_MIN;
+        t = get_str(o, "end_at");
+        li->end = t ? adserve_parse_time(t) : INT64_MAX;
+
+        order = idmap_get(&b->map[ADSERVE_KIND_ORDERS], get_str(o, "order_id"));
+
+        li->eligible = str_is(get_str(o, "status"), "ACTIVE")
+                       && li->tier >= 0 && li->cost_type >= 0
+                       && li->rate >= 0 && li->rate < 1e9
+                       && order != NONE && b->orders[order].approved
+                       && li->start != -1 && li->end != -1
+                       && li->start < li->end;
+
+        tg = cJSON_GetObjectItemCaseSensitive(o, "targeting");
+        units = cJSON_GetObjectItemCaseSensitive(tg, "ad_units");
+        li->include = get_idxs(b, cJSON_GetObjectItemCaseSensitive(units, "include"),
+                               ADSERVE_KIND_AD_UNITS);
+        li->exclude = get_idxs(b, cJSON_GetObjectItemCaseSensitive(units, "exclude"),
+                               ADSERVE_KIND_AD_UNITS);
+        li->placements = get_idxs(b, cJSON_GetObjectItemCaseSensitive(tg, "placements"),
+                                  ADSERVE_KIND_PLACEMENTS);
+    }
+
+    return 0;
+}
+
+
+/* Renders the creative's "ad" object once; every ad unit it serves on
+ * reuses the text. */
+static char *
+render_ad(const cJSON *o, const char *id, size2_t size)
+{
+    cJSON       *ad, *display, *banner;
+    const char  *type = get_str(o, "type"), *img, *html;
+    char        *out = NULL;
+
+    ad = cJSON_CreateObject();
+    if (ad == NULL) {
+        return NULL;
+    }
+
+    cJSON_AddStringToObject(ad, "id", id);
+    display = cJSON_AddObjectToObject(ad, "display");
+
+    if (display != NULL) {
+        cJSON_AddNumberToObject(display, "w", size.w);
+        cJSON_AddNumberToObject(display, "h", size.h);
+
+        img = get_str(o, "image_url");
+        html = get_str(o, "html");
+
+        if (str_is(type, "IMAGE") && img != NULL) {
+            banner = cJSON_AddObjectToObject(display, "banner");
+            if (banner != NULL) {
+                cJSON_AddStringToObject(banner, "img", img);
+                out = cJSON_PrintUnformatted(ad);
+            }
+
+        } else if (str_is(type, "HTML") && html != NULL) {
+            cJSON_AddStringToObject(display, "adm", html);
+            out = cJSON_PrintUnformatted(ad);
+        }
+    }
+
+    cJSON_Delete(ad);
+
+    return out;
+}
+
+
+static int
+parse_creatives(build_t *b, cJSON **objs)
+{
+    uint32_t         i, n = b->n[ADSERVE_KIND_CREATIVES];
+    creative_rec_t  *c;
+
+    b->crs = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(creative_rec_t));
+    if (b->crs == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        c = &b->crs[i];
+        c->id = get_str(objs[i], "id");
+        read_size(objs[i], &c->size, -1, -1);
+        c->categories = get_strs(b,
+                            cJSON_GetObjectItemCaseSensitive(objs[i], "categories"));
+
+        /* a creative that cannot be rendered can never serve */
+        c->approved = str_is(get_str(objs[i], "approval"), "APPROVED")
+                      && (c->ad_json = render_ad(objs[i], c->id, c->size)) != NULL;
+    }
+
+    return 0;
+}
+
+
+static int
+parse_licas(build_t *b, cJSON **objs)
+{
+    uint32_t     i, li, cr, n = b->n[ADSERVE_KIND_LICAS];
+    lica_rec_t  *l;
+    double       w;
+
+    b->licas = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(lica_rec_t));
+    if (b->licas == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        li = idmap_get(&b->map[ADSERVE_KIND_LINE_ITEMS], get_str(objs[i], "line_item_id"));
+        cr = idmap_get(&b->map[ADSERVE_KIND_CREATIVES], get_str(objs[i], "creative_id"));
+        w = get_num(objs[i], "weight", 1);
+
+        if (li == NONE || cr == NONE || !b->lis[li].eligible || !b->crs[cr].approved
+            || !str_is(get_str(objs[i], "status"), "ACTIVE") || !(w >= 1))
+        {
+            continue;
+        }
+
+        l = &b->licas[i];
+        l->li = li;
+        l->cr = cr;
+        l->weight = w > 1000000 ? 1000000 : (uint32_t) w;
+        l->next = b->lis[li].first_lica;
+        b->lis[li].first_lica = i;
+    }
+
+    return 0;
+}
+
+
+/* ---- joining ----------------------------------------------------------- */
+
+static int
+size_fits(const unit_rec_t *u, size2_t c)
+{
+    uint32_t  i;
+
+    if (u->display.w == c.w && u->display.h == c.h) {
+        return 1;
+    }
+
+    for (i = 0; i < u->nsizes; i++) {
+        if (u->sizes[i].w == c.w && u->sizes[i].h == c.h) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* IAB categories are hierarchical: blocking "IAB7" blocks "IAB7-39" too. */
+static int
+category_blocked(const strs_t *bcat, const strs_t *cats)
+{
+    uint32_t  i, j;
+    size_t    n;
+
+    for (i = 0; i < bcat->n; i++) {
+        n = strlen(bcat->v[i]);
+
+        for (j = 0; j < cats->n; j++) {
+            if (strncmp(bcat->v[i], cats->v[j], n) == 0
+                && (cats->v[j][n] == '\0' || cats->v[j][n] == '-'))
+            {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/* Marks unit u and its whole subtree with stamp. */
+static void
+mark_subtree(build_t *b, uint32_t *marks, uint32_t u, uint32_t stamp)
+{
+    uint32_t  c;
+
+    if (marks[u] == stamp) {
+        return;                      /* already there through another root */
+    }
+
+    marks[u] = stamp;
+
+    for (c = b->units[u].first_child; c != NONE; c = b->units[c].next_sibling) {
+        mark_subtree(b, marks, c, stamp);
+    }
+}
+
+
+static int
+add_cand(unit_rec_t *u, const li_rec_t *li, const creative_rec_t *cr,
+    uint32_t weight)
+{
+    bcand_t   *c;
+    uint32_t   cap;
+
+    if (u->ncands == u->cap) {
+        cap = u->cap ? u->cap * 2 : 8;
+        c = realloc(u->cands, cap * sizeof(bcand_t));
+        if (c == NULL) {
+            return -1;
+        }
+        u->cands = c;
+        u->cap = cap;
+    }
+
+    c = &u->cands[u->ncands++];
+    c->li = li;
+    c->cr = cr;
+    c->weight = weight;
+
+    return 0;
+}
+
+
+static int
+join_line_item(build_t *b, uint32_t i)
+{
+    li_rec_t      *li = &b->lis[i];
+    lica_rec_t    *l;
+    unit_rec_t    *u;
+    uint32_t       k, j, stamp = i + 1;
+
+    for (k = 0; k < li->include.n; k++) {
+        mark_subtree(b, b->stamp, li->include.v[k], stamp);
+    }
+
+    for (k = 0; k < li->placements.n; k++) {
+        for (j = 0; j < b->placements[li->placements.v[k]].units.n; j++) {
+            mark_subtree(b, b->stamp, b->placements[li->placements.v[k]].units.v[j],
+                         stamp);
+        }
+    }
+
+    for (k = 0; k < li->exclude.n; k++) {
+        mark_subtree(b, b->xstamp, li->exclude.v[k], stamp);
+    }
+
+    for (j = 0; j < b->n[ADSERVE_KIND_AD_UNITS]; j++) {
+        u = &b->units[j];
+
+        if (b->stamp[j] != stamp || b->xstamp[j] == stamp || !u->active) {
+            continue;
+        }
+
+        for (k = li->first_lica; k != NONE; k = l->next) {
+            l = &b->licas[k];
+
+            if (size_fits(u, b->crs[l->cr].size)
+                && !category_blocked(&u->bcat, &b->crs[l->cr].categories)
+                && add_cand(u, li, &b->crs[l->cr], l->weight) != 0)
+            {
+                return -1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/* ---- ranking and rendering --------------------------------------------- */
+
+static int
+same_rank(const li_rec_t *a, const li_rec_t *b)
+{
+    return a->tier == b->tier && a->priority == b->priority && a->ecpm == b->ecpm;
+}
+
+
+/* tier, then priority (1 is the highest), then eCPM */
+static int
+cand_cmp(const void *pa, const void *pb)
+{
+    const bcand_t   *a = pa, *b = pb;
+    const li_rec_t  *la = a->li, *lb = b->li;
+    int              c;
+
+    if (!same_rank(la, lb)) {
+        if (la->tier != lb->tier) {
+            return la->tier < lb->tier ? -1 : 1;
+        }
+        if (la->priority != lb->priority) {
+            return la->priority < lb->priority ? -1 : 1;
+        }
+        return la->ecpm > lb->ecpm ? -1 : 1;
+    }
+
+    /* equal rank: a stable order, so builds are reproducible */
+    c = strcmp(la->id, lb->id);
+
+    return c ? c : strcmp(a->cr->id, b->cr->id);
+}
+
+
+/* The whole 200 body but the ad_log value and the constant tail. */
+static const char *
+render_head(build_t *b, const creative_rec_t *cr, size_t *len)
+{
+    static const char  pre[] = "{\"version\":\"" ADSERVE_RESPONSE_VERSION "\",\"ad\":";
+    static const char  post[] = ",\"ext\":{\"message\":\"ok\",\"ad_log\":\"";
+    size_t             n = strlen(cr->ad_json);
+    char              *p;
+
+    *len = sizeof(pre) - 1 + n + sizeof(post) - 1;
+    p = adserve_arena_alloc(&b->snap->arena, *len);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    memcpy(p, pre, sizeof(pre) - 1);
+    memcpy(p + sizeof(pre) - 1, cr->ad_json, n);
+    memcpy(p + sizeof(pre) - 1 + n, post, sizeof(post) - 1);
+
+    return p;
+}
+
+
+static int
+finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
+{
+    adserve_arena_t  *a = &b->snap->arena;
+    adserve_cand_t   *c;
+    const bcand_t    *bc;
+    uint32_t          i, group = 0;
+
+    qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
+
+    c = adserve_arena_alloc(a, (u->ncands + 1) * sizeof(adserve_cand_t));
+    if (c == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < u->ncands; i++) {
+        bc = &u->cands[i];
+
+        if (i > 0 && !same_rank(bc->li, u->cands[i - 1].li)) {
+            group++;
+        }
+
+        c[i].start = bc->li->start;
+        c[i].end = bc->li->end;
+        c[i].weight = bc->weight;
+        c[i].group = group;
+        c[i].cost_type = (uint8_t) bc->li->cost_type;
+        c[i].price_micros = (uint64_t) (bc->li->rate * 1e6 + 0.5);
+        c[i].line_item_id = adserve_arena_memdup(a, bc->li->id, strlen(bc->li->id));
+        c[i].creative_id = adserve_arena_memdup(a, bc->cr->id, strlen(bc->cr->id));
+        c[i].response_head = render_head(b, bc->cr, &c[i].response_head_len);
+
+        if (c[i].line_item_id == NULL || c[i].creative_id == NULL
+            || c[i].response_head == NULL)
+        {
+            return -1;
+        }
+    }
+
+    out->id = adserve_arena_memdup(a, u->id, strlen(u->id));
+    out->id_len = strlen(u->id);
+    out->cands = c;
+    out->ncands = u->ncands;
+    b->snap->stats.candidates += u->ncands;
+
+    return out->id ? 0 : -1;
+}
+
+
+static int
+build_table(build_t *b)
+{
+    adserve_snapshot_t  *s = b->snap;
+    unit_rec_t          *u;
+    uint32_t             i, j, size, n = b->n[ADSERVE_KIND_AD_UNITS];
+
+    for (i = 0; i < n; i++) {
+        s->stats.active_units += b->units[i].active;
+    }
+
+    size = table_size(s->stats.active_units);
+    s->units = adserve_arena_calloc(&s->arena, size * sizeof(adserve_unit_t));
+    if (s->units == NULL) {
+        return -1;
+    }
+    s->mask = size - 1;
+
+    for (i = 0; i < n; i++) {
+        u = &b->units[i];
+        if (!u->active) {
+            continue;
+        }
+
+        j = (uint32_t) hash_bytes(u->id, strlen(u->id)) & s->mask;
+        while (s->units[j].id != NULL) {
+            j = (j + 1) & s->mask;
+        }
+
+        if (finish_unit(b, u, &s->units[j]) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* ---- the build --------------------------------------------------------- */
+
+typedef int (*parse_pt)(build_t *b, cJSON **objs);
+
+static int
+build(build_t *b, const adserve_input_t *in)
+{
+    /* order matters: each kind resolves references to the kinds before it */
+    static const parse_pt  parsers[ADSERVE_KIND_COUNT] = {
+        parse_units, parse_placements, parse_orders,
+        parse_line_items, parse_creatives, parse_licas
+    };
+    cJSON    **objs;
+    uint32_t   k, i, nunits;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        objs = parse_kind(b, in, k);
+        if (objs == NULL || parsers[k](b, objs) != 0) {
+            build_error(b, "out of memory parsing %s", adserve_kind_keys[k]);
+            return -1;
+        }
+    }
+
+    nunits = b->n[ADSERVE_KIND_AD_UNITS];
+    b->stamp = adserve_arena_calloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
+    b->xstamp = adserve_arena_calloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
+    if (b->stamp == NULL || b->xstamp == NULL) {
+        build_error(b, "out of memory");
+        return -1;
+    }
+
+    for (i = 0; i < b->n[ADSERVE_KIND_LINE_ITEMS]; i++) {
+        if (b->lis[i].eligible && b->lis[i].first_lica != NONE
+            && join_line_item(b, i) != 0)
+        {
+            build_error(b, "out of memory joining line items");
+            return -1;
+        }
+    }
+
+    if (build_table(b) != 0) {
+        build_error(b, "out of memory ranking candidates");
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static void
+build_cleanup(build_t *b)
+{
+    cJSON     *o, *next;
+    uint32_t   i;
+
+    for (i = 0; b->units && i < b->n[ADSERVE_KIND_AD_UNITS]; i++) {
+        free(b->units[i].cands);
+    }
+
+    for (i = 0; b->crs && i < b->n[ADSERVE_KIND_CREATIVES]; i++) {
+        cJSON_free(b->crs[i].ad_json);
+    }
+
+    for (o = b->docs; o; o = next) {
+        next = o->next;
+        o->next = NULL;
+        cJSON_Delete(o);
+    }
+
+    adserve_arena_free(&b->tmp);
+}
+
+
+adserve_snapshot_t *
+adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
+{
+    build_t              b;
+    adserve_snapshot_t  *s;
+
+    s = calloc(1, sizeof(adserve_snapshot_t));
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+
+    adserve_arena_init(&s->arena, 256 * 1024);
+    s->rev = in->rev;
+
+    memset(&b, 0, sizeof(build_t));
+    adserve_arena_init(&b.tmp, 256 * 1024);
+    b.snap = s;
+    b.err = err;
+    b.errlen = errlen;
+
+    if (build(&b, in) != 0) {
+        build_cleanup(&b);
+        adserve_snapshot_free(s);
+        return NULL;
+    }
+
+    build_cleanup(&b);
+    s->stats.bytes = s->arena.total;
+
+    return s;
+}
+
+
+void
+adserve_snapshot_free(adserve_snapshot_t *s)
+{
+    if (s != NULL) {
+        adserve_arena_free(&s->arena);
+        free(s);
+    }
+}
+
+
+const adserve_unit_t *
+adserve_snapshot_unit(const adserve_snapshot_t *s, const char *id, size_t len)
+{
+    const adserve_unit_t  *u;
+    uint32_t               i;
+
+    if (s == NULL) {
+        return NULL;
+    }
+
+    for (i = (uint32_t) hash_bytes(id, len) & s->mask; ; i = (i + 1) & s->mask) {
+        u = &s->units[i];
+
+        if (u->id == NULL) {
+            return NULL;
+        }
+
+        if (u->id_len == len && memcmp(u->id, id, len) == 0) {
+            return u;
+        }
+    }
+}
+
+
+const adserve_cand_t *
+adserve_decide(const adserve_unit_t *u, int64_t now, uint32_t rnd)
+{
+    const adserve_cand_t  *c = u->cands, *end = u->cands + u->ncands, *g;
+    uint64_t               total, pick;
+
+    while (c < end) {
+        /* the best group with a line item in flight wins; within it,
+         * rotation by LICA weight */
+        total = 0;
+        for (g = c; g < end && g->group == c->group; g++) {
+            if (now >= g->start && now < g->end) {
+                total += g->weight;
+            }
+        }
+
+        if (total > 0) {
+            pick = (uint64_t) rnd % total;
+            for (; c < g; c++) {
+                if (now >= c->start && now < c->end) {
+                    if (pick < c->weight) {
+                        return c;
+                    }
+                    pick -= c->weight;
+                }
+            }
+        }
+
+        c = g;
+    }
+
+    return NULL;
+}
+
+
+/* ---- input ------------------------------------------------------------- */
+
+void
+adserve_input_init(adserve_input_t *in)
+{
+    memset(in, 0, sizeof(adserve_input_t));
+    adserve_arena_init(&in->arena, 256 * 1024);
+}
+
+
+int
+adserve_input_add(adserve_input_t *in, adserve_kind_e kind, const char *data,
+    size_t len)
+{
+    adserve_str_t  *v;
+    size_t          cap;
+
+    if (in->nrecords[kind] == in->cap[kind]) {
+        /* arrays double inside the arena; the old copies are garbage
+         * until the load ends, at most as much again as the final array */
+        cap = in->cap[kind] ? in->cap[kind] * 2 : 256;
+        v = adserve_arena_alloc(&in->arena, cap * sizeof(adserve_str_t));
+        if (v == NULL) {
+            return -1;
+        }
+        if (in->nrecords[kind]) {
+            memcpy(v, in->records[kind], in->nrecords[kind] * sizeof(adserve_str_t));
+        }
+        in->records[kind] = v;
+        in->cap[kind] = cap;
+    }
+
+    v = &in->records[kind][in->nrecords[kind]];
+    v->data = adserve_arena_memdup(&in->arena, data, len);
+    v->len = len;
+
+    if (v->data == NULL) {
+        return -1;
+    }
+
+    in->nrecords[kind]++;
+
+    return 0;
+}
+
+
+void
+adserve_input_free(adserve_input_t *in)
+{
+    adserve_arena_free(&in->arena);
+    memset(in, 0, sizeof(adserve_input_t));
+}

@@ -1,0 +1,127 @@
+/*
+ * adserve_snapshot: the immutable, compiled view of inventory and demand that
+ * one nginx worker serves from.
+ *
+ * The loader hands over the raw records of every kind (the JSON values of the
+ * Redis hashes of the data contract, see README "Redis data contract"); the
+ * build joins them (ad unit hierarchy, placements, orders, line items, LICAs,
+ * creatives), drops everything that can never serve, and leaves each ACTIVE ad
+ * unit with its candidate list already ranked and with its response bytes
+ * already rendered. Serving is then a hash probe, a flight check and a copy.
+ *
+ * Plain C, no nginx types: the build runs in a thread-pool thread, and the
+ * whole engine is unit-tested and profiled outside nginx.
+ */
+
+#ifndef ADSERVE_SNAPSHOT_H
+#define ADSERVE_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adserve_arena.h"
+#include "adserve_json.h"
+#include "adserve_token.h"
+
+
+typedef enum {
+    ADSERVE_KIND_AD_UNITS = 0,
+    ADSERVE_KIND_PLACEMENTS,
+    ADSERVE_KIND_ORDERS,
+    ADSERVE_KIND_LINE_ITEMS,
+    ADSERVE_KIND_CREATIVES,
+    ADSERVE_KIND_LICAS,
+    ADSERVE_KIND_COUNT
+} adserve_kind_e;
+
+/* the Redis hash holding each kind, index by adserve_kind_e */
+extern const char *const adserve_kind_keys[ADSERVE_KIND_COUNT];
+
+#define ADSERVE_REV_KEY  "adserve:rev"
+
+
+/* Line item types in serving order: a lower tier always wins. */
+typedef enum {
+    ADSERVE_TIER_SPONSORSHIP = 0,
+    ADSERVE_TIER_STANDARD,
+    ADSERVE_TIER_PRICE_PRIORITY,
+    ADSERVE_TIER_HOUSE
+} adserve_tier_e;
+
+
+/* Raw input of one build: the record texts of each kind, and the revision
+ * that was read before they were scanned. */
+typedef struct {
+    adserve_str_t  *records[ADSERVE_KIND_COUNT];
+    size_t          nrecords[ADSERVE_KIND_COUNT];
+    size_t          cap[ADSERVE_KIND_COUNT];
+    uint64_t        rev;
+    adserve_arena_t arena;            /* owns the texts and the arrays */
+} adserve_input_t;
+
+void adserve_input_init(adserve_input_t *in);
+int adserve_input_add(adserve_input_t *in, adserve_kind_e kind,
+    const char *data, size_t len);
+void adserve_input_free(adserve_input_t *in);
+
+
+/* One way an ad unit can be filled: a line item showing one creative. */
+typedef struct {
+    int64_t         start;            /* flight, unix seconds, [start, end) */
+    int64_t         end;
+    uint32_t        weight;           /* LICA weight, for rotation */
+    uint32_t        group;            /* candidates of one group rank equal */
+    uint8_t         cost_type;        /* adserve_cost_e */
+    uint64_t        price_micros;     /* the line item's rate x 1e6 */
+    const char     *response_head;    /* body up to the ad_log value */
+    size_t          response_head_len;
+    const char     *line_item_id;
+    const char     *creative_id;
+} adserve_cand_t;
+
+typedef struct {
+    const char     *id;
+    size_t          id_len;
+    const adserve_cand_t *cands;      /* ranked: best group first */
+    uint32_t        ncands;
+} adserve_unit_t;
+
+typedef struct {
+    size_t          records[ADSERVE_KIND_COUNT];
+    size_t          skipped;          /* records that were not valid JSON objects */
+    size_t          active_units;
+    size_t          candidates;
+    size_t          bytes;
+} adserve_stats_t;
+
+typedef struct {
+    uint64_t        rev;
+    adserve_stats_t stats;
+    adserve_unit_t *units;            /* open-addressing table of ACTIVE units */
+    uint32_t        mask;             /* table size - 1 */
+    adserve_arena_t arena;
+} adserve_snapshot_t;
+
+
+/* The constant tail of every 200 body, after the ad_log value. */
+#define ADSERVE_RESPONSE_TAIL      "\"}}"
+#define ADSERVE_RESPONSE_VERSION   "0.1.0"
+
+
+adserve_snapshot_t *adserve_snapshot_build(const adserve_input_t *in,
+    char *err, size_t errlen);
+void adserve_snapshot_free(adserve_snapshot_t *s);
+
+/* The ACTIVE ad unit with this id, or NULL. */
+const adserve_unit_t *adserve_snapshot_unit(const adserve_snapshot_t *s,
+    const char *id, size_t len);
+
+/* The candidate to serve at time now, or NULL for no ad. rnd is a uniformly
+ * random 32-bit value (the caller's generator, so tests are deterministic). */
+const adserve_cand_t *adserve_decide(const adserve_unit_t *u, int64_t now,
+    uint32_t rnd);
+
+/* RFC 3339 date-time to unix seconds; -1 when it is not one. */
+int64_t adserve_parse_time(const char *s);
+
+#endif

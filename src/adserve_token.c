@@ -1,0 +1,468 @@
+/*
+ * The ad_log token: AES-256-GCM with OpenSSL's EVP interface.
+ *
+ * Each key gets its cipher contexts once per process, so a token costs one
+ * IV set-up, one pass over ~150 bytes and no allocation.
+ */
+
+#include <string.h>
+#include <stdio.h>
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/crypto.h>
+
+#include "adserve_token.h"
+
+
+#define ADSERVE_TOKEN_VERSION  1
+
+
+static const char  b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+
+static int
+hexval(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+
+/* one "<kid> <hex key>" line; 1 when it held a key, 0 when blank, -1 bad */
+static int
+parse_line(const char *p, const char *end, adserve_token_key_t *k)
+{
+    int  kid = 0, digits = 0, i, hi, lo;
+
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r')) p++;
+    if (p == end || *p == '#') {
+        return 0;
+    }
+
+    while (p < end && *p >= '0' && *p <= '9' && digits++ < 3) {
+        kid = kid * 10 + (*p++ - '0');
+    }
+    if (digits == 0 || kid > 255 || p == end || (*p != ' ' && *p != '\t')) {
+        return -1;
+    }
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+
+    if (end - p < 64) {
+        return -1;
+    }
+
+    for (i = 0; i < 32; i++) {
+        hi = hexval(p[2 * i]);
+        lo = hexval(p[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            return -1;
+        }
+        k->key[i] = (unsigned char) (hi << 4 | lo);
+    }
+
+    for (p += 64; p < end; p++) {
+        if (*p != ' ' && *p != '\t' && *p != '\r') {
+            return -1;
+        }
+    }
+
+    k->kid = (uint8_t) kid;
+
+    return 1;
+}
+
+
+int
+adserve_tokens_parse(adserve_tokens_t *t, const char *text, size_t len,
+    char *err, size_t errlen)
+{
+    const char  *p = text, *end = text + len, *eol;
+    int          line = 0, rc, i;
+
+    memset(t, 0, sizeof(adserve_tokens_t));
+
+    while (p < end) {
+        line++;
+        eol = memchr(p, '\n', end - p);
+        if (eol == NULL) {
+            eol = end;
+        }
+
+        if (t->nkeys == ADSERVE_TOKEN_KEYS) {
+            snprintf(err, errlen, "more than %d keys", ADSERVE_TOKEN_KEYS);
+            return -1;
+        }
+
+        rc = parse_line(p, eol, &t->keys[t->nkeys]);
+        if (rc < 0) {
+            snprintf(err, errlen, "line %d is not \"<kid 0-255> <64 hex digits>\"", line);
+            return -1;
+        }
+
+        if (rc == 1) {
+            for (i = 0; i < t->nkeys; i++) {
+                if (t->keys[i].kid == t->keys[t->nkeys].kid) {
+                    snprintf(err, errlen, "line %d repeats key id %d", line,
+                             t->keys[i].kid);
+                    return -1;
+                }
+            }
+            t->nkeys++;
+        }
+
+        p = eol + 1;
+    }
+
+    if (t->nkeys == 0) {
+        snprintf(err, errlen, "no key");
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static int
+new_prefix(adserve_tokens_t *t)
+{
+    t->counter = 0;
+    return RAND_bytes(t->prefix, sizeof(t->prefix)) == 1 ? 0 : -1;
+}
+
+
+int
+adserve_tokens_start(adserve_tokens_t *t)
+{
+    adserve_token_key_t  *k;
+    int                   i;
+
+    for (i = 0; i < t->nkeys; i++) {
+        k = &t->keys[i];
+        k->enc = EVP_CIPHER_CTX_new();
+        k->dec = EVP_CIPHER_CTX_new();
+
+        if (k->enc == NULL || k->dec == NULL
+            || EVP_EncryptInit_ex(k->enc, EVP_aes_256_gcm(), NULL, k->key, NULL) != 1
+            || EVP_CIPHER_CTX_ctrl(k->enc, EVP_CTRL_GCM_SET_IVLEN,
+                                   ADSERVE_TOKEN_NONCE, NULL) != 1
+            || EVP_DecryptInit_ex(k->dec, EVP_aes_256_gcm(), NULL, k->key, NULL) != 1
+            || EVP_CIPHER_CTX_ctrl(k->dec, EVP_CTRL_GCM_SET_IVLEN,
+                                   ADSERVE_TOKEN_NONCE, NULL) != 1)
+        {
+            adserve_tokens_stop(t);
+            return -1;
+        }
+    }
+
+    return new_prefix(t);
+}
+
+
+void
+adserve_tokens_stop(adserve_tokens_t *t)
+{
+    int  i;
+
+    for (i = 0; i < t->nkeys; i++) {
+        EVP_CIPHER_CTX_free(t->keys[i].enc);
+        EVP_CIPHER_CTX_free(t->keys[i].dec);
+        t->keys[i].enc = NULL;
+        t->keys[i].dec = NULL;
+    }
+
+    OPENSSL_cleanse(t->prefix, sizeof(t->prefix));
+}
+
+
+/* ---- payload ----------------------------------------------------------- */
+
+static unsigned char *
+put_u64(unsigned char *p, uint64_t v)
+{
+    int  i;
+
+    for (i = 0; i < 8; i++) {
+        *p++ = (unsigned char) (v >> (8 * i));
+    }
+
+    return p;
+}
+
+
+static const unsigned char *
+get_u64(const unsigned char *p, uint64_t *v)
+{
+    int  i;
+
+    *v = 0;
+    for (i = 0; i < 8; i++) {
+        *v |= (uint64_t) p[i] << (8 * i);
+    }
+
+    return p + 8;
+}
+
+
+static unsigned char *
+put_str(unsigned char *p, const adserve_str_t *s, size_t lenbytes)
+{
+    *p++ = (unsigned char) s->len;
+    if (lenbytes == 2) {
+        *p++ = (unsigned char) (s->len >> 8);
+    }
+
+    if (s->len) {
+        memcpy(p, s->data, s->len);
+    }
+
+    return p + s->len;
+}
+
+
+static const unsigned char *
+get_str(const unsigned char *p, const unsigned char *end, adserve_str_t *s,
+    size_t lenbytes)
+{
+    if ((size_t) (end - p) < lenbytes) {
+        return NULL;
+    }
+
+    s->len = p[0] | (lenbytes == 2 ? (size_t) p[1] << 8 : 0);
+    p += lenbytes;
+
+    if ((size_t) (end - p) < s->len) {
+        return NULL;
+    }
+
+    s->data = (const char *) p;
+
+    return p + s->len;
+}
+
+
+static size_t
+pack(const adserve_ad_log_t *log, unsigned char *out)
+{
+    unsigned char  *p = out;
+
+    *p++ = ADSERVE_TOKEN_VERSION;
+    p = put_u64(p, (uint64_t) log->issued);
+    p = put_u64(p, log->price_micros);
+    *p++ = log->cost_type;
+    p = put_str(p, &log->ad_unit, 1);
+    p = put_str(p, &log->line_item, 1);
+    p = put_str(p, &log->creative, 1);
+    p = put_str(p, &log->user, 2);
+
+    return (size_t) (p - out);
+}
+
+
+static int
+unpack(const unsigned char *p, size_t len, adserve_ad_log_t *log)
+{
+    const unsigned char  *end = p + len;
+    uint64_t              issued;
+
+    if (len < 1 + 8 + 8 + 1 || *p++ != ADSERVE_TOKEN_VERSION) {
+        return -1;
+    }
+
+    p = get_u64(p, &issued);
+    p = get_u64(p, &log->price_micros);
+    log->issued = (int64_t) issued;
+    log->cost_type = *p++;
+
+    p = get_str(p, end, &log->ad_unit, 1);
+    p = p ? get_str(p, end, &log->line_item, 1) : NULL;
+    p = p ? get_str(p, end, &log->creative, 1) : NULL;
+    p = p ? get_str(p, end, &log->user, 2) : NULL;
+
+    return p == end ? 0 : -1;
+}
+
+
+/* ---- base64url without padding ----------------------------------------- */
+
+static size_t
+b64_encode(const unsigned char *in, size_t len, char *out)
+{
+    char      *p = out;
+    uint32_t   v;
+    size_t     i;
+
+    for (i = 0; i + 2 < len; i += 3) {
+        v = (uint32_t) in[i] << 16 | (uint32_t) in[i + 1] << 8 | in[i + 2];
+        *p++ = b64url[v >> 18];
+        *p++ = b64url[(v >> 12) & 63];
+        *p++ = b64url[(v >> 6) & 63];
+        *p++ = b64url[v & 63];
+    }
+
+    if (len - i == 1) {
+        v = (uint32_t) in[i] << 16;
+        *p++ = b64url[v >> 18];
+        *p++ = b64url[(v >> 12) & 63];
+
+    } else if (len - i == 2) {
+        v = (uint32_t) in[i] << 16 | (uint32_t) in[i + 1] << 8;
+        *p++ = b64url[v >> 18];
+        *p++ = b64url[(v >> 12) & 63];
+        *p++ = b64url[(v >> 6) & 63];
+    }
+
+    return (size_t) (p - out);
+}
+
+
+static int
+b64_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '-') return 62;
+    if (c == '_') return 63;
+    return -1;
+}
+
+
+/* returns the decoded length, or -1 */
+static long
+b64_decode(const char *in, size_t len, unsigned char *out)
+{
+    unsigned char  *p = out;
+    uint32_t        v = 0;
+    size_t          i;
+    int             d, bits = 0;
+
+    if (len % 4 == 1) {
+        return -1;
+    }
+
+    for (i = 0; i < len; i++) {
+        d = b64_value((unsigned char) in[i]);
+        if (d < 0) {
+            return -1;
+        }
+
+        v = v << 6 | (uint32_t) d;
+        bits += 6;
+
+        if (bits >= 8) {
+            bits -= 8;
+            *p++ = (unsigned char) (v >> bits);
+        }
+    }
+
+    /* the unused low bits of the last character must be zero, so that
+     * every token has exactly one spelling */
+    if (v & ((1u << bits) - 1)) {
+        return -1;
+    }
+
+    return (long) (p - out);
+}
+
+
+/* ---- encode, decode ---------------------------------------------------- */
+
+size_t
+adserve_token_encode(adserve_tokens_t *t, adserve_ad_log_t *log, char *out)
+{
+    unsigned char         raw[ADSERVE_TOKEN_RAW_MAX], *nonce, *ct;
+    adserve_token_key_t  *k = &t->keys[0];
+    size_t                n;
+    int                   outl;
+
+    if (log->ad_unit.len > ADSERVE_TOKEN_ID_MAX
+        || log->line_item.len > ADSERVE_TOKEN_ID_MAX
+        || log->creative.len > ADSERVE_TOKEN_ID_MAX
+        || log->user.len > ADSERVE_TOKEN_USER_MAX)
+    {
+        return 0;
+    }
+
+    if (t->counter == UINT32_MAX && new_prefix(t) != 0) {
+        return 0;
+    }
+
+    raw[0] = k->kid;
+    nonce = raw + 1;
+    memcpy(nonce, t->prefix, sizeof(t->prefix));
+    t->counter++;
+    nonce[8] = (unsigned char) (t->counter >> 24);
+    nonce[9] = (unsigned char) (t->counter >> 16);
+    nonce[10] = (unsigned char) (t->counter >> 8);
+    nonce[11] = (unsigned char) t->counter;
+    memcpy(log->request_id, nonce, ADSERVE_TOKEN_NONCE);
+
+    ct = nonce + ADSERVE_TOKEN_NONCE;
+    n = pack(log, ct);
+
+    /* the key id is authenticated too: it cannot be swapped to another key */
+    if (EVP_EncryptInit_ex(k->enc, NULL, NULL, NULL, nonce) != 1
+        || EVP_EncryptUpdate(k->enc, NULL, &outl, raw, 1) != 1
+        || EVP_EncryptUpdate(k->enc, ct, &outl, ct, (int) n) != 1
+        || EVP_EncryptFinal_ex(k->enc, ct + n, &outl) != 1
+        || EVP_CIPHER_CTX_ctrl(k->enc, EVP_CTRL_GCM_GET_TAG, ADSERVE_TOKEN_TAG,
+                               ct + n) != 1)
+    {
+        return 0;
+    }
+
+    return b64_encode(raw, 1 + ADSERVE_TOKEN_NONCE + n + ADSERVE_TOKEN_TAG, out);
+}
+
+
+int
+adserve_token_decode(adserve_tokens_t *t, const char *tok, size_t len,
+    adserve_ad_log_t *log, unsigned char *buf)
+{
+    adserve_token_key_t  *k = NULL;
+    unsigned char        *ct;
+    long                  raw;
+    size_t                n;
+    int                   i, outl;
+
+    if (len > ADSERVE_TOKEN_MAX) {
+        return -1;
+    }
+
+    raw = b64_decode(tok, len, buf);
+    if (raw < 1 + ADSERVE_TOKEN_NONCE + ADSERVE_TOKEN_TAG + 1) {
+        return -1;
+    }
+
+    for (i = 0; i < t->nkeys; i++) {
+        if (t->keys[i].kid == buf[0]) {
+            k = &t->keys[i];
+            break;
+        }
+    }
+
+    if (k == NULL) {
+        return -1;
+    }
+
+    ct = buf + 1 + ADSERVE_TOKEN_NONCE;
+    n = (size_t) raw - 1 - ADSERVE_TOKEN_NONCE - ADSERVE_TOKEN_TAG;
+
+    if (EVP_DecryptInit_ex(k->dec, NULL, NULL, NULL, buf + 1) != 1
+        || EVP_DecryptUpdate(k->dec, NULL, &outl, buf, 1) != 1
+        || EVP_DecryptUpdate(k->dec, ct, &outl, ct, (int) n) != 1
+        || EVP_CIPHER_CTX_ctrl(k->dec, EVP_CTRL_GCM_SET_TAG, ADSERVE_TOKEN_TAG,
+                               ct + n) != 1
+        || EVP_DecryptFinal_ex(k->dec, ct + n, &outl) != 1)
+    {
+        return -1;
+    }
+
+    memcpy(log->request_id, buf + 1, ADSERVE_TOKEN_NONCE);
+
+    return unpack(ct, n, log);
+}

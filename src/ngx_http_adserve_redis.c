@@ -1,0 +1,399 @@
+
+/*
+ * hiredis's async API on the nginx event loop.
+ *
+ * hiredis ships no nginx adapter, so this file is one: the Redis socket is
+ * wrapped in an nginx connection whose read and write events call
+ * redisAsyncHandleRead/Write, and hiredis's addRead/delRead/addWrite/delWrite
+ * hooks switch those events on and off. The events are level-triggered:
+ * hiredis reads at most one buffer per call, and an edge-triggered event
+ * would not fire again for the rest of a large reply.
+ *
+ * hiredis has no timeouts of its own: a connect is bounded by a timer here,
+ * commands by their owner. When the connection dies, for whatever reason,
+ * hiredis calls the cleanup hook exactly once: that is where a reconnect is
+ * scheduled, with exponential backoff. An outage is logged once, when it
+ * starts, and its end once, not every attempt.
+ */
+
+
+#include "ngx_http_adserve.h"
+
+
+#define NGX_HTTP_ADSERVE_BACKOFF_MIN  100
+#define NGX_HTTP_ADSERVE_BACKOFF_MAX  5000
+
+
+static void ngx_http_adserve_redis_connect(ngx_http_adserve_redis_t *rd);
+
+
+ngx_int_t
+ngx_http_adserve_redis_parse_addr(ngx_conf_t *cf, ngx_str_t *addr,
+    ngx_http_adserve_redis_t *rd)
+{
+    u_char          *colon;
+    ngx_int_t        port;
+    struct in_addr   in;
+    struct in6_addr  in6;
+
+    rd->addr = *addr;
+
+    if (addr->len > 5 && ngx_strncmp(addr->data, "unix:", 5) == 0) {
+        rd->host = ngx_pnalloc(cf->pool, addr->len - 4);
+        if (rd->host == NULL) {
+            return NGX_ERROR;
+        }
+        ngx_memcpy(rd->host, addr->data + 5, addr->len - 5);
+        rd->host[addr->len - 5] = '\0';
+        rd->port = 0;
+        return NGX_OK;
+    }
+
+    colon = ngx_strlchr(addr->data, addr->data + addr->len, ':');
+    if (colon == NULL || ngx_strlchr(colon + 1, addr->data + addr->len, ':')) {
+        return NGX_DECLINED;
+    }
+
+    port = ngx_atoi(colon + 1, addr->data + addr->len - colon - 1);
+    if (port < 1 || port > 65535) {
+        return NGX_DECLINED;
+    }
+
+    rd->host = ngx_pnalloc(cf->pool, colon - addr->data + 1);
+    if (rd->host == NULL) {
+        return NGX_ERROR;
+    }
+    ngx_memcpy(rd->host, addr->data, colon - addr->data);
+    rd->host[colon - addr->data] = '\0';
+    rd->port = (int) port;
+
+    /* hiredis resolves names with a blocking getaddrinfo(): addresses only */
+    if (inet_pton(AF_INET, rd->host, &in) != 1
+        && inet_pton(AF_INET6, rd->host, &in6) != 1)
+    {
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/* ---- hiredis event hooks ----------------------------------------------- */
+
+static void
+ngx_http_adserve_redis_add(ngx_event_t *ev, ngx_int_t event)
+{
+    if (!ev->active && ngx_add_event(ev, event, NGX_LEVEL_EVENT) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0, "adserve: redis: add event failed");
+    }
+}
+
+
+static void
+ngx_http_adserve_redis_del(ngx_event_t *ev, ngx_int_t event)
+{
+    if (ev->active && ngx_del_event(ev, event, 0) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0, "adserve: redis: del event failed");
+    }
+}
+
+
+static void
+ngx_http_adserve_redis_add_read(void *data)
+{
+    ngx_http_adserve_redis_t  *rd = data;
+
+    ngx_http_adserve_redis_add(rd->conn->read, NGX_READ_EVENT);
+}
+
+
+static void
+ngx_http_adserve_redis_del_read(void *data)
+{
+    ngx_http_adserve_redis_t  *rd = data;
+
+    ngx_http_adserve_redis_del(rd->conn->read, NGX_READ_EVENT);
+}
+
+
+static void
+ngx_http_adserve_redis_add_write(void *data)
+{
+    ngx_http_adserve_redis_t  *rd = data;
+
+    ngx_http_adserve_redis_add(rd->conn->write, NGX_WRITE_EVENT);
+}
+
+
+static void
+ngx_http_adserve_redis_del_write(void *data)
+{
+    ngx_http_adserve_redis_t  *rd = data;
+
+    ngx_http_adserve_redis_del(rd->conn->write, NGX_WRITE_EVENT);
+}
+
+
+static void
+ngx_http_adserve_redis_schedule(ngx_http_adserve_redis_t *rd)
+{
+    ngx_msec_t  delay;
+
+    if (rd->exiting || ngx_exiting || ngx_terminate) {
+        return;
+    }
+
+    /* jitter, so that the workers of many nodes do not reconnect in step */
+    delay = rd->backoff + ngx_random() % (rd->backoff / 4 + 1);
+    rd->backoff = ngx_min(rd->backoff * 2, NGX_HTTP_ADSERVE_BACKOFF_MAX);
+
+    ngx_add_timer(&rd->timer, delay);
+}
+
+
+/* hiredis calls this once when the context goes away, whatever the cause */
+static void
+ngx_http_adserve_redis_cleanup(void *data)
+{
+    ngx_http_adserve_redis_t  *rd = data;
+    ngx_connection_t          *c = rd->conn;
+    ngx_uint_t                 was_up = rd->connected;
+
+    /* hiredis closes the socket itself: only forget the events */
+    if (c->read->active) {
+        ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
+    }
+    if (c->write->active) {
+        ngx_del_event(c->write, NGX_WRITE_EVENT, NGX_CLOSE_EVENT);
+    }
+    if (c->read->posted) {
+        ngx_delete_posted_event(c->read);
+    }
+    if (c->write->posted) {
+        ngx_delete_posted_event(c->write);
+    }
+
+    c->fd = (ngx_socket_t) -1;
+    ngx_free_connection(c);
+
+    rd->conn = NULL;
+    rd->ac = NULL;
+    rd->connected = 0;
+
+    if (rd->timer.timer_set) {
+        ngx_del_timer(&rd->timer);
+    }
+
+    if (was_up && rd->on_down) {
+        rd->on_down(rd);
+    }
+
+    ngx_http_adserve_redis_schedule(rd);
+}
+
+
+static void
+ngx_http_adserve_redis_log_down(ngx_http_adserve_redis_t *rd, const char *why)
+{
+    if (rd->down_logged || rd->exiting) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, rd->log, 0,
+                       "adserve: redis %V still unavailable: %s", &rd->addr, why);
+        return;
+    }
+
+    rd->down_logged = 1;
+
+    ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                  "adserve: redis %V unavailable (%s): serving from the last "
+                  "snapshot, reconnecting with backoff", &rd->addr, why);
+}
+
+
+static void
+ngx_http_adserve_redis_on_connect(const redisAsyncContext *ac, int status)
+{
+    ngx_http_adserve_redis_t  *rd = ac->data;
+
+    if (status != REDIS_OK) {
+        /* hiredis frees the context next; the cleanup hook reconnects */
+        ngx_http_adserve_redis_log_down(rd, ac->errstr);
+        return;
+    }
+
+    if (rd->timer.timer_set) {
+        ngx_del_timer(&rd->timer);
+    }
+
+    rd->connected = 1;
+    rd->backoff = NGX_HTTP_ADSERVE_BACKOFF_MIN;
+
+    if (rd->down_logged) {
+        rd->down_logged = 0;
+        ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
+                      "adserve: redis %V connected again", &rd->addr);
+    }
+
+    if (rd->on_up) {
+        rd->on_up(rd);
+    }
+}
+
+
+static void
+ngx_http_adserve_redis_on_disconnect(const redisAsyncContext *ac, int status)
+{
+    ngx_http_adserve_redis_t  *rd = ac->data;
+
+    if (status != REDIS_OK) {
+        ngx_http_adserve_redis_log_down(rd, ac->errstr ? ac->errstr : "disconnected");
+    }
+}
+
+
+/* ---- nginx event handlers ---------------------------------------------- */
+
+static void
+ngx_http_adserve_redis_read_handler(ngx_event_t *ev)
+{
+    ngx_connection_t          *c = ev->data;
+    ngx_http_adserve_redis_t  *rd = c->data;
+
+    redisAsyncHandleRead(rd->ac);
+}
+
+
+static void
+ngx_http_adserve_redis_write_handler(ngx_event_t *ev)
+{
+    ngx_connection_t          *c = ev->data;
+    ngx_http_adserve_redis_t  *rd = c->data;
+
+    redisAsyncHandleWrite(rd->ac);
+}
+
+
+/* one timer, two roles: bounds a connect in progress, or waits out the
+ * backoff before the next attempt */
+static void
+ngx_http_adserve_redis_timer_handler(ngx_event_t *ev)
+{
+    ngx_http_adserve_redis_t  *rd = ev->data;
+
+    if (rd->ac != NULL) {
+        ngx_http_adserve_redis_log_down(rd, "connect timed out");
+        redisAsyncFree(rd->ac);
+        return;
+    }
+
+    ngx_http_adserve_redis_connect(rd);
+}
+
+
+static void
+ngx_http_adserve_redis_connect(ngx_http_adserve_redis_t *rd)
+{
+    redisAsyncContext  *ac;
+    ngx_connection_t   *c;
+
+    ac = rd->port ? redisAsyncConnect(rd->host, rd->port)
+                  : redisAsyncConnectUnix(rd->host);
+
+    if (ac == NULL || ac->err) {
+        ngx_http_adserve_redis_log_down(rd, ac ? ac->errstr : "out of memory");
+        if (ac) {
+            redisAsyncFree(ac);
+        }
+        ngx_http_adserve_redis_schedule(rd);
+        return;
+    }
+
+    c = ngx_get_connection(ac->c.fd, rd->log);
+    if (c == NULL) {
+        ngx_http_adserve_redis_log_down(rd, "no free nginx connection");
+        redisAsyncFree(ac);
+        ngx_http_adserve_redis_schedule(rd);
+        return;
+    }
+
+    c->data = rd;
+    c->read->handler = ngx_http_adserve_redis_read_handler;
+    c->write->handler = ngx_http_adserve_redis_write_handler;
+    c->read->log = rd->log;
+    c->write->log = rd->log;
+
+    rd->ac = ac;
+    rd->conn = c;
+
+    ac->data = rd;
+    ac->ev.data = rd;
+    ac->ev.addRead = ngx_http_adserve_redis_add_read;
+    ac->ev.delRead = ngx_http_adserve_redis_del_read;
+    ac->ev.addWrite = ngx_http_adserve_redis_add_write;
+    ac->ev.delWrite = ngx_http_adserve_redis_del_write;
+    ac->ev.cleanup = ngx_http_adserve_redis_cleanup;
+
+    redisAsyncSetConnectCallback(ac, ngx_http_adserve_redis_on_connect);
+    redisAsyncSetDisconnectCallback(ac, ngx_http_adserve_redis_on_disconnect);
+
+    /* the non-blocking connect completes when the socket turns writable */
+    ngx_http_adserve_redis_add_write(rd);
+    ngx_add_timer(&rd->timer, rd->timeout);
+}
+
+
+void
+ngx_http_adserve_redis_start(ngx_http_adserve_redis_t *rd)
+{
+    rd->timer.handler = ngx_http_adserve_redis_timer_handler;
+    rd->timer.data = rd;
+    rd->timer.log = rd->log;
+    rd->timer.cancelable = 1;     /* must not hold a graceful shutdown */
+    rd->backoff = NGX_HTTP_ADSERVE_BACKOFF_MIN;
+
+    ngx_http_adserve_redis_connect(rd);
+}
+
+
+/* Drops the connection (a command timed out, a reply made no sense);
+ * pending callbacks run with a NULL reply, then a reconnect is scheduled. */
+void
+ngx_http_adserve_redis_drop(ngx_http_adserve_redis_t *rd, const char *reason)
+{
+    if (rd->ac == NULL) {
+        return;
+    }
+
+    ngx_http_adserve_redis_log_down(rd, reason);
+    redisAsyncFree(rd->ac);
+}
+
+
+void
+ngx_http_adserve_redis_stop(ngx_http_adserve_redis_t *rd)
+{
+    rd->exiting = 1;
+
+    if (rd->timer.timer_set) {
+        ngx_del_timer(&rd->timer);
+    }
+
+    if (rd->ac != NULL) {
+        redisAsyncFree(rd->ac);
+    }
+}
+
+
+ngx_int_t
+ngx_http_adserve_redis_command(ngx_http_adserve_redis_t *rd, redisCallbackFn *fn,
+    void *data, int argc, const char **argv, const size_t *argvlen)
+{
+    if (rd->ac == NULL || !rd->connected) {
+        return NGX_DECLINED;
+    }
+
+    if (redisAsyncCommandArgv(rd->ac, fn, data, argc, argv, argvlen) != REDIS_OK) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
