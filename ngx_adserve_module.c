@@ -121,6 +121,12 @@ ngx_module_t  ngx_http_adserve_module = {
 };
 
 
+typedef struct {
+    ngx_queue_t           queue;          /* in the loader's waiting list */
+    ngx_http_request_t   *request;
+} ngx_http_adserve_wait_t;
+
+
 static ngx_str_t  ngx_http_adserve_json_type = ngx_string("application/json");
 
 
@@ -300,6 +306,30 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, const adserve_unit_t *unit,
 }
 
 
+/* A new worker has no snapshot until its first load ends: the request
+ * waits for it (milliseconds) rather than being told 404. */
+static ngx_int_t
+ngx_http_adserve_park(ngx_http_request_t *r)
+{
+    ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
+    ngx_http_adserve_wait_t    *w;
+
+    if (ld == NULL || !ld->warming) {
+        return NGX_DECLINED;
+    }
+
+    w = ngx_palloc(r->pool, sizeof(ngx_http_adserve_wait_t));
+    if (w == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    w->request = r;
+    ngx_http_adserve_loader_wait(ld, &w->queue);
+
+    return NGX_AGAIN;
+}
+
+
 static ngx_int_t
 ngx_http_adserve_decide(ngx_http_request_t *r)
 {
@@ -310,6 +340,11 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
     size_t                 len, off;
     u_char                *body;
     ngx_int_t              rc;
+
+    rc = ngx_http_adserve_park(r);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
 
     /* again: the snapshot may have been swapped while the body was read */
     unit = ngx_http_adserve_unit(r);
@@ -340,21 +375,45 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
 static void
 ngx_http_adserve_body_handler(ngx_http_request_t *r)
 {
-    ngx_http_finalize_request(r, ngx_http_adserve_decide(r));
+    ngx_int_t  rc;
+
+    rc = ngx_http_adserve_decide(r);
+
+    /* parked: the request stays open until the loader resumes it */
+    if (rc != NGX_AGAIN) {
+        ngx_http_finalize_request(r, rc);
+    }
+}
+
+
+/* called by the loader, outside any request's event */
+static void
+ngx_http_adserve_resume(ngx_queue_t *q)
+{
+    ngx_http_adserve_wait_t  *w;
+    ngx_connection_t         *c;
+
+    w = ngx_queue_data(q, ngx_http_adserve_wait_t, queue);
+    c = w->request->connection;
+
+    ngx_http_finalize_request(w->request, ngx_http_adserve_decide(w->request));
+    ngx_http_run_posted_requests(c);
 }
 
 
 static ngx_int_t
 ngx_http_adserve_ad_handler(ngx_http_request_t *r)
 {
-    ngx_int_t  rc;
+    ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
+    ngx_int_t                   rc;
 
     if (!(r->method & NGX_HTTP_POST)) {
         return NGX_HTTP_NOT_ALLOWED;
     }
 
-    /* unknown or inactive: 404 at once, the body is discarded unread */
-    if (ngx_http_adserve_unit(r) == NULL) {
+    /* unknown or inactive: 404 at once, the body is discarded unread;
+     * a worker still warming up cannot know yet */
+    if (ngx_http_adserve_unit(r) == NULL && (ld == NULL || !ld->warming)) {
         return NGX_HTTP_NOT_FOUND;
     }
 
@@ -632,6 +691,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     ld->thread_pool = ngx_thread_pool_get(cycle, &pool);
 #endif
 
+    ld->resume = ngx_http_adserve_resume;
     amcf->loader = ld;
 
     return ngx_http_adserve_loader_init(ld, cycle);

@@ -66,10 +66,20 @@ typedef enum {
     NGX_HTTP_ADSERVE_BUILDING         /* in the thread pool */
 } ngx_http_adserve_load_state_e;
 
-typedef struct {
+typedef struct ngx_http_adserve_loader_s  ngx_http_adserve_loader_t;
+
+typedef void (*ngx_http_adserve_resume_pt)(ngx_queue_t *q);
+
+struct ngx_http_adserve_loader_s {
     ngx_http_adserve_redis_t       redis;
     adserve_snapshot_t            *snapshot;      /* what requests serve from */
     ngx_msec_t                     loaded_at;
+
+    /* until the first load of a new worker ends, requests wait for it
+     * instead of answering 404 for lack of data (a reload, a start) */
+    ngx_uint_t                     warming;
+    ngx_queue_t                    waiting;
+    ngx_http_adserve_resume_pt     resume;
 
     ngx_http_adserve_load_state_e  state;
     ngx_event_t                    poll;          /* the next revision check */
@@ -84,12 +94,13 @@ typedef struct {
     ngx_msec_t                     refresh;
     ngx_msec_t                     timeout;
     void                          *thread_pool;   /* ngx_thread_pool_t */
-} ngx_http_adserve_loader_t;
+};
 
 
 ngx_int_t ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld,
     ngx_cycle_t *cycle);
 void ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld);
+void ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q);
 
 
 #endif /* _NGX_HTTP_ADSERVE_H_INCLUDED_ */

@@ -45,6 +45,34 @@ static void ngx_http_adserve_loader_poll(ngx_event_t *ev);
 static void ngx_http_adserve_loader_scan(ngx_http_adserve_loader_t *ld);
 
 
+/* The first load of this worker is over, well or not: whoever waited for
+ * it is answered now, from what there is. */
+static void
+ngx_http_adserve_loader_warm(ngx_http_adserve_loader_t *ld)
+{
+    ngx_queue_t  *q;
+
+    if (!ld->warming) {
+        return;
+    }
+
+    ld->warming = 0;
+
+    while (!ngx_queue_empty(&ld->waiting)) {
+        q = ngx_queue_head(&ld->waiting);
+        ngx_queue_remove(q);
+        ld->resume(q);
+    }
+}
+
+
+void
+ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q)
+{
+    ngx_queue_insert_tail(&ld->waiting, q);
+}
+
+
 static void
 ngx_http_adserve_loader_idle(ngx_http_adserve_loader_t *ld)
 {
@@ -70,6 +98,7 @@ ngx_http_adserve_loader_fail(ngx_http_adserve_loader_t *ld, const char *why)
     ld->failures++;
     ngx_http_adserve_loader_idle(ld);
     ngx_http_adserve_redis_drop(&ld->redis, why);
+    ngx_http_adserve_loader_warm(ld);
 }
 
 
@@ -132,6 +161,7 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
 
     ngx_free(bc);
     ngx_http_adserve_loader_idle(ld);
+    ngx_http_adserve_loader_warm(ld);
 }
 
 
@@ -295,6 +325,12 @@ ngx_http_adserve_loader_on_rev(redisAsyncContext *ac, void *r, void *data)
         return;
     }
 
+    if (ngx_exiting) {
+        /* an old worker after a reload: the new ones load for themselves */
+        ngx_http_adserve_loader_idle(ld);
+        return;
+    }
+
     if (ld->deadline.timer_set) {
         ngx_del_timer(&ld->deadline);
     }
@@ -362,6 +398,7 @@ ngx_http_adserve_loader_on_down(ngx_http_adserve_redis_t *rd)
     /* a build in the thread pool finishes on its own */
     if (ld->state != NGX_HTTP_ADSERVE_BUILDING) {
         ngx_http_adserve_loader_idle(ld);
+        ngx_http_adserve_loader_warm(ld);
     }
 }
 
@@ -382,6 +419,8 @@ ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld, ngx_cycle_t *cycle)
 {
     ld->redis.log = cycle->log;
     ld->redis.data = ld;
+    ld->warming = 1;
+    ngx_queue_init(&ld->waiting);
     ld->redis.on_up = ngx_http_adserve_loader_on_up;
     ld->redis.on_down = ngx_http_adserve_loader_on_down;
 

@@ -151,13 +151,25 @@ ngx_http_adserve_redis_schedule(ngx_http_adserve_redis_t *rd)
 }
 
 
+/* The connection is gone, or a connect failed: the owner learns of it (it
+ * may be waiting for a first connection), and the next attempt is set. */
+static void
+ngx_http_adserve_redis_lost(ngx_http_adserve_redis_t *rd)
+{
+    if (rd->on_down) {
+        rd->on_down(rd);
+    }
+
+    ngx_http_adserve_redis_schedule(rd);
+}
+
+
 /* hiredis calls this once when the context goes away, whatever the cause */
 static void
 ngx_http_adserve_redis_cleanup(void *data)
 {
     ngx_http_adserve_redis_t  *rd = data;
     ngx_connection_t          *c = rd->conn;
-    ngx_uint_t                 was_up = rd->connected;
 
     /* hiredis closes the socket itself: only forget the events */
     if (c->read->active) {
@@ -184,11 +196,7 @@ ngx_http_adserve_redis_cleanup(void *data)
         ngx_del_timer(&rd->timer);
     }
 
-    if (was_up && rd->on_down) {
-        rd->on_down(rd);
-    }
-
-    ngx_http_adserve_redis_schedule(rd);
+    ngx_http_adserve_redis_lost(rd);
 }
 
 
@@ -303,7 +311,7 @@ ngx_http_adserve_redis_connect(ngx_http_adserve_redis_t *rd)
         if (ac) {
             redisAsyncFree(ac);
         }
-        ngx_http_adserve_redis_schedule(rd);
+        ngx_http_adserve_redis_lost(rd);
         return;
     }
 
@@ -311,7 +319,7 @@ ngx_http_adserve_redis_connect(ngx_http_adserve_redis_t *rd)
     if (c == NULL) {
         ngx_http_adserve_redis_log_down(rd, "no free nginx connection");
         redisAsyncFree(ac);
-        ngx_http_adserve_redis_schedule(rd);
+        ngx_http_adserve_redis_lost(rd);
         return;
     }
 
