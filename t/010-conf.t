@@ -1,0 +1,74 @@
+# The shipped configuration passes `nginx -t`, and the module refuses
+# configurations that could not work, with a message that says why.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Adserve::Test;
+
+my $t = Adserve::Test->new(components => ['conf']);
+my $conf = $t->var . '/nginx/nginx.conf';
+my $v = $t->var;
+
+sub nginx_t {
+    my ($file) = @_;
+    my $out = qx{/usr/sbin/nginx -t -p $v/nginx/ -c $file -e $v/log/nginx-t.log 2>&1};
+    return ($? == 0, $out);
+}
+
+sub variant {
+    my ($name, $edit) = @_;
+    open my $in, '<', $conf or die;
+    local $_ = do { local $/; <$in> };
+    $edit->();
+    my $file = "$v/nginx/$name.conf";
+    open my $out, '>', $file or die;
+    print $out $_;
+    close $out;
+    return $file;
+}
+
+mkdir "$v/$_" for qw(redis);
+system('mkdir', '-p', map { "$v/nginx/$_" } qw(body proxy fastcgi uwsgi scgi));
+system('mkdir', '-p', "$v/secrets");
+open my $k, '>', "$v/secrets/ad_log.keys" or die;
+print $k "1 " . ('ab' x 32) . "\n";
+close $k;
+
+my ($ok, $out) = nginx_t($conf);
+ok($ok, 'nginx -t passes on the shipped configuration') or diag $out;
+like($out, qr/syntax is ok/, 'nginx says the syntax is ok');
+
+($ok, $out) = nginx_t(variant('hostname', sub { s/adserve_redis 127\.0\.0\.1:\d+/adserve_redis localhost:6379/ }));
+ok(!$ok, 'a host name for Redis is refused (hiredis would resolve it blocking)');
+like($out, qr/is not "IP:port" or "unix:\/path"/, '... with a message that says why');
+
+($ok, $out) = nginx_t(variant('unix', sub { s/adserve_redis 127\.0\.0\.1:\d+/adserve_redis unix:\/run\/redis.sock/ }));
+ok($ok, 'a unix socket for Redis is accepted') or diag $out;
+
+($ok, $out) = nginx_t(variant('noredis', sub { s/^\s*adserve_redis .*$//m }));
+ok(!$ok, 'adserve_ad without adserve_redis is refused');
+like($out, qr/needs "adserve_redis"/, '... naming the missing directive');
+
+($ok, $out) = nginx_t(variant('nokey', sub { s/^\s*adserve_ad_log_key .*$//m }));
+ok(!$ok, 'adserve_ad without an ad_log key is refused');
+like($out, qr/needs "adserve_ad_log_key"/, '... naming the missing directive');
+
+open $k, '>', "$v/secrets/bad.keys" or die;
+print $k "1 not-hex\n";
+close $k;
+($ok, $out) = nginx_t(variant('badkey', sub { s/ad_log\.keys/bad.keys/ }));
+ok(!$ok, 'a malformed key file is refused');
+like($out, qr/line 1 is not/, '... naming the line');
+
+open my $loc, '<', "$Adserve::Test::ROOT/lua-free-conf/adserve-locations.conf" or die;
+my $locations = do { local $/; <$loc> };
+$locations =~ s{location /app/v0/ad/ \{}{location ~ ^/app/v0/ad/ \{} or die;
+open my $rl, '>', "$v/nginx/regex-locations.conf" or die;
+print $rl $locations;
+close $rl;
+($ok, $out) = nginx_t(variant('regex', sub { s{include \S+/adserve-locations\.conf}{include $v/nginx/regex-locations.conf} }));
+ok(!$ok, 'adserve_ad in a regex location is refused (the tagid follows a prefix)');
+
+done_testing;

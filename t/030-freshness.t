@@ -1,0 +1,60 @@
+# A change written to Redis serves within 1 s, with no reload.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep time);
+use Adserve::Test;
+
+my $t = Adserve::Test->new;
+my $c = $t->chain;
+ok($t->wait_until(5, sub { $t->workers_at($c->{rev}) }), 'fixtures loaded');
+
+# after a write: wait 1 s, then every worker must be on the new revision and
+# a run of requests on fresh connections (spread over the workers) must all
+# see the change
+sub within_1s {
+    my ($name, $rev, $check) = @_;
+    sleep 1.0;
+    ok($t->workers_at($rev), "$name: every worker is on revision $rev after 1 s");
+    my @bad = grep { !$check->($t->ad($c->{unit})) } 1 .. 20;
+    is(scalar @bad, 0, "$name: 20 of 20 requests see it");
+}
+
+my $new = Adserve::Test::uuid();
+my $rev = $t->chain(unit => { id => $new })->{rev};
+sleep 1.0;
+ok($t->workers_at($rev), 'a new ad unit: every worker has it after 1 s');
+is(scalar(grep { $t->ad($new)->{status} == 200 } 1 .. 20), 20, 'a new ad unit serves within 1 s');
+
+$c->{records}{creatives}{image_url} = 'https://cdn.example/changed.png';
+$rev = $t->put(creatives => $c->{records}{creatives});
+within_1s('a changed creative', $rev,
+          sub { $_[0]{json}{ad}{display}{banner}{img} eq 'https://cdn.example/changed.png' });
+
+$c->{records}{licas}{status} = 'PAUSED';
+$rev = $t->put(licas => $c->{records}{licas});
+within_1s('a paused LICA', $rev, sub { $_[0]{status} == 204 });
+
+$c->{records}{licas}{status} = 'ACTIVE';
+$rev = $t->put(licas => $c->{records}{licas});
+within_1s('a resumed LICA', $rev, sub { $_[0]{status} == 200 });
+
+$c->{records}{ad_units}{status} = 'INACTIVE';
+$rev = $t->put(ad_units => $c->{records}{ad_units});
+within_1s('a deactivated ad unit', $rev, sub { $_[0]{status} == 404 });
+
+$rev = $t->del(ad_units => $new);
+sleep 1.0;
+ok($t->workers_at($rev), 'a deleted ad unit: every worker is on the revision');
+is(scalar(grep { $t->ad($new)->{status} == 404 } 1 .. 20), 20, 'a deleted ad unit answers 404 within 1 s');
+
+# how long it really takes, for the record (no assertion on it)
+$c->{records}{ad_units}{status} = 'ACTIVE';
+my $t0 = time;
+$t->put(ad_units => $c->{records}{ad_units});
+$t->wait_until(2, sub { $t->ad($c->{unit})->{status} == 200 });
+diag(sprintf 'one change seen by the first worker after %.0f ms', 1000 * (time - $t0));
+
+done_testing;

@@ -1,0 +1,55 @@
+# Redis going away costs no serving: workers keep their snapshot, reconnect
+# with backoff, and say so once per worker, not once per request or retry.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep);
+use Adserve::Test;
+
+my $t = Adserve::Test->new;
+my $c = $t->chain;
+ok($t->wait_until(5, sub { $t->workers_at($c->{rev}) }), 'fixtures loaded');
+my @workers = $t->workers;
+is(scalar @workers, 2, 'two workers');
+
+$t->stop('redis');
+
+my @codes = map { $t->ad($c->{unit})->{status} } 1 .. 50;
+is(scalar(grep { $_ == 200 } @codes), 50, 'Redis stopped: 50 of 50 requests still served');
+is($t->ad(Adserve::Test::uuid())->{status}, 404, '... and unknown ad units still 404');
+
+sleep 3;    # several reconnect attempts, with backoff
+@codes = map { $t->ad($c->{unit})->{status} } 1 .. 50;
+is(scalar(grep { $_ == 200 } @codes), 50, 'after 3 s of outage: still serving');
+my $all = $t->worker_status;
+is(scalar(grep { $_->{redis} eq 'down' } values %$all), 2, 'every worker reports Redis down');
+
+my $log = $t->log_text('nginx-error.log');
+my $down = () = $log =~ /adserve: redis 127\.0\.0\.1:\d+ unavailable/g;
+is($down, scalar @workers, 'the outage is logged once per worker, not per retry');
+unlike($log, qr/\[(?:alert|crit|emerg)\]/, 'no alert, crit or emerg in the error log');
+
+$t->start('redis');
+ok($t->wait_until(10, sub { $t->workers_connected && $t->workers_at($c->{rev}) }),
+   'Redis back: every worker reconnects');
+$log = $t->log_text('nginx-error.log');
+my $up = () = $log =~ /adserve: redis 127\.0\.0\.1:\d+ connected again/g;
+is($up, scalar @workers, 'the recovery is logged once per worker');
+
+# the data survived (AOF), and changes flow again
+my $rev = $t->chain(unit => { id => my $new = Adserve::Test::uuid() })->{rev};
+sleep 1.0;
+ok($t->workers_at($rev), 'a change after the outage reaches every worker within 1 s');
+is($t->ad($new)->{status}, 200, '... and serves');
+
+# Redis unavailable when nginx starts: nginx starts all the same
+$t->stop('nginx', 'redis');
+$t->start('nginx');
+is($t->ad($c->{unit})->{status}, 404, 'nginx started without Redis: 404, at once');
+$t->start('redis');
+ok($t->wait_until(10, sub { $t->ad($c->{unit})->{status} == 200 }),
+   'Redis started later: the worker connects and serves');
+
+done_testing;

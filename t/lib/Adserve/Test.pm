@@ -1,0 +1,292 @@
+package Adserve::Test;
+
+# Black-box test harness: a real Redis, sidecar and nginx with the module,
+# started by the project's own scripts/run on free ports in a temporary
+# folder, so tests run beside a `make run` and exercise the real start path.
+#
+#   my $t = Adserve::Test->new;                 # the whole stack
+#   my $res = $t->ad($tagid, {user => {id => 'u1'}});
+#   $t->redis(qw(HSET adserve:ad_units), $id, $json);
+#
+# Set ADSERVE_TEST_KEEP=1 to keep the folder (logs, conf) after a run.
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Temp qw(tempdir);
+use HTTP::Tiny;
+use IO::Socket::INET;
+use JSON::PP;
+use Time::HiRes qw(sleep time);
+
+our $ROOT = abs_path(dirname(__FILE__) . '/../../..');
+our $JSON = JSON::PP->new->canonical->allow_nonref;
+
+sub free_port {
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                  LocalPort => 0, ReuseAddr => 1)
+        or die "no free port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+sub new {
+    my ($class, %opt) = @_;
+    my $var = tempdir('adserve-test-XXXXXX', TMPDIR => 1,
+                      CLEANUP => !$ENV{ADSERVE_TEST_KEEP});
+    my $self = bless {
+        var   => $var,
+        owner => $$,
+        env   => {
+            ADSERVE_VAR            => $var,
+            ADSERVE_PORT           => free_port(),
+            ADSERVE_SIDECAR_PORT   => free_port(),
+            ADSERVE_REDIS_PORT     => free_port(),
+            ADSERVE_WORKERS        => $opt{workers} // 2,
+            ADSERVE_ADMIN_EMAIL    => 'admin@example.com',
+            ADSERVE_ADMIN_PASSWORD => 'test-' . join('', map { int rand 10 } 1 .. 12),
+        },
+        http  => HTTP::Tiny->new(timeout => 10, keep_alive => 0),
+    }, $class;
+    $self->{env}{ADSERVE_NGINX_TEMPLATE} = $opt{template} if $opt{template};
+
+    $self->start(@{ $opt{components} // [qw(redis sidecar nginx)] });
+    return $self;
+}
+
+sub var    { $_[0]{var} }
+sub port   { $_[0]{env}{ADSERVE_PORT} }
+sub env    { $_[0]{env} }
+sub base   { 'http://127.0.0.1:' . $_[0]->port }
+sub admin  { ($_[0]{env}{ADSERVE_ADMIN_EMAIL}, $_[0]{env}{ADSERVE_ADMIN_PASSWORD}) }
+
+# script NAME ARGS: runs scripts/NAME with this stack's environment
+sub script {
+    my ($self, $name, @args) = @_;
+    local %ENV = (%ENV, %{ $self->{env} });
+    my $out = qx{"$ROOT/scripts/$name" @{[ map { quotemeta } @args ]} 2>&1};
+    die "scripts/$name @args failed:\n$out" if $?;
+    return $out;
+}
+
+sub start { my ($self, @c) = @_; $self->script('run', @c); $self->{running}{$_} = 1 for @c }
+sub stop  { my ($self, @c) = @_; $self->script('stop', @c); delete $self->{running}{$_} for @c }
+
+sub nginx {
+    my ($self, @args) = @_;
+    my $v = $self->{var};
+    local %ENV = (%ENV, %{ $self->{env} });
+    return system('/usr/sbin/nginx', '-p', "$v/nginx/", '-c', "$v/nginx/nginx.conf",
+                  '-e', "$v/log/nginx-error.log", @args);
+}
+
+sub nginx_pid {
+    my ($self) = @_;
+    open my $fh, '<', "$self->{var}/nginx/nginx.pid" or return;
+    chomp(my $pid = <$fh>);
+    return $pid;
+}
+
+# the pids of the master's worker processes
+sub workers {
+    my ($self) = @_;
+    my $master = $self->nginx_pid or return ();
+    my @pids;
+    for my $stat (glob '/proc/[0-9]*/stat') {
+        open my $fh, '<', $stat or next;
+        my $line = <$fh> // next;
+        my ($pid, $name, $ppid) = $line =~ /^(\d+) \((.*)\) \S (\d+)/ or next;
+        push @pids, $pid if $ppid == $master && $name eq 'nginx';
+    }
+    return sort @pids;
+}
+
+sub log_text {
+    my ($self, $name) = @_;
+    open my $fh, '<', "$self->{var}/log/$name" or return '';
+    local $/;
+    return <$fh>;
+}
+
+# ---- HTTP ---------------------------------------------------------------
+
+# request METHOD PATH [json => DATA | body => RAW] [headers => {...}]
+sub request {
+    my ($self, $method, $path, %o) = @_;
+    my %headers = %{ $o{headers} // {} };
+    my %args = (headers => \%headers);
+    if (exists $o{json}) {
+        $args{content} = $JSON->encode($o{json});
+        $headers{'content-type'} //= 'application/json';
+    } elsif (exists $o{body}) {
+        $args{content} = $o{body};
+    }
+    my $res = $self->{http}->request($method, $self->base . $path, \%args);
+    if (($res->{headers}{'content-type'} // '') =~ m{^application/json}
+        && length $res->{content})
+    {
+        $res->{json} = eval { $JSON->decode($res->{content}) };
+    }
+    return $res;
+}
+
+# ad TAGID [BODY]: the serving request, with the spec's request by default
+sub ad {
+    my ($self, $tagid, $body) = @_;
+    $body //= { version => '0.1.0', user => { id => 'u1' }, device => { ua => 'Mozilla/5.0' } };
+    return $self->request('POST', "/app/v0/ad/$tagid",
+                          ref $body ? (json => $body) : (body => $body));
+}
+
+# the status of whichever worker answers
+sub status {
+    my ($self) = @_;
+    my $res = $self->request('GET', '/app/v0/status');
+    return $res->{json};
+}
+
+# ---- Redis --------------------------------------------------------------
+
+sub redis {
+    my ($self, @cmd) = @_;
+    open my $fh, '-|', 'redis-cli', '-p', $self->{env}{ADSERVE_REDIS_PORT}, @cmd
+        or die "redis-cli: $!";
+    local $/;
+    my $out = <$fh> // '';
+    close $fh;
+    chomp $out;
+    return $out;
+}
+
+my %KIND = map { $_ => "adserve:$_" }
+    qw(ad_units placements orders line_items creatives licas);
+
+# put KIND => {record}, ...: writes records and bumps the revision, in one
+# transaction, as the sidecar does; returns the new revision
+sub put {
+    my ($self, @pairs) = @_;
+    my @cmds;
+    while (my ($kind, $rec) = splice @pairs, 0, 2) {
+        die "unknown kind $kind" unless $KIND{$kind};
+        push @cmds, ['HSET', $KIND{$kind}, $rec->{id}, $JSON->encode($rec)];
+    }
+    return $self->transaction(@cmds);
+}
+
+sub del {
+    my ($self, @pairs) = @_;
+    my @cmds;
+    while (my ($kind, $id) = splice @pairs, 0, 2) {
+        push @cmds, ['HDEL', $KIND{$kind}, $id];
+    }
+    return $self->transaction(@cmds);
+}
+
+sub transaction {
+    my ($self, @cmds) = @_;
+    my $in = join '', map { _resp(@$_) } ['MULTI'], @cmds, ['INCR', 'adserve:rev'], ['EXEC'];
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                     PeerPort => $self->{env}{ADSERVE_REDIS_PORT})
+        or die "redis: $!";
+    print $sock $in;
+    shutdown $sock, 1;
+    local $/;
+    my $out = <$sock>;
+    die "redis transaction failed: $out" if $out =~ /^-/m;
+    my ($rev) = $out =~ /:(\d+)\r\n\z/;
+    return $rev;
+}
+
+sub _resp {
+    my @a = @_;
+    return "*" . @a . "\r\n" . join('', map { '$' . length($_) . "\r\n$_\r\n" } @a);
+}
+
+sub uuid {
+    my @h = map { sprintf '%04x', int rand 65536 } 1 .. 8;
+    $h[3] = sprintf '4%03x', hex($h[3]) & 0xfff;
+    $h[4] = sprintf '%04x', (hex($h[4]) & 0x3fff) | 0x8000;
+    return "$h[0]$h[1]-$h[2]-$h[3]-$h[4]-$h[5]$h[6]$h[7]";
+}
+
+# chain(unit => {...}, order => {...}, line_item => {...}, creative => {...},
+#       lica => {...}): writes one servable chain, ad unit <- line item of an
+# APPROVED order <- ACTIVE LICA -> APPROVED creative; the hashes override
+# fields. Returns the ids and the revision.
+sub chain {
+    my ($self, %o) = @_;
+    my %id = map { $_ => $o{$_}{id} // uuid() } qw(unit order line_item creative lica);
+    my %rec = (
+        ad_units => { id => $id{unit}, status => 'ACTIVE',
+                      display => { w => 300, h => 250 }, %{ $o{unit} // {} } },
+        orders => { id => $id{order}, status => 'APPROVED', %{ $o{order} // {} } },
+        line_items => { id => $id{line_item}, order_id => $id{order}, status => 'ACTIVE',
+                        type => 'STANDARD', cost_type => 'CPM', rate => 1.5, priority => 8,
+                        targeting => { ad_units => { include => [ $id{unit} ] } },
+                        %{ $o{line_item} // {} } },
+        creatives => { id => $id{creative}, approval => 'APPROVED', type => 'IMAGE',
+                       w => 300, h => 250, image_url => "https://cdn.example/$id{creative}.png",
+                       landing_url => 'https://advertiser.example/landing',
+                       %{ $o{creative} // {} } },
+        licas => { id => $id{lica}, line_item_id => $id{line_item},
+                   creative_id => $id{creative}, status => 'ACTIVE', weight => 1,
+                   %{ $o{lica} // {} } },
+    );
+    my @skip = @{ $o{skip} // [] };
+    my %skip = map { $_ => 1 } @skip;
+    $id{rev} = $self->put(map { $skip{$_} ? () : ($_ => $rec{$_}) }
+                          qw(ad_units orders line_items creatives licas));
+    $id{records} = \%rec;
+    return \%id;
+}
+
+# ---- waiting ------------------------------------------------------------
+
+sub wait_until {
+    my ($self, $secs, $cond) = @_;
+    my $end = time + $secs;
+    while (time < $end) {
+        return 1 if $cond->();
+        sleep 0.02;
+    }
+    return $cond->();
+}
+
+# pid => status of every worker (each status request is a new connection,
+# so over a few tries every worker answers); undef if one never did
+sub worker_status {
+    my ($self) = @_;
+    my %seen;
+    my @workers = $self->workers;
+    for (1 .. 20 * @workers) {
+        my $s = $self->status or next;
+        $seen{ $s->{pid} } = $s;
+        return \%seen if @workers == grep { $seen{$_} } @workers;
+    }
+    return undef;
+}
+
+# true when every worker is on revision REV or later
+sub workers_at {
+    my ($self, $rev) = @_;
+    my $all = $self->worker_status or return 0;
+    return !grep { $_->{rev} < $rev } values %$all;
+}
+
+# true when every worker has its Redis connection up
+sub workers_connected {
+    my ($self) = @_;
+    my $all = $self->worker_status or return 0;
+    return !grep { $_->{redis} ne 'up' } values %$all;
+}
+
+sub DESTROY {
+    my ($self) = @_;
+    return if $$ != $self->{owner} || !$self->{running};
+    eval { $self->script('stop') };
+}
+
+1;
