@@ -284,10 +284,8 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, const adserve_unit_t *unit,
     log.cost_type = c->cost_type;
     log.ad_unit.data = unit->id;
     log.ad_unit.len = unit->id_len;
-    log.line_item.data = c->line_item_id;
-    log.line_item.len = ngx_strlen(c->line_item_id);
-    log.creative.data = c->creative_id;
-    log.creative.len = ngx_strlen(c->creative_id);
+    log.line_item = c->line_item_id;
+    log.creative = c->creative_id;
     log.user = req->user_id;
     if (log.user.data == NULL) {
         log.user.len = 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -46,8 +47,8 @@ struct creative_rec_s;
 
 /* a candidate while building: what it joins, before it is ranked */
 typedef struct {
-    const struct li_rec_s        *li;
-    const struct creative_rec_s  *cr;
+    struct li_rec_s              *li;
+    struct creative_rec_s        *cr;
     uint32_t                      weight;
 } bcand_t;
 
@@ -87,6 +88,7 @@ typedef struct li_rec_s {
     int64_t       start, end;
     idxs_t        include, exclude, placements;
     uint32_t      first_lica;
+    adserve_str_t snap_id;            /* the id, copied into the snapshot once */
 } li_rec_t;
 
 typedef struct creative_rec_s {
@@ -95,6 +97,9 @@ typedef struct creative_rec_s {
     size2_t       size;
     strs_t        categories;
     char         *ad_json;            /* the rendered "ad" object, cJSON-owned */
+    const char   *head;               /* the response head, in the snapshot, */
+    size_t        head_len;           /* rendered once, on first use */
+    adserve_str_t snap_id;
 } creative_rec_t;
 
 typedef struct {
@@ -428,6 +433,7 @@ parse_units(build_t *b, cJSON **objs)
         u->id = get_str(objs[i], "id");
         u->parent_id = get_str(objs[i], "parent_id");
         u->active = str_is(get_str(objs[i], "status"), "ACTIVE");
+        u->parent = NONE;                /* until linked: ends the cycle walk */
         u->first_child = NONE;
         u->next_sibling = NONE;
 
@@ -762,8 +768,7 @@ mark_subtree(build_t *b, uint32_t *marks, uint32_t u, uint32_t stamp)
 
 
 static int
-add_cand(unit_rec_t *u, const li_rec_t *li, const creative_rec_t *cr,
-    uint32_t weight)
+add_cand(unit_rec_t *u, li_rec_t *li, creative_rec_t *cr, uint32_t weight)
 {
     bcand_t   *c;
     uint32_t   cap;
@@ -867,26 +872,48 @@ cand_cmp(const void *pa, const void *pb)
 }
 
 
-/* The whole 200 body but the ad_log value and the constant tail. */
+/* The whole 200 body but the ad_log value and the constant tail. It does
+ * not depend on the ad unit, so all the candidates of a creative share it. */
 static const char *
-render_head(build_t *b, const creative_rec_t *cr, size_t *len)
+render_head(build_t *b, creative_rec_t *cr, size_t *len)
 {
     static const char  pre[] = "{\"version\":\"" ADSERVE_RESPONSE_VERSION "\",\"ad\":";
     static const char  post[] = ",\"ext\":{\"message\":\"ok\",\"ad_log\":\"";
-    size_t             n = strlen(cr->ad_json);
+    size_t             n;
     char              *p;
 
-    *len = sizeof(pre) - 1 + n + sizeof(post) - 1;
-    p = adserve_arena_alloc(&b->snap->arena, *len);
-    if (p == NULL) {
-        return NULL;
+    if (cr->head == NULL) {
+        n = strlen(cr->ad_json);
+        cr->head_len = sizeof(pre) - 1 + n + sizeof(post) - 1;
+
+        p = adserve_arena_alloc(&b->snap->arena, cr->head_len);
+        if (p == NULL) {
+            return NULL;
+        }
+
+        memcpy(p, pre, sizeof(pre) - 1);
+        memcpy(p + sizeof(pre) - 1, cr->ad_json, n);
+        memcpy(p + sizeof(pre) - 1 + n, post, sizeof(post) - 1);
+        cr->head = p;
     }
 
-    memcpy(p, pre, sizeof(pre) - 1);
-    memcpy(p + sizeof(pre) - 1, cr->ad_json, n);
-    memcpy(p + sizeof(pre) - 1 + n, post, sizeof(post) - 1);
+    *len = cr->head_len;
 
-    return p;
+    return cr->head;
+}
+
+
+/* a record's id, copied into the snapshot the first time a candidate
+ * needs it; later candidates share the copy */
+static int
+snap_id(build_t *b, const char *id, adserve_str_t *out)
+{
+    if (out->data == NULL) {
+        out->len = strlen(id);
+        out->data = adserve_arena_memdup(&b->snap->arena, id, out->len);
+    }
+
+    return out->data ? 0 : -1;
 }
 
 
@@ -898,7 +925,9 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     const bcand_t    *bc;
     uint32_t          i, group = 0;
 
-    qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
+    if (u->ncands > 1) {                 /* cands is NULL when there is none */
+        qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
+    }
 
     c = adserve_arena_alloc(a, (u->ncands + 1) * sizeof(adserve_cand_t));
     if (c == NULL) {
@@ -918,15 +947,17 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         c[i].group = group;
         c[i].cost_type = (uint8_t) bc->li->cost_type;
         c[i].price_micros = (uint64_t) (bc->li->rate * 1e6 + 0.5);
-        c[i].line_item_id = adserve_arena_memdup(a, bc->li->id, strlen(bc->li->id));
-        c[i].creative_id = adserve_arena_memdup(a, bc->cr->id, strlen(bc->cr->id));
         c[i].response_head = render_head(b, bc->cr, &c[i].response_head_len);
 
-        if (c[i].line_item_id == NULL || c[i].creative_id == NULL
+        if (snap_id(b, bc->li->id, &bc->li->snap_id) != 0
+            || snap_id(b, bc->cr->id, &bc->cr->snap_id) != 0
             || c[i].response_head == NULL)
         {
             return -1;
         }
+
+        c[i].line_item_id = bc->li->snap_id;
+        c[i].creative_id = bc->cr->snap_id;
     }
 
     out->id = adserve_arena_memdup(a, u->id, strlen(u->id));
@@ -1050,11 +1081,26 @@ build_cleanup(build_t *b)
 }
 
 
+static unsigned
+elapsed_ms(const struct timespec *t0)
+{
+    struct timespec  t1;
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+
+    return (unsigned) ((t1.tv_sec - t0->tv_sec) * 1000
+                       + (t1.tv_nsec - t0->tv_nsec) / 1000000);
+}
+
+
 adserve_snapshot_t *
 adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
 {
     build_t              b;
     adserve_snapshot_t  *s;
+    struct timespec      t0;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
 
     s = calloc(1, sizeof(adserve_snapshot_t));
     if (s == NULL) {
@@ -1079,6 +1125,7 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
 
     build_cleanup(&b);
     s->stats.bytes = s->arena.total;
+    s->stats.build_ms = elapsed_ms(&t0);
 
     return s;
 }

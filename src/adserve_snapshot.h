@@ -73,10 +73,10 @@ typedef struct {
     uint32_t        group;            /* candidates of one group rank equal */
     uint8_t         cost_type;        /* adserve_cost_e */
     uint64_t        price_micros;     /* the line item's rate x 1e6 */
-    const char     *response_head;    /* body up to the ad_log value */
-    size_t          response_head_len;
-    const char     *line_item_id;
-    const char     *creative_id;
+    const char     *response_head;    /* body up to the ad_log value, */
+    size_t          response_head_len;  /* shared by a creative's candidates */
+    adserve_str_t   line_item_id;
+    adserve_str_t   creative_id;
 } adserve_cand_t;
 
 typedef struct {
@@ -92,6 +92,7 @@ typedef struct {
     size_t          active_units;
     size_t          candidates;
     size_t          bytes;
+    unsigned        build_ms;
 } adserve_stats_t;
 
 typedef struct {

@@ -20,8 +20,15 @@ use HTTP::Tiny;
 use IO::Socket::INET;
 use JSON::PP;
 use Time::HiRes qw(sleep time);
+use Scalar::Util ();
 
 our $ROOT = abs_path(dirname(__FILE__) . '/../../..');
+
+# Every stack still up at exit is stopped here: this END block runs before
+# File::Temp's (defined earlier), which would remove the folder holding the
+# pid files first; DESTROY alone comes too late, in global destruction.
+my %live;
+END { local $?; $_->shutdown for grep { defined } values %live }
 our $JSON = JSON::PP->new->canonical->allow_nonref;
 
 sub free_port {
@@ -52,6 +59,8 @@ sub new {
         http  => HTTP::Tiny->new(timeout => 10, keep_alive => 0),
     }, $class;
     $self->{env}{ADSERVE_NGINX_TEMPLATE} = $opt{template} if $opt{template};
+    $live{"$self"} = $self;
+    Scalar::Util::weaken($live{"$self"});
 
     $self->start(@{ $opt{components} // [qw(redis sidecar nginx)] });
     return $self;
@@ -283,10 +292,13 @@ sub workers_connected {
     return !grep { $_->{redis} ne 'up' } values %$all;
 }
 
-sub DESTROY {
+sub shutdown {
     my ($self) = @_;
-    return if $$ != $self->{owner} || !$self->{running};
+    return if $$ != $self->{owner} || !%{ $self->{running} // {} };
     eval { $self->script('stop') };
+    delete $self->{running};
 }
+
+sub DESTROY { $_[0]->shutdown }
 
 1;
