@@ -3,12 +3,15 @@
 BUILD    ?= build
 UNIT_CC  ?= cc
 UNIT_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Wpointer-arith \
-              -Isrc -It/unit $(UNIT_SANITIZE)
+              -Isrc -It/unit
+ASAN     = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 UNIT_LIBS = -lcjson -lcrypto
 
 ENGINE   = src/adserve_arena.c src/adserve_json.c src/adserve_snapshot.c \
            src/adserve_token.c
-UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c))
+# every unit test twice: plain, and under AddressSanitizer + UBSan
+UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c)) \
+           $(patsubst t/unit/%_test.c,$(BUILD)/t/%-asan.t,$(wildcard t/unit/*_test.c))
 
 .PHONY: all deps build module sidecar unit run stop test bench clean
 
@@ -23,6 +26,10 @@ build: deps
 	@$(MAKE) -s unit
 
 unit: $(UNIT)
+
+$(BUILD)/t/%-asan.t: t/unit/%_test.c t/unit/tap.h $(ENGINE) $(wildcard src/adserve_*.h)
+	@mkdir -p $(@D)
+	$(UNIT_CC) $(UNIT_CFLAGS) $(ASAN) $(ENGINE) $< -o $@ $(UNIT_LIBS)
 
 $(BUILD)/t/%.t: t/unit/%_test.c t/unit/tap.h $(ENGINE) $(wildcard src/adserve_*.h)
 	@mkdir -p $(@D)

@@ -247,6 +247,15 @@ get_num(const cJSON *o, const char *name, double dflt)
 }
 
 
+/* a number into [lo, hi], NaN to lo: casting an out-of-range double to
+ * int is undefined */
+static int
+clamp_int(double v, int lo, int hi)
+{
+    return !(v >= lo) ? lo : v > hi ? hi : (int) v;
+}
+
+
 static int
 str_is(const char *s, const char *want)
 {
@@ -326,51 +335,114 @@ days_from_civil(int64_t y, unsigned m, unsigned d)
 }
 
 
-int64_t
-adserve_parse_time(const char *s)
+/* n decimal digits, and nothing else: sscanf's %2d would take signs and
+ * blanks too */
+static int
+digits(const char *s, int n, int *v)
 {
-    int       y, mo, d, h, mi, sec, n = 0, oh, om, off;
-    int64_t   t;
-    char      sign;
+    int  i;
 
-    if (s == NULL
-        || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n)
-           != 6
-        || n != 19 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23
-        || mi > 59 || sec > 60)
+    *v = 0;
+
+    for (i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return -1;
+        }
+        *v = *v * 10 + (s[i] - '0');
+    }
+
+    return 0;
+}
+
+
+static int
+days_in_month(int y, int m)
+{
+    static const int  days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+
+    if (m == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)) {
+        return 29;
+    }
+
+    return days[m - 1];
+}
+
+
+int
+adserve_parse_time(const char *s, int64_t *t)
+{
+    int  y, mo, d, h, mi, sec, oh, om, off = 0;
+
+    /* YYYY-MM-DDTHH:MM:SS */
+    if (s == NULL || strlen(s) < 20
+        || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-'
+        || digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't')
+        || digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi)
+        || s[16] != ':' || digits(s + 17, 2, &sec)
+        || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo)
+        || h > 23 || mi > 59 || sec > 60)
     {
         return -1;
     }
 
-    s += n;
+    s += 19;
 
     if (*s == '.') {                       /* fractional seconds: dropped */
+        if (s[1] < '0' || s[1] > '9') {
+            return -1;
+        }
         do { s++; } while (*s >= '0' && *s <= '9');
     }
 
-    t = days_from_civil(y, (unsigned) mo, (unsigned) d) * 86400
-        + h * 3600 + mi * 60 + sec;
-
     if ((*s == 'Z' || *s == 'z') && s[1] == '\0') {
-        return t;
-    }
+        off = 0;
 
-    if ((*s == '+' || *s == '-')
-        && sscanf(s, "%c%2d:%2d%n", &sign, &oh, &om, &n) == 3 && n == 6
-        && s[6] == '\0' && oh < 24 && om < 60)
+    } else if ((*s == '+' || *s == '-') && strlen(s) == 6
+               && digits(s + 1, 2, &oh) == 0 && s[3] == ':'
+               && digits(s + 4, 2, &om) == 0 && oh < 24 && om < 60)
     {
-        off = oh * 3600 + om * 60;
-        return sign == '+' ? t - off : t + off;
+        off = (*s == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+
+    } else {
+        return -1;
     }
 
-    return -1;
+    *t = days_from_civil(y, (unsigned) mo, (unsigned) d) * 86400
+         + h * 3600 + mi * 60 + sec - off;
+
+    return 0;
 }
 
 
 /* ---- parsing records --------------------------------------------------- */
 
+/* One record: a JSON value and nothing after it but white space. */
+static cJSON *
+parse_record(const adserve_str_t *rec)
+{
+    const char  *end, *last = rec->data + rec->len;
+    cJSON       *o;
+
+    o = cJSON_ParseWithLengthOpts(rec->data, rec->len, &end, 0);
+    if (o == NULL) {
+        return NULL;
+    }
+
+    while (end < last && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) {
+        end++;
+    }
+
+    if (end != last) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+
+    return o;
+}
+
+
 /* Parses every record of a kind; keeps the valid objects with a string id
- * and a unique one, in input order. */
+ * and a unique one, in input order (the first of duplicates wins). */
 static cJSON **
 parse_kind(build_t *b, const adserve_input_t *in, adserve_kind_e kind)
 {
@@ -385,11 +457,13 @@ parse_kind(build_t *b, const adserve_input_t *in, adserve_kind_e kind)
     }
 
     for (i = 0; i < in->nrecords[kind]; i++) {
-        o = cJSON_ParseWithLength(in->records[kind][i].data,
-                                  in->records[kind][i].len);
+        o = parse_record(&in->records[kind][i]);
         id = cJSON_IsObject(o) ? get_str(o, "id") : NULL;
 
-        if (id == NULL || idmap_put(&b->map[kind], id, n) != 0) {
+        /* ids go into every ad_log token: one too long could never serve */
+        if (id == NULL || strlen(id) > ADSERVE_TOKEN_ID_MAX
+            || idmap_put(&b->map[kind], id, n) != 0)
+        {
             cJSON_Delete(o);
             b->snap->stats.skipped++;
             continue;
@@ -419,7 +493,7 @@ read_size(const cJSON *o, size2_t *sz, double dw, double dh)
 static int
 parse_units(build_t *b, cJSON **objs)
 {
-    uint32_t      i, j, n = b->n[ADSERVE_KIND_AD_UNITS];
+    uint32_t      i, j, steps, n = b->n[ADSERVE_KIND_AD_UNITS];
     unit_rec_t   *u;
     const cJSON  *sizes, *it;
 
@@ -433,7 +507,6 @@ parse_units(build_t *b, cJSON **objs)
         u->id = get_str(objs[i], "id");
         u->parent_id = get_str(objs[i], "parent_id");
         u->active = str_is(get_str(objs[i], "status"), "ACTIVE");
-        u->parent = NONE;                /* until linked: ends the cycle walk */
         u->first_child = NONE;
         u->next_sibling = NONE;
 
@@ -460,19 +533,29 @@ parse_units(build_t *b, cJSON **objs)
                       cJSON_GetObjectItemCaseSensitive(objs[i], "ext"), "bcat"));
     }
 
-    /* link the hierarchy; a cycle cannot form a tree and is cut at the
-     * unit that closes it, so every walk below terminates */
+    /* link the hierarchy: resolve every parent first, then cut cycles */
+    for (i = 0; i < n; i++) {
+        b->units[i].parent = idmap_get(&b->map[ADSERVE_KIND_AD_UNITS],
+                                       b->units[i].parent_id);
+    }
+
     for (i = 0; i < n; i++) {
         u = &b->units[i];
-        u->parent = idmap_get(&b->map[ADSERVE_KIND_AD_UNITS], u->parent_id);
 
-        for (j = u->parent; j != NONE; j = b->units[j].parent) {
+        /* bounded: a cycle above this unit (not through it) is cut when
+         * one of its own members comes up */
+        for (j = u->parent, steps = 0; j != NONE && steps < n;
+             j = b->units[j].parent, steps++)
+        {
             if (j == i) {
                 u->parent = NONE;
                 break;
             }
         }
+    }
 
+    for (i = 0; i < n; i++) {
+        u = &b->units[i];
         if (u->parent != NONE) {
             u->next_sibling = b->units[u->parent].first_child;
             b->units[u->parent].first_child = i;
@@ -548,6 +631,7 @@ parse_line_items(build_t *b, cJSON **objs)
     li_rec_t     *li;
     const cJSON  *o, *tg, *units;
     const char   *t;
+    int           bad_flight;
 
     b->lis = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(li_rec_t));
     if (b->lis == NULL) {
@@ -560,7 +644,7 @@ parse_line_items(build_t *b, cJSON **objs)
         li->id = get_str(o, "id");
         li->first_lica = NONE;
         li->tier = tier_of(get_str(o, "type"));
-        li->priority = (int) get_num(o, "priority", 8);
+        li->priority = clamp_int(get_num(o, "priority", 8), 1, 16);
 
         t = get_str(o, "cost_type");
         li->cost_type = str_is(t, "CPM") ? ADSERVE_COST_CPM
@@ -572,10 +656,12 @@ parse_line_items(build_t *b, cJSON **objs)
          * once event statistics exist, until then below every CPM price */
         li->ecpm = li->cost_type == ADSERVE_COST_CPM ? li->rate : 0;
 
+        li->start = INT64_MIN;
+        li->end = INT64_MAX;
         t = get_str(o, "start_at");
-        li->start = t ? adserve_parse_time(t) : INT64_MIN;
+        bad_flight = t != NULL && adserve_parse_time(t, &li->start) != 0;
         t = get_str(o, "end_at");
-        li->end = t ? adserve_parse_time(t) : INT64_MAX;
+        bad_flight |= t != NULL && adserve_parse_time(t, &li->end) != 0;
 
         order = idmap_get(&b->map[ADSERVE_KIND_ORDERS], get_str(o, "order_id"));
 
@@ -583,8 +669,7 @@ parse_line_items(build_t *b, cJSON **objs)
                        && li->tier >= 0 && li->cost_type >= 0
                        && li->rate >= 0 && li->rate < 1e9
                        && order != NONE && b->orders[order].approved
-                       && li->start != -1 && li->end != -1
-                       && li->start < li->end;
+                       && !bad_flight && li->start < li->end;
 
         tg = cJSON_GetObjectItemCaseSensitive(o, "targeting");
         units = cJSON_GetObjectItemCaseSensitive(tg, "ad_units");

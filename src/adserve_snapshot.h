@@ -122,7 +122,7 @@ const adserve_unit_t *adserve_snapshot_unit(const adserve_snapshot_t *s,
 const adserve_cand_t *adserve_decide(const adserve_unit_t *u, int64_t now,
     uint32_t rnd);
 
-/* RFC 3339 date-time to unix seconds; -1 when it is not one. */
-int64_t adserve_parse_time(const char *s);
+/* RFC 3339 date-time to unix seconds in *t; 0, or -1 when it is not one. */
+int adserve_parse_time(const char *s, int64_t *t);
 
 #endif

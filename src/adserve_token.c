@@ -80,10 +80,12 @@ int
 adserve_tokens_parse(adserve_tokens_t *t, const char *text, size_t len,
     char *err, size_t errlen)
 {
-    const char  *p = text, *end = text + len, *eol;
-    int          line = 0, rc, i;
+    const char           *p = text, *end = text + len, *eol;
+    int                   line = 0, rc, i;
+    adserve_token_key_t   k;
 
     memset(t, 0, sizeof(adserve_tokens_t));
+    memset(&k, 0, sizeof(adserve_token_key_t));
 
     while (p < end) {
         line++;
@@ -92,30 +94,32 @@ adserve_tokens_parse(adserve_tokens_t *t, const char *text, size_t len,
             eol = end;
         }
 
-        if (t->nkeys == ADSERVE_TOKEN_KEYS) {
-            snprintf(err, errlen, "more than %d keys", ADSERVE_TOKEN_KEYS);
-            return -1;
-        }
-
-        rc = parse_line(p, eol, &t->keys[t->nkeys]);
+        rc = parse_line(p, eol, &k);
         if (rc < 0) {
             snprintf(err, errlen, "line %d is not \"<kid 0-255> <64 hex digits>\"", line);
             return -1;
         }
 
         if (rc == 1) {
+            if (t->nkeys == ADSERVE_TOKEN_KEYS) {
+                snprintf(err, errlen, "more than %d keys", ADSERVE_TOKEN_KEYS);
+                return -1;
+            }
+
             for (i = 0; i < t->nkeys; i++) {
-                if (t->keys[i].kid == t->keys[t->nkeys].kid) {
-                    snprintf(err, errlen, "line %d repeats key id %d", line,
-                             t->keys[i].kid);
+                if (t->keys[i].kid == k.kid) {
+                    snprintf(err, errlen, "line %d repeats key id %d", line, k.kid);
                     return -1;
                 }
             }
-            t->nkeys++;
+
+            t->keys[t->nkeys++] = k;
         }
 
         p = eol + 1;
     }
+
+    OPENSSL_cleanse(&k, sizeof(adserve_token_key_t));
 
     if (t->nkeys == 0) {
         snprintf(err, errlen, "no key");
@@ -126,11 +130,21 @@ adserve_tokens_parse(adserve_tokens_t *t, const char *text, size_t len,
 }
 
 
+/* A fresh random prefix restarts the counter; if none can be had, the old
+ * prefix and counter stay, so the counter can never repeat under it. */
 static int
 new_prefix(adserve_tokens_t *t)
 {
+    unsigned char  prefix[8];
+
+    if (RAND_bytes(prefix, sizeof(prefix)) != 1) {
+        return -1;
+    }
+
+    memcpy(t->prefix, prefix, sizeof(prefix));
     t->counter = 0;
-    return RAND_bytes(t->prefix, sizeof(t->prefix)) == 1 ? 0 : -1;
+
+    return 0;
 }
 
 

@@ -114,6 +114,15 @@ static const adserve_unit_t *unit(const adserve_snapshot_t *s, const char *id) {
     return adserve_snapshot_unit(s, id, strlen(id));
 }
 
+static const adserve_str_t nostr = { NULL, 0 };
+
+/* Checks an id of a candidate: the bytes, and the NUL after them. */
+static int is_id(adserve_str_t got, const char *expected, const char *name) {
+    int r = is_mem(got.data, got.len, expected, strlen(expected), "%s", name);
+
+    return ok(got.data != NULL && got.data[got.len] == '\0', "%s: NUL-terminated", name) && r;
+}
+
 /* The creative served on the unit, or NULL. */
 static const char *serve(const adserve_snapshot_t *s, const char *id, int64_t now,
     uint32_t rnd)
@@ -121,7 +130,7 @@ static const char *serve(const adserve_snapshot_t *s, const char *id, int64_t no
     const adserve_unit_t *u = unit(s, id);
     const adserve_cand_t *c = u ? adserve_decide(u, now, rnd) : NULL;
 
-    return c ? c->creative_id : NULL;
+    return c ? c->creative_id.data : NULL;
 }
 
 /* Builds the base world with some records replaced (NULL keeps the
@@ -180,7 +189,7 @@ static void test_base_and_units(void) {
     u = unit(s, "u1");
     ok(u != NULL, "ACTIVE unit is found");
     is_mem(u ? u->id : NULL, u ? u->id_len : 0, "u1", 2, "unit id");
-    is_int(u ? u->ncands : -1, 1, "base unit has one candidate");
+    is_int(u ? (long long) u->ncands : -1, 1, "base unit has one candidate");
     is_str(serve(s, "u1", NOW, 0), "c1", "base world serves c1 on u1");
     ok(adserve_snapshot_unit(s, "u1x", 2) == u, "lookup uses len, not NUL");
     ok(unit(s, "u-inactive") == NULL, "INACTIVE unit: snapshot_unit NULL");
@@ -463,7 +472,7 @@ static void test_targeting(void) {
                   "'type':'STANDARD','cost_type':'CPM','rate':1,"
                   "'targeting':{'ad_units':{'include':['root']}}}")));
     ok(unit(s, "root") == NULL, "targeting: INACTIVE included unit is not served");
-    is_str(serve(s, "kid", NOW, 0), "c1", "targeting: its ACTIVE child serves");
+    is_str(serve(s, "kid", NOW, 0), "c1", "targeting: its ACTIVE child serves (ancestor status is not inherited)");
     adserve_snapshot_free(s);
 
     /* parent cycles and self-parents: the build ends and serves */
@@ -485,7 +494,7 @@ static void test_targeting(void) {
         is_str(serve(s, "e", NOW, 0), "c1", "parent cycle: child of the cycle serves");
         is_str(serve(s, "d", NOW, 0), "c1", "parent cycle: self-parent unit serves");
         is_str(serve(s, "x", NOW, 0), "c1", "parent cycle: 2-cycle unit serves");
-        is_int(unit(s, "a") ? unit(s, "a")->ncands : -1, 1,
+        is_int(unit(s, "a") ? (long long) unit(s, "a")->ncands : -1, 1,
                "parent cycle: no duplicate candidate");
     }
     adserve_snapshot_free(s);
@@ -502,7 +511,7 @@ static void test_targeting(void) {
                   "'type':'STANDARD','cost_type':'CPM','rate':1,'targeting':"
                   "{'ad_units':{'include':['root','leaf','mid']},'placements':['p1']}}")));
     u = unit(s, "leaf");
-    is_int(u ? u->ncands : -1, 1, "targeting reached several ways: one candidate");
+    is_int(u ? (long long) u->ncands : -1, 1, "targeting reached several ways: one candidate");
     adserve_snapshot_free(s);
 #undef HIER
 #undef DEMAND
@@ -531,10 +540,10 @@ static void test_ranking(void) {
     u = unit(s, "u1");
     ok(u && u->ncands == 4, "tiers: four candidates");
     if (u && u->ncands == 4) {
-        is_str(u->cands[0].line_item_id, "spon", "tiers: SPONSORSHIP first despite priority 12 and rate 0.01");
-        is_str(u->cands[1].line_item_id, "std", "tiers: STANDARD second");
-        is_str(u->cands[2].line_item_id, "pp", "tiers: PRICE_PRIORITY third");
-        is_str(u->cands[3].line_item_id, "house", "tiers: HOUSE last");
+        is_id(u->cands[0].line_item_id, "spon", "tiers: SPONSORSHIP first despite priority 12 and rate 0.01");
+        is_id(u->cands[1].line_item_id, "std", "tiers: STANDARD second");
+        is_id(u->cands[2].line_item_id, "pp", "tiers: PRICE_PRIORITY third");
+        is_id(u->cands[3].line_item_id, "house", "tiers: HOUSE last");
         ok(u->cands[0].group < u->cands[1].group && u->cands[1].group < u->cands[2].group
            && u->cands[2].group < u->cands[3].group, "tiers: four distinct ascending groups");
     }
@@ -559,11 +568,11 @@ static void test_ranking(void) {
     u = unit(s, "u1");
     ok(u && u->ncands == 5, "priority/eCPM: five candidates");
     if (u && u->ncands == 5) {
-        is_str(u->cands[0].line_item_id, "p1-top", "eCPM: 3.25 CPM first within priority 1");
-        is_str(u->cands[1].line_item_id, "p1-mid", "eCPM: 3 CPM second");
-        is_str(u->cands[2].line_item_id, "p1-cheap", "eCPM: 0.5 CPM third");
-        is_str(u->cands[3].line_item_id, "p1-cpc", "eCPM: CPC (no observed rate yet) after every CPM");
-        is_str(u->cands[4].line_item_id, "p2-rich", "priority: priority 2 after all of priority 1 despite rate 500");
+        is_id(u->cands[0].line_item_id, "p1-top", "eCPM: 3.25 CPM first within priority 1");
+        is_id(u->cands[1].line_item_id, "p1-mid", "eCPM: 3 CPM second");
+        is_id(u->cands[2].line_item_id, "p1-cheap", "eCPM: 0.5 CPM third");
+        is_id(u->cands[3].line_item_id, "p1-cpc", "eCPM: CPC (no observed rate yet) after every CPM");
+        is_id(u->cands[4].line_item_id, "p2-rich", "priority: priority 2 after all of priority 1 despite rate 500");
         is_int((long long) u->cands[0].price_micros, 3250000, "price_micros = rate x 1e6");
         is_int(u->cands[0].cost_type, ADSERVE_COST_CPM, "cost_type CPM");
         is_int(u->cands[3].cost_type, ADSERVE_COST_CPC, "cost_type CPC");
@@ -694,10 +703,8 @@ static cJSON *render(const adserve_snapshot_t *s, const char *id, char *tok,
     log.cost_type = c->cost_type;
     log.ad_unit.data = u->id;
     log.ad_unit.len = u->id_len;
-    log.line_item.data = c->line_item_id;
-    log.line_item.len = strlen(c->line_item_id);
-    log.creative.data = c->creative_id;
-    log.creative.len = strlen(c->creative_id);
+    log.line_item = c->line_item_id;
+    log.creative = c->creative_id;
     tl = adserve_token_encode(&tokens, &log, tok);
     if (tl == 0) return NULL;
     tok[tl] = '\0';
@@ -832,7 +839,7 @@ static void test_rendering(void) {
            "https://cdn.example/q\"uo\\te\nnl\ttab\xc3\xa9\xe2\x80\xa8"
            "\xf0\x9f\x98\x80\x01/</script>",
            "render escaping: quote, backslash, newline, tab, unicode, control char survive");
-    is_str(c ? c->creative_id : NULL, "cr-\"esc\"", "render escaping: candidate creative_id raw");
+    is_id(c ? c->creative_id : nostr, "cr-\"esc\"", "render escaping: candidate creative_id raw");
     cJSON_Delete(j);
 
     adserve_snapshot_free(s);
@@ -862,7 +869,6 @@ static void test_robustness(void) {
     s = BUILD(UNIT("{"), UNIT("[]"), UNIT("null"), UNIT("'u1'"), UNIT(""),
               UNIT("{'status':'ACTIVE'}"), UNIT("{'id':7,'status':'ACTIVE'}"),
               UNIT("{'id':null,'status':'ACTIVE'}"),
-              UNIT("{'id':'u1','status':'ACTIVE'} trailing"),
               UNIT(U1_J),
               UNIT("{'id':'u1','status':'INACTIVE'}"),
               UNIT("{'id':'u2','status':'ACTIVE','display':'big','ad_unit_sizes':7,"
@@ -901,6 +907,12 @@ static void test_robustness(void) {
     ok(s->stats.bytes > 0, "stats.bytes is set");
     adserve_snapshot_free(s);
 
+    /* a record with text after the object is not valid JSON either */
+    s = BUILD(UNIT("{'id':'u1','status':'ACTIVE'} trailing"), UNIT("{'id':'u2','status':'ACTIVE'}}"));
+    ok(s && unit(s, "u1") == NULL && unit(s, "u2") == NULL && s->stats.skipped == 2,
+       "a record with trailing text after the object is skipped as invalid JSON");
+    adserve_snapshot_free(s);
+
     /* stats over a small world: 3 ACTIVE units, 2 line items x 2 creatives */
     s = BUILD(UNIT(U1_J), UNIT("{'id':'u2','status':'ACTIVE','parent_id':'u1'}"),
               UNIT("{'id':'u3','status':'ACTIVE'}"), UNIT("{'id':'u4','status':'INACTIVE',"
@@ -917,6 +929,13 @@ static void test_robustness(void) {
     is_int((long long) s->stats.skipped, 0, "stats: nothing skipped");
     is_int((long long) s->stats.records[ADSERVE_KIND_LICAS], 4, "stats: LICA records");
     ok(s->stats.bytes == s->arena.total, "stats.bytes = snapshot arena size");
+    {
+        const adserve_unit_t *u1 = unit(s, "u1"), *u3 = unit(s, "u3");
+        ok(u1 && u3 && u1->ncands == 2 && u3->ncands == 2
+           && u1->cands[0].response_head == u3->cands[0].response_head
+           && u1->cands[0].creative_id.data == u3->cands[0].creative_id.data,
+           "stats: candidates of one creative share its response head and id");
+    }
     adserve_snapshot_free(s);
 }
 
@@ -940,6 +959,7 @@ static void test_parse_time(void) {
         { "2024-01-01T02:00:00.123+02:00", 1704067200 },
         { "2100-02-28T00:00:00Z", 4107456000LL },
         { "1969-12-31T23:00:00Z", -3600 },
+        { "1969-12-31T23:59:59Z", -1 },       /* -1 is a time, not an error */
     };
     static const char *const bad[] = {
         "", "2024", "2024-01-01", "2024-01-01T00:00:00", "2024-01-01T00:00Z",
@@ -957,14 +977,17 @@ static void test_parse_time(void) {
         "2024-01-01T00:00:00+ 1:00", "tomorrow",
     };
     size_t i;
+    int64_t t;
 
     for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-        is_int(adserve_parse_time(good[i].s), good[i].t, "parse_time %s", good[i].s);
+        t = 12345;
+        ok(adserve_parse_time(good[i].s, &t) == 0 && t == good[i].t,
+           "parse_time %s = %lld (got %lld)", good[i].s, good[i].t, (long long) t);
     }
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        is_int(adserve_parse_time(bad[i]), -1, "parse_time rejects \"%s\"", bad[i]);
+        is_int(adserve_parse_time(bad[i], &t), -1, "parse_time rejects \"%s\"", bad[i]);
     }
-    is_int(adserve_parse_time(NULL), -1, "parse_time rejects NULL");
+    is_int(adserve_parse_time(NULL, &t), -1, "parse_time rejects NULL");
 }
 
 
