@@ -121,10 +121,13 @@ ngx_module_t  ngx_http_adserve_module = {
 };
 
 
+/* per request, from the pool */
 typedef struct {
-    ngx_queue_t           queue;          /* in the loader's waiting list */
-    ngx_http_request_t   *request;
-} ngx_http_adserve_wait_t;
+    ngx_queue_t            queue;         /* in the loader's waiting list */
+    ngx_http_request_t    *request;
+    const adserve_unit_t  *unit;          /* found before the body was read, */
+    ngx_uint_t             loads;         /* in the snapshot of this load */
+} ngx_http_adserve_ctx_t;
 
 
 static ngx_str_t  ngx_http_adserve_json_type = ngx_string("application/json");
@@ -144,9 +147,10 @@ ngx_http_adserve_loader(ngx_http_request_t *r)
 
 
 /* The ad unit named by the path, if it is ACTIVE in the current snapshot.
- * The tagid is what follows the location's prefix: one path segment. */
+ * The tagid is what follows the location's prefix: one path segment. The
+ * answer is kept for as long as the snapshot it came from serves. */
 static const adserve_unit_t *
-ngx_http_adserve_unit(ngx_http_request_t *r)
+ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 {
     ngx_http_core_loc_conf_t   *clcf;
     ngx_http_adserve_loader_t  *ld;
@@ -160,6 +164,12 @@ ngx_http_adserve_unit(ngx_http_request_t *r)
         return NULL;
     }
 
+    /* the count of swaps, not the snapshot's address: a new snapshot may
+     * well be allocated where the old one was */
+    if (ctx->unit != NULL && ctx->loads == ld->loads) {
+        return ctx->unit;
+    }
+
     id = r->uri.data + clcf->name.len;
     len = r->uri.len - clcf->name.len;
 
@@ -167,7 +177,10 @@ ngx_http_adserve_unit(ngx_http_request_t *r)
         return NULL;
     }
 
-    return adserve_snapshot_unit(ld->snapshot, (char *) id, len);
+    ctx->unit = adserve_snapshot_unit(ld->snapshot, (char *) id, len);
+    ctx->loads = ld->loads;
+
+    return ctx->unit;
 }
 
 
@@ -307,22 +320,15 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, const adserve_unit_t *unit,
 /* A new worker has no snapshot until its first load ends: the request
  * waits for it (milliseconds) rather than being told 404. */
 static ngx_int_t
-ngx_http_adserve_park(ngx_http_request_t *r)
+ngx_http_adserve_park(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 {
     ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
-    ngx_http_adserve_wait_t    *w;
 
     if (ld == NULL || !ld->warming) {
         return NGX_DECLINED;
     }
 
-    w = ngx_palloc(r->pool, sizeof(ngx_http_adserve_wait_t));
-    if (w == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    w->request = r;
-    ngx_http_adserve_loader_wait(ld, &w->queue);
+    ngx_http_adserve_loader_wait(ld, &ctx->queue);
 
     return NGX_AGAIN;
 }
@@ -331,21 +337,24 @@ ngx_http_adserve_park(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_adserve_decide(ngx_http_request_t *r)
 {
-    const adserve_unit_t  *unit;
-    const adserve_cand_t  *c;
-    adserve_ad_request_t   req;
-    const char            *err;
-    size_t                 len, off;
-    u_char                *body;
-    ngx_int_t              rc;
+    const adserve_unit_t    *unit;
+    const adserve_cand_t    *c;
+    adserve_ad_request_t     req;
+    ngx_http_adserve_ctx_t  *ctx;
+    const char              *err;
+    size_t                   len, off;
+    u_char                  *body;
+    ngx_int_t                rc;
 
-    rc = ngx_http_adserve_park(r);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
+
+    rc = ngx_http_adserve_park(r, ctx);
     if (rc != NGX_DECLINED) {
         return rc;
     }
 
-    /* again: the snapshot may have been swapped while the body was read */
-    unit = ngx_http_adserve_unit(r);
+    /* again if the snapshot was swapped while the body was read */
+    unit = ngx_http_adserve_unit(r, ctx);
     if (unit == NULL) {
         return NGX_HTTP_NOT_FOUND;
     }
@@ -388,13 +397,13 @@ ngx_http_adserve_body_handler(ngx_http_request_t *r)
 static void
 ngx_http_adserve_resume(ngx_queue_t *q)
 {
-    ngx_http_adserve_wait_t  *w;
-    ngx_connection_t         *c;
+    ngx_http_adserve_ctx_t  *ctx;
+    ngx_connection_t        *c;
 
-    w = ngx_queue_data(q, ngx_http_adserve_wait_t, queue);
-    c = w->request->connection;
+    ctx = ngx_queue_data(q, ngx_http_adserve_ctx_t, queue);
+    c = ctx->request->connection;
 
-    ngx_http_finalize_request(w->request, ngx_http_adserve_decide(w->request));
+    ngx_http_finalize_request(ctx->request, ngx_http_adserve_decide(ctx->request));
     ngx_http_run_posted_requests(c);
 }
 
@@ -403,15 +412,24 @@ static ngx_int_t
 ngx_http_adserve_ad_handler(ngx_http_request_t *r)
 {
     ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
+    ngx_http_adserve_ctx_t     *ctx;
     ngx_int_t                   rc;
 
     if (!(r->method & NGX_HTTP_POST)) {
         return NGX_HTTP_NOT_ALLOWED;
     }
 
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_adserve_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->request = r;
+    ngx_http_set_ctx(r, ctx, ngx_http_adserve_module);
+
     /* unknown or inactive: 404 at once, the body is discarded unread;
      * a worker still warming up cannot know yet */
-    if (ngx_http_adserve_unit(r) == NULL && (ld == NULL || !ld->warming)) {
+    if (ngx_http_adserve_unit(r, ctx) == NULL && (ld == NULL || !ld->warming)) {
         return NGX_HTTP_NOT_FOUND;
     }
 
