@@ -1,0 +1,398 @@
+#include "http.h"
+
+#include "auth.h"
+#include "log.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CONNECTION_LIMIT 256
+#define CONNECTION_TIMEOUT_S 30
+#define CONNECTION_MEMORY_LIMIT ((size_t)64 * 1024)  /* request line + headers */
+#define LOG_PATH_MAX 200
+
+/* Sent when even the error body cannot be built. */
+static const char oom_body[] = "{\"detail\":\"internal error\"}";
+
+static size_t max_body;
+
+/* Per-request state, from the first callback to the completion notice. */
+struct conn_ctx {
+    double start_ms;
+    char method[16];
+    char log_path[LOG_PATH_MAX + 1];
+    const struct route *route;
+    struct route_params params;
+    struct user user;
+    bool authenticated;
+    char *body;
+    size_t body_len, body_cap;
+    size_t received;
+    bool too_large;
+    bool queued;
+    int status;
+};
+
+struct store_conn *request_store(struct request *req)
+{
+    if (req->store == NULL)
+        req->store = store_acquire();
+    return req->store;
+}
+
+const char *request_param(const struct request *req, const char *name)
+{
+    return route_param(req->params, name);
+}
+
+const char *request_header(const struct request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *request_query(const struct request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* Request lines are logged, so keep client-chosen bytes from forging
+ * lines or terminal escapes. */
+static void sanitize(char *dst, size_t dstlen, const char *src)
+{
+    size_t i = 0;
+
+    for (; src[i] != '\0' && i + 1 < dstlen; i++)
+        dst[i] = (src[i] > 0x20 && src[i] < 0x7f) ? src[i] : '?';
+    dst[i] = '\0';
+}
+
+static struct MHD_Response *build_response(const struct reply *rep, int *status)
+{
+    struct MHD_Response *resp;
+    char *text = rep->body != NULL ? cJSON_PrintUnformatted(rep->body) : NULL;
+
+    *status = rep->status;
+    if (text != NULL)
+        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    else if (rep->status == 204)
+        return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    else {
+        *status = 500;
+        return MHD_create_response_from_buffer(sizeof oom_body - 1, (void *)oom_body,
+                                               MHD_RESPMEM_PERSISTENT);
+    }
+    if (resp == NULL)
+        free(text);
+    return resp;
+}
+
+static int add_headers(struct MHD_Response *resp, const struct reply *rep, int status)
+{
+    if (status != 204 &&
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") != MHD_YES)
+        return -1;
+    /* Management answers carry tokens and account data: never cache them. */
+    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") != MHD_YES)
+        return -1;
+    for (int i = 0; i < rep->n_headers && status == rep->status; i++)
+        if (MHD_add_response_header(resp, rep->headers[i].name, rep->headers[i].value) != MHD_YES)
+            return -1;
+    return 0;
+}
+
+/* Sends rep (and frees its body).  MHD_NO makes MHD drop the connection,
+ * the only thing left to do when even queueing fails. */
+static enum MHD_Result send_reply(struct MHD_Connection *conn, struct conn_ctx *cx,
+                                  struct reply *rep)
+{
+    int status;
+    struct MHD_Response *resp = build_response(rep, &status);
+    enum MHD_Result rc = MHD_NO;
+
+    if (resp != NULL && add_headers(resp, rep, status) == 0)
+        rc = MHD_queue_response(conn, (unsigned)status, resp);
+    reply_free(rep);
+    if (resp != NULL)
+        MHD_destroy_response(resp);
+    if (rc == MHD_YES) {
+        cx->queued = true;
+        cx->status = status;
+    }
+    return rc;
+}
+
+static bool is_json_content_type(const char *ct)
+{
+    static const char json[] = "application/json";
+    size_t n = sizeof json - 1;
+
+    if (ct == NULL)
+        return false;
+    while (*ct == ' ')
+        ct++;
+    return strncasecmp(ct, json, n) == 0 &&
+           (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ' || ct[n] == '\t');
+}
+
+/* Content-Length, when announced, lets an oversized body be refused
+ * before any of it is read. */
+static bool announced_too_large(struct MHD_Connection *conn)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl == NULL)
+        return false;
+    char *end;
+    unsigned long long n = strtoull(cl, &end, 10);
+    return end != cl && n > max_body;
+}
+
+/* 0 when the caller may use the route; else rep holds the 401/403/503. */
+static int authenticate(struct MHD_Connection *conn, struct conn_ctx *cx, struct reply *rep)
+{
+    const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_AUTHORIZATION);
+    struct store_conn *sc = store_acquire();
+    enum auth_result r = auth_check_bearer(authz, sc, &cx->user);
+    store_release(sc);
+    /* Handlers never need the caller's hash; do not keep it around. */
+    sodium_memzero(cx->user.password_hash, sizeof cx->user.password_hash);
+
+    if (r == AUTH_UNAVAILABLE) {
+        reply_error(rep, 503, "%s", auth_result_detail(r));
+        return -1;
+    }
+    if (r == AUTH_FAILED) {
+        reply_error(rep, 500, "internal error");
+        return -1;
+    }
+    if (r != AUTH_OK) {
+        reply_error(rep, 401, "%s", auth_result_detail(r));
+        reply_header(rep, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+        return -1;
+    }
+    if ((role_from_name(cx->user.role) & cx->route->roles) == 0) {
+        reply_error(rep, 403, "insufficient role");
+        return -1;
+    }
+    cx->authenticated = true;
+    return 0;
+}
+
+/* Everything decidable from the request line and headers, so that bad
+ * requests are refused before their body is read.  0 to go on reading. */
+static int check_headers(struct MHD_Connection *conn, struct conn_ctx *cx, const char *url,
+                         struct reply *rep)
+{
+    char allow[64];
+
+    switch (router_find(cx->method, url, &cx->route, &cx->params, allow, sizeof allow)) {
+    case ROUTE_NO_PATH:
+        reply_error(rep, 404, "not found");
+        return -1;
+    case ROUTE_NO_METHOD:
+        reply_error(rep, 405, "method not allowed");
+        reply_header(rep, MHD_HTTP_HEADER_ALLOW, allow);
+        return -1;
+    case ROUTE_FOUND:
+        break;
+    }
+    if (cx->route->roles != 0 && authenticate(conn, cx, rep) != 0)
+        return -1;
+    if (cx->route->body == BODY_JSON &&
+        !is_json_content_type(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                          MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        reply_error(rep, 415, "Content-Type must be application/json");
+        return -1;
+    }
+    if (announced_too_large(conn)) {
+        reply_error(rep, 413, "request body exceeds %zu bytes", max_body);
+        return -1;
+    }
+    return 0;
+}
+
+static enum MHD_Result on_headers(struct MHD_Connection *conn, const char *url,
+                                  const char *method, void **con_cls)
+{
+    struct conn_ctx *cx = calloc(1, sizeof *cx);
+    struct reply rep = { 0 };
+
+    if (cx == NULL)
+        return MHD_NO;
+    *con_cls = cx;
+    cx->start_ms = monotonic_ms();
+    sanitize(cx->method, sizeof cx->method, method);
+    sanitize(cx->log_path, sizeof cx->log_path, url);
+    if (check_headers(conn, cx, url, &rep) != 0)
+        return send_reply(conn, cx, &rep);
+    return MHD_YES;
+}
+
+static int body_append(struct conn_ctx *cx, const char *data, size_t n)
+{
+    if (cx->body_len + n > cx->body_cap) {
+        size_t cap = cx->body_cap ? cx->body_cap : 4096;
+        while (cap < cx->body_len + n)
+            cap *= 2;
+        if (cap > max_body)
+            cap = max_body;
+        char *p = realloc(cx->body, cap);
+        if (p == NULL)
+            return -1;
+        cx->body = p;
+        cx->body_cap = cap;
+    }
+    memcpy(cx->body + cx->body_len, data, n);
+    cx->body_len += n;
+    return 0;
+}
+
+static void refuse_body(struct conn_ctx *cx)
+{
+    cx->too_large = true;
+    free(cx->body);
+    cx->body = NULL;
+    cx->body_len = cx->body_cap = 0;
+}
+
+/* Body chunks: kept only for JSON routes and only up to max_body.
+ *
+ * libmicrohttpd 0.9.75 cannot queue a reply in the middle of a body, so a
+ * body without Content-Length that grows past the limit is no longer
+ * buffered, the rest is read and dropped and on_complete answers 413; a
+ * client still sending after another max_body bytes is disconnected.
+ * (nginx forwards bodies with Content-Length, refused up front.) */
+static enum MHD_Result on_body(struct conn_ctx *cx, const char *data, size_t *size)
+{
+    size_t n = *size;
+
+    *size = 0;
+    if (cx->queued)
+        return MHD_YES;
+    cx->received += n;
+    if (cx->too_large)
+        return cx->received - max_body > max_body ? MHD_NO : MHD_YES;
+    if (cx->received > max_body) {
+        refuse_body(cx);
+        return MHD_YES;
+    }
+    if (cx->route->body == BODY_JSON && body_append(cx, data, n) != 0)
+        return MHD_NO;
+    return MHD_YES;
+}
+
+static void run_handler(struct conn_ctx *cx, struct request *req, struct reply *rep)
+{
+    if (cx->route->body == BODY_JSON) {
+        req->json = json_parse_object(cx->body, cx->body_len, rep);
+        if (req->json == NULL)
+            return;
+    }
+    cx->route->handler(req, rep);
+    if (rep->status == 0)
+        reply_error(rep, 500, "internal error");
+    cJSON_Delete(req->json);
+    store_release(req->store);
+}
+
+static enum MHD_Result on_complete(struct MHD_Connection *conn, struct conn_ctx *cx,
+                                   const char *url)
+{
+    struct reply rep = { 0 };
+    struct request req = {
+        .conn = conn,
+        .method = cx->method,
+        .path = url,
+        .params = &cx->params,
+        .user = cx->authenticated ? &cx->user : NULL,
+    };
+
+    if (cx->queued)
+        return MHD_YES;
+    if (cx->too_large)
+        reply_error(&rep, 413, "request body exceeds %zu bytes", max_body);
+    else
+        run_handler(cx, &req, &rep);
+    return send_reply(conn, cx, &rep);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    if (*con_cls == NULL)
+        return on_headers(conn, url, method, con_cls);
+    if (*upload_data_size != 0)
+        return on_body(*con_cls, upload_data, upload_data_size);
+    return on_complete(conn, *con_cls, url);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct conn_ctx *cx = *con_cls;
+
+    (void)cls;
+    (void)conn;
+    if (cx == NULL)
+        return;
+    log_line("%s %s %d %.1fms%s", cx->method, cx->log_path, cx->status,
+             monotonic_ms() - cx->start_ms,
+             toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
+    free(cx->body);
+    free(cx);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+
+    (void)cls;
+    if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
+        return;
+    msg[strcspn(msg, "\r\n")] = '\0';
+    log_line("microhttpd: %s", msg);
+}
+
+struct MHD_Daemon *http_start(uint16_t port, size_t body_limit)
+{
+    struct sockaddr_in addr = {
+        .sin_family = AF_INET,
+        .sin_port = htons(port),
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    };
+
+    max_body = body_limit;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, port, NULL, NULL,
+        on_request, NULL,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,   /* first, to catch option errors */
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)HTTP_THREADS,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTION_LIMIT,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY_LIMIT,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        MHD_OPTION_END);
+    if (d == NULL)
+        log_line("cannot listen on 127.0.0.1:%u", (unsigned)port);
+    return d;
+}
+
+void http_stop(struct MHD_Daemon *d)
+{
+    if (d != NULL)
+        MHD_stop_daemon(d);
+}

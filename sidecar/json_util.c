@@ -1,0 +1,139 @@
+#include "json_util.h"
+
+#include "util.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+void reply_json(struct reply *rep, int status, cJSON *body)
+{
+    cJSON_Delete(rep->body);
+    rep->body = body;
+    rep->status = status;
+    if (body == NULL && status != 204)
+        reply_error(rep, 500, "internal error");
+}
+
+void reply_error(struct reply *rep, int status, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        copy_str(msg, sizeof msg, "internal error");
+
+    cJSON_Delete(rep->body);
+    rep->status = status;
+    rep->body = cJSON_CreateObject();
+    /* On OOM the body stays NULL and http.c sends a fixed 500 body. */
+    if (rep->body != NULL && cJSON_AddStringToObject(rep->body, "detail", msg) == NULL) {
+        cJSON_Delete(rep->body);
+        rep->body = NULL;
+    }
+}
+
+void reply_store_error(struct reply *rep, enum store_status st)
+{
+    switch (st) {
+    case STORE_NOT_FOUND:
+        reply_error(rep, 404, "not found");
+        break;
+    case STORE_CONFLICT:
+        reply_error(rep, 409, "concurrent modification, retry");
+        break;
+    case STORE_UNAVAILABLE:
+        reply_error(rep, 503, "redis unavailable");
+        break;
+    default:
+        reply_error(rep, 500, "internal error");
+        break;
+    }
+}
+
+int reply_header(struct reply *rep, const char *name, const char *value)
+{
+    if (rep->n_headers >= REPLY_MAX_HEADERS)
+        return -1;
+    if (copy_str(rep->headers[rep->n_headers].name, sizeof rep->headers[0].name, name) != 0 ||
+        copy_str(rep->headers[rep->n_headers].value, sizeof rep->headers[0].value, value) != 0)
+        return -1;
+    rep->n_headers++;
+    return 0;
+}
+
+void reply_free(struct reply *rep)
+{
+    cJSON_Delete(rep->body);
+    rep->body = NULL;
+}
+
+static bool only_whitespace(const char *p, const char *end)
+{
+    for (; p < end; p++)
+        if (!isspace((unsigned char)*p))
+            return false;
+    return true;
+}
+
+cJSON *json_parse_object(const char *buf, size_t len, struct reply *rep)
+{
+    const char *end = NULL;
+
+    if (buf == NULL || len == 0) {
+        reply_error(rep, 400, "request body must be a JSON object");
+        return NULL;
+    }
+    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+    if (root == NULL || end == NULL || !only_whitespace(end, buf + len)) {
+        cJSON_Delete(root);
+        reply_error(rep, 400, "malformed JSON");
+        return NULL;
+    }
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        reply_error(rep, 400, "request body must be a JSON object");
+        return NULL;
+    }
+    return root;
+}
+
+static bool listed(const char *name, const char *const *allowed)
+{
+    for (; *allowed != NULL; allowed++)
+        if (strcmp(name, *allowed) == 0)
+            return true;
+    return false;
+}
+
+int json_reject_unknown(const cJSON *obj, const char *const *allowed, struct reply *rep)
+{
+    const cJSON *item;
+
+    cJSON_ArrayForEach(item, obj)
+        if (!listed(item->string, allowed)) {
+            reply_error(rep, 422, "unknown field '%.64s'", item->string);
+            return -1;
+        }
+    return 0;
+}
+
+const char *json_require_string(const cJSON *obj, const char *name, struct reply *rep)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+    if (v == NULL) {
+        reply_error(rep, 422, "field '%s' is required", name);
+        return NULL;
+    }
+    if (!cJSON_IsString(v) || v->valuestring == NULL) {
+        reply_error(rep, 422, "field '%s' must be a string", name);
+        return NULL;
+    }
+    return v->valuestring;
+}

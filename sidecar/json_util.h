@@ -1,0 +1,53 @@
+/* Replies (status + JSON body + a few headers) and JSON input helpers.
+ *
+ * Handlers fill a struct reply; http.c turns it into the HTTP answer.  Every
+ * non-2xx answer is {"detail": "<message>"}. */
+#ifndef ADSERVE_JSON_UTIL_H
+#define ADSERVE_JSON_UTIL_H
+
+#include "store.h"
+
+#include <cJSON.h>
+#include <stddef.h>
+
+#define REPLY_MAX_HEADERS 4
+
+struct reply {
+    int status;                   /* 0 until a handler sets one */
+    cJSON *body;                  /* NULL: empty body (204) */
+    int n_headers;
+    struct {
+        char name[32];
+        char value[128];
+    } headers[REPLY_MAX_HEADERS];
+};
+
+/* Sets status and body, taking ownership of body; a NULL body for a
+ * status other than 204 means an allocation failed and becomes a 500. */
+void reply_json(struct reply *rep, int status, cJSON *body);
+
+/* Sets status and {"detail": printf-style message}. */
+void reply_error(struct reply *rep, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Maps a failed store status onto 404 / 409 / 503 / 500. */
+void reply_store_error(struct reply *rep, enum store_status st);
+
+/* Adds a response header; -1 when full or too long. */
+int reply_header(struct reply *rep, const char *name, const char *value);
+
+void reply_free(struct reply *rep);
+
+/* Parses a request body that must be one JSON object.  NULL with a 400
+ * in rep when it is malformed, has trailing data, or is not an object. */
+cJSON *json_parse_object(const char *buf, size_t len, struct reply *rep);
+
+/* 422 naming the first member of obj not listed in allowed (NULL-ended);
+ * 0 when all members are known. */
+int json_reject_unknown(const cJSON *obj, const char *const *allowed, struct reply *rep);
+
+/* The string member name of obj, or NULL with a 422 naming the field when
+ * it is missing or not a string. */
+const char *json_require_string(const cJSON *obj, const char *name, struct reply *rep);
+
+#endif

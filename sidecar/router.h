@@ -1,0 +1,58 @@
+/* The route table: {method, path pattern, handler, required roles, body}.
+ * Patterns are literal segments and "{name}" segments matching any one
+ * non-empty path segment; later features add rows to routes.c. */
+#ifndef ADSERVE_ROUTER_H
+#define ADSERVE_ROUTER_H
+
+#include <stddef.h>
+
+#define ROUTE_MAX_PARAMS 4
+#define ROUTE_PARAM_MAX 128      /* longer segments never match a {name} */
+
+struct request;
+struct reply;
+
+typedef void route_handler(struct request *req, struct reply *rep);
+
+enum route_body {
+    BODY_NONE,                   /* any body is read and discarded */
+    BODY_JSON,                   /* application/json object, parsed into req->json */
+};
+
+struct route {
+    const char *method;
+    const char *pattern;
+    route_handler *handler;
+    unsigned roles;              /* 0: public; else the ROLE_* bits allowed */
+    enum route_body body;
+};
+
+struct route_params {
+    int n;
+    struct {
+        const char *name;        /* points into the pattern, not NUL-ended */
+        size_t name_len;
+        char value[ROUTE_PARAM_MAX];
+    } p[ROUTE_MAX_PARAMS];
+};
+
+enum route_match {
+    ROUTE_FOUND,
+    ROUTE_NO_PATH,               /* -> 404 */
+    ROUTE_NO_METHOD,             /* -> 405, allow lists the methods */
+};
+
+/* Defined in routes.c. */
+extern const struct route routes[];
+extern const size_t routes_count;
+
+/* Finds the route for method and path, filling params on success and the
+ * comma-separated methods the path supports on ROUTE_NO_METHOD. */
+enum route_match router_find(const char *method, const char *path,
+                             const struct route **found, struct route_params *params,
+                             char *allow, size_t allowlen);
+
+/* The value of the {name} segment, or NULL. */
+const char *route_param(const struct route_params *params, const char *name);
+
+#endif

@@ -1,0 +1,317 @@
+#include "store.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define STORE_TIMEOUT_MS 1000     /* connect and per-command timeout */
+#define STORE_IDLE_CHECK_MS 1000  /* PING a connection idle longer than this */
+#define STORE_MAX_ARGS 64
+#define STORE_MAX_PIPELINE 32
+
+struct store_conn {
+    redisContext *ctx;
+    double last_used_ms;
+    bool in_use;
+    bool watching;       /* a WATCH is active: UNWATCH before reuse */
+};
+
+static struct {
+    char host[256];
+    int port;
+    int size;
+    struct store_conn *conns;
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+    atomic_bool down;    /* logged as down; log transitions, not every failure */
+} pool = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .freed = PTHREAD_COND_INITIALIZER,
+};
+
+static void mark_down(const char *why)
+{
+    if (!atomic_exchange(&pool.down, true))
+        log_line("redis %s:%d unavailable: %s", pool.host, pool.port, why);
+}
+
+static void mark_up(void)
+{
+    if (atomic_exchange(&pool.down, false))
+        log_line("redis %s:%d reachable again", pool.host, pool.port);
+}
+
+int store_init(const char *host, int port, int pool_size)
+{
+    if (pool_size <= 0 || copy_str(pool.host, sizeof pool.host, host) != 0)
+        return -1;
+    pool.conns = calloc((size_t)pool_size, sizeof *pool.conns);
+    if (pool.conns == NULL)
+        return -1;
+    pool.port = port;
+    pool.size = pool_size;
+    return 0;
+}
+
+static void drop(struct store_conn *c, const char *why)
+{
+    mark_down(why);
+    if (c->ctx != NULL)
+        redisFree(c->ctx);
+    c->ctx = NULL;
+    c->watching = false;
+}
+
+static void store_connect(struct store_conn *c)
+{
+    const struct timeval tv = { STORE_TIMEOUT_MS / 1000, (STORE_TIMEOUT_MS % 1000) * 1000 };
+
+    c->ctx = redisConnectWithTimeout(pool.host, pool.port, tv);
+    if (c->ctx == NULL) {
+        mark_down("out of memory");
+        return;
+    }
+    if (c->ctx->err != 0) {
+        drop(c, c->ctx->errstr);
+        return;
+    }
+    if (redisSetTimeout(c->ctx, tv) != REDIS_OK) {
+        drop(c, "cannot set socket timeout");
+        return;
+    }
+    c->last_used_ms = monotonic_ms();
+    mark_up();
+}
+
+/* A pooled connection may have been closed by Redis (restart, timeout)
+ * while idle; finding out with a PING is cheaper than failing a request. */
+static void check_idle(struct store_conn *c)
+{
+    if (c->ctx == NULL || monotonic_ms() - c->last_used_ms < STORE_IDLE_CHECK_MS)
+        return;
+    if (store_ping(c) != STORE_OK && c->ctx != NULL)
+        drop(c, "connection check failed");
+    if (c->ctx == NULL)
+        store_connect(c);
+}
+
+struct store_conn *store_acquire(void)
+{
+    struct store_conn *c = NULL;
+
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        for (int i = 0; i < pool.size && c == NULL; i++)
+            if (!pool.conns[i].in_use)
+                c = &pool.conns[i];
+        if (c != NULL)
+            break;
+        pthread_cond_wait(&pool.freed, &pool.lock);
+    }
+    c->in_use = true;
+    pthread_mutex_unlock(&pool.lock);
+
+    /* Connect outside the lock: it may take up to the connect timeout. */
+    if (c->ctx == NULL)
+        store_connect(c);
+    else
+        check_idle(c);
+    return c;
+}
+
+void store_release(struct store_conn *c)
+{
+    if (c == NULL)
+        return;
+    /* A request that bailed out between WATCH and EXEC must not leave the
+     * WATCH to abort an unrelated transaction of the next user. */
+    if (c->watching && store_do(c, (const char *[]){ "UNWATCH", NULL }) != STORE_OK)
+        drop(c, "UNWATCH failed");
+    pthread_mutex_lock(&pool.lock);
+    c->in_use = false;
+    pthread_cond_signal(&pool.freed);
+    pthread_mutex_unlock(&pool.lock);
+}
+
+void store_shutdown(void)
+{
+    for (int i = 0; i < pool.size; i++)
+        if (pool.conns[i].ctx != NULL)
+            redisFree(pool.conns[i].ctx);
+    free(pool.conns);
+    pool.conns = NULL;
+    pool.size = 0;
+}
+
+static int count_args(const char *const *argv)
+{
+    int n = 0;
+
+    while (argv[n] != NULL && n <= STORE_MAX_ARGS)
+        n++;
+    return n <= STORE_MAX_ARGS ? n : -1;
+}
+
+/* Redis error replies that mean "try later" rather than "bug". */
+static bool error_is_transient(const redisReply *r)
+{
+    return strncmp(r->str, "LOADING", 7) == 0 || strncmp(r->str, "BUSY", 4) == 0 ||
+           strncmp(r->str, "MASTERDOWN", 10) == 0;
+}
+
+/* Classifies a reply that arrived; frees it unless it is a success. */
+static enum store_status check_reply(redisReply *r)
+{
+    if (r->type != REDIS_REPLY_ERROR)
+        return STORE_OK;
+    enum store_status st = error_is_transient(r) ? STORE_UNAVAILABLE : STORE_ERROR;
+    log_line("redis error reply: %.200s", r->str);
+    freeReplyObject(r);
+    return st;
+}
+
+static void track_watch(struct store_conn *c, const char *cmd)
+{
+    if (strcasecmp(cmd, "WATCH") == 0)
+        c->watching = true;
+    else if (strcasecmp(cmd, "UNWATCH") == 0 || strcasecmp(cmd, "EXEC") == 0 ||
+             strcasecmp(cmd, "DISCARD") == 0)
+        c->watching = false;
+}
+
+enum store_status store_cmd(struct store_conn *c, redisReply **reply,
+                            const char *const *argv)
+{
+    int argc = count_args(argv);
+
+    *reply = NULL;
+    if (argc <= 0)
+        return STORE_ERROR;
+    if (c->ctx == NULL)
+        return STORE_UNAVAILABLE;
+    redisReply *r = redisCommandArgv(c->ctx, argc, (const char **)argv, NULL);
+    if (r == NULL) {
+        drop(c, c->ctx->errstr);
+        return STORE_UNAVAILABLE;
+    }
+    c->last_used_ms = monotonic_ms();
+    track_watch(c, argv[0]);
+    enum store_status st = check_reply(r);
+    if (st == STORE_OK)
+        *reply = r;
+    return st;
+}
+
+enum store_status store_get_str(struct store_conn *c, char *out, size_t outlen,
+                                const char *const *argv)
+{
+    redisReply *r;
+    enum store_status st = store_cmd(c, &r, argv);
+
+    if (st != STORE_OK)
+        return st;
+    if (r->type == REDIS_REPLY_NIL)
+        st = STORE_NOT_FOUND;
+    else if (r->type != REDIS_REPLY_STRING || r->len >= outlen)
+        st = STORE_ERROR;
+    else
+        memcpy(out, r->str, r->len + 1);
+    freeReplyObject(r);
+    return st;
+}
+
+enum store_status store_do(struct store_conn *c, const char *const *argv)
+{
+    redisReply *r;
+    enum store_status st = store_cmd(c, &r, argv);
+
+    if (st == STORE_OK)
+        freeReplyObject(r);
+    return st;
+}
+
+enum store_status store_ping(struct store_conn *c)
+{
+    return store_do(c, (const char *[]){ "PING", NULL });
+}
+
+static int append(struct store_conn *c, const char *const *argv)
+{
+    int argc = count_args(argv);
+
+    if (argc <= 0)
+        return -1;
+    return redisAppendCommandArgv(c->ctx, argc, (const char **)argv, NULL) == REDIS_OK ? 0 : -1;
+}
+
+/* Reads one pipelined reply; NULL (and the connection dropped) on I/O error. */
+static redisReply *read_reply(struct store_conn *c)
+{
+    void *r = NULL;
+
+    if (redisGetReply(c->ctx, &r) != REDIS_OK || r == NULL) {
+        drop(c, c->ctx->errstr[0] ? c->ctx->errstr : "no reply");
+        return NULL;
+    }
+    return r;
+}
+
+/* EXEC's reply: nil when a WATCH fired, else one entry per command, any of
+ * which may be a runtime error (Redis does not roll back). */
+static enum store_status check_exec(redisReply *r)
+{
+    if (r->type == REDIS_REPLY_NIL)
+        return STORE_CONFLICT;
+    if (r->type == REDIS_REPLY_ERROR) {
+        log_line("redis EXEC failed: %.200s", r->str);
+        return STORE_ERROR;
+    }
+    if (r->type != REDIS_REPLY_ARRAY)
+        return STORE_ERROR;
+    for (size_t i = 0; i < r->elements; i++)
+        if (r->element[i]->type == REDIS_REPLY_ERROR) {
+            log_line("redis error in transaction: %.200s", r->element[i]->str);
+            return STORE_ERROR;
+        }
+    return STORE_OK;
+}
+
+enum store_status store_exec(struct store_conn *c,
+                             const char *const *const *cmds, size_t n)
+{
+    if (c->ctx == NULL)
+        return STORE_UNAVAILABLE;
+    if (n == 0 || n > STORE_MAX_PIPELINE)
+        return STORE_ERROR;
+    int bad = append(c, (const char *[]){ "MULTI", NULL });
+    for (size_t i = 0; i < n; i++)
+        bad |= append(c, cmds[i]);
+    bad |= append(c, (const char *[]){ "EXEC", NULL });
+    if (bad) {
+        /* Partly buffered commands cannot be taken back: start afresh. */
+        drop(c, "cannot buffer transaction");
+        return STORE_ERROR;
+    }
+    /* MULTI's +OK and each +QUEUED (or a queueing error, which makes EXEC
+     * answer EXECABORT, checked below). */
+    for (size_t i = 0; i < n + 1; i++) {
+        redisReply *r = read_reply(c);
+        if (r == NULL)
+            return STORE_UNAVAILABLE;
+        freeReplyObject(r);
+    }
+    redisReply *r = read_reply(c);
+    if (r == NULL)
+        return STORE_UNAVAILABLE;
+    c->watching = false;
+    c->last_used_ms = monotonic_ms();
+    enum store_status st = check_exec(r);
+    freeReplyObject(r);
+    return st;
+}

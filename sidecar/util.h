@@ -1,0 +1,26 @@
+/* Small helpers with no project state: randomness, ids, time. */
+#ifndef ADSERVE_UTIL_H
+#define ADSERVE_UTIL_H
+
+#include <stddef.h>
+
+#define UUID_STR_LEN 37      /* 36 characters + NUL */
+#define RFC3339_LEN 21       /* "2024-01-31T12:34:56Z" + NUL */
+
+/* Fills out with nbytes (at most 64) of CSPRNG output, hex-encoded; outlen
+ * must be at least 2 * nbytes + 1.  Requires sodium_init().  0 or -1. */
+int random_hex(char *out, size_t outlen, size_t nbytes);
+
+/* A random (version 4, RFC 4122) UUID in lower-case canonical form. */
+void uuid_v4(char out[UUID_STR_LEN]);
+
+/* The current UTC time as RFC 3339 with second precision. 0 or -1. */
+int now_rfc3339(char out[RFC3339_LEN]);
+
+/* Monotonic milliseconds, for durations only. */
+double monotonic_ms(void);
+
+/* Copies src into dst (size dstlen); -1 when it does not fit. */
+int copy_str(char *dst, size_t dstlen, const char *src);
+
+#endif
