@@ -52,6 +52,7 @@ void ngx_http_adserve_redis_start(ngx_http_adserve_redis_t *rd);
 void ngx_http_adserve_redis_drop(ngx_http_adserve_redis_t *rd,
     const char *reason);
 void ngx_http_adserve_redis_stop(ngx_http_adserve_redis_t *rd);
+void ngx_http_adserve_redis_healthy(ngx_http_adserve_redis_t *rd);
 ngx_int_t ngx_http_adserve_redis_command(ngx_http_adserve_redis_t *rd,
     redisCallbackFn *fn, void *data, int argc, const char **argv,
     const size_t *argvlen);

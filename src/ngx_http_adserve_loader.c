@@ -247,12 +247,8 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
         || reply->element[0]->len >= sizeof(ld->cursor)
         || reply->element[1]->type != REDIS_REPLY_ARRAY)
     {
-        ngx_log_error(NGX_LOG_ERR, ld->redis.log, 0,
-                      "adserve: unexpected HSCAN reply for \"%s\"%s%s",
-                      adserve_kind_keys[ld->kind],
-                      reply->type == REDIS_REPLY_ERROR ? ": " : "",
-                      reply->type == REDIS_REPLY_ERROR ? reply->str : "");
-        ngx_http_adserve_loader_fail(ld, "unexpected HSCAN reply");
+        ngx_http_adserve_loader_fail(ld, reply->type == REDIS_REPLY_ERROR
+                                         ? reply->str : "unexpected HSCAN reply");
         return;
     }
 
@@ -322,14 +318,16 @@ ngx_http_adserve_loader_on_rev(redisAsyncContext *ac, void *r, void *data)
             ? ngx_atoi((u_char *) reply->str, reply->len) : NGX_ERROR;
 
         if (n == NGX_ERROR) {
-            ngx_log_error(NGX_LOG_ERR, ld->redis.log, 0,
-                          "adserve: \"" ADSERVE_REV_KEY "\" is not a revision");
-            ngx_http_adserve_loader_fail(ld, "bad revision");
+            ngx_http_adserve_loader_fail(ld, reply->type == REDIS_REPLY_ERROR
+                                             ? reply->str
+                                             : "\"" ADSERVE_REV_KEY "\" is not a revision");
             return;
         }
 
         rev = (uint64_t) n;
     }
+
+    ngx_http_adserve_redis_healthy(&ld->redis);
 
     if (ld->snapshot != NULL && ld->snapshot->rev == rev) {
         ngx_http_adserve_loader_idle(ld);
@@ -381,10 +379,7 @@ ngx_http_adserve_loader_deadline(ngx_event_t *ev)
 {
     ngx_http_adserve_loader_t  *ld = ev->data;
 
-    ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                  "adserve: redis did not answer within %M ms", ld->timeout);
-
-    ngx_http_adserve_loader_fail(ld, "command timed out");
+    ngx_http_adserve_loader_fail(ld, "a command timed out");
 }
 
 

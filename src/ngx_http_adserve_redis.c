@@ -232,17 +232,26 @@ ngx_http_adserve_redis_on_connect(const redisAsyncContext *ac, int status)
         ngx_del_timer(&rd->timer);
     }
 
+    /* connected is not yet healthy: a server that refuses every command
+     * (no auth, wrong role) must keep its backoff and its one log line */
     rd->connected = 1;
+
+    if (rd->on_up) {
+        rd->on_up(rd);
+    }
+}
+
+
+/* The owner got a good reply: the outage, if any, is over. */
+void
+ngx_http_adserve_redis_healthy(ngx_http_adserve_redis_t *rd)
+{
     rd->backoff = NGX_HTTP_ADSERVE_BACKOFF_MIN;
 
     if (rd->down_logged) {
         rd->down_logged = 0;
         ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
                       "adserve: redis %V connected again", &rd->addr);
-    }
-
-    if (rd->on_up) {
-        rd->on_up(rd);
     }
 }
 

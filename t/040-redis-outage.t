@@ -44,6 +44,25 @@ sleep 1.0;
 ok($t->workers_at($rev), 'a change after the outage reaches every worker within 1 s');
 is($t->ad($new)->{status}, 200, '... and serves');
 
+# Redis up but refusing every command (here: a password the module does not
+# send): still one line per worker, and serving goes on
+my $before = length $t->log_text('nginx-error.log');
+$t->redis('CONFIG', 'SET', 'requirepass', 'sekret');
+$t->redis('-a', 'sekret', '--no-auth-warning', 'CLIENT', 'KILL', 'TYPE', 'normal');
+sleep 3;
+is(scalar(grep { $t->ad($c->{unit})->{status} == 200 } 1 .. 20), 20,
+   'Redis refusing commands: still serving');
+$log = substr $t->log_text('nginx-error.log'), $before;
+my $refused = () = $log =~ /adserve: redis 127\.0\.0\.1:\d+ unavailable/g;
+is($refused, scalar @workers,
+   'an outage of NOAUTH replies is logged once per worker, not once per attempt');
+unlike($log, qr/connected again/, 'a connection that is refused every command is not "again connected"');
+$t->redis('-a', 'sekret', '--no-auth-warning', 'CONFIG', 'SET', 'requirepass', '');
+ok($t->wait_until(10, sub { $t->workers_connected }), 'the password gone: workers recover');
+ok($t->wait_until(5, sub {
+       my $up = () = $t->log_text('nginx-error.log') =~ /connected again/g;
+       $up == 2 * @workers }), '... and say so once each');
+
 # Redis unavailable when nginx starts: nginx starts all the same
 $t->stop('nginx', 'redis');
 $t->start('nginx');

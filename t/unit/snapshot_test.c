@@ -393,10 +393,11 @@ static void test_targeting(void) {
              UNIT("{'id':'side','status':'ACTIVE','parent_id':'root'}"), \
              UNIT("{'id':'other','status':'ACTIVE'}")
 #define DEMAND(li) ORD(O1_J), LI(li), CRE(C1_J), LICA(A1_J)
+/* line item li1, everything default but its targeting */
+#define TARGETED(t) fmt("{'id':'li1','order_id':'o1','status':'ACTIVE'," \
+                        "'type':'STANDARD','cost_type':'CPM','rate':1,'targeting':" t "}")
 
-    s = BUILD(HIER, DEMAND(fmt("{'id':'li1','order_id':'o1','status':'ACTIVE',"
-        "'type':'STANDARD','cost_type':'CPM','rate':1,"
-        "'targeting':{'ad_units':{'include':['mid']}}}")));
+    s = BUILD(HIER, DEMAND(TARGETED("{'ad_units':{'include':['mid']}}")));
     is_str(serve(s, "mid", NOW, 0), "c1", "targeting: unit included directly serves");
     is_str(serve(s, "leaf", NOW, 0), "c1", "targeting: child of an included unit serves");
     is_str(serve(s, "root", NOW, 0), NULL, "targeting: parent of an included unit does not");
@@ -404,18 +405,14 @@ static void test_targeting(void) {
     is_str(serve(s, "other", NOW, 0), NULL, "targeting: unrelated unit does not");
     adserve_snapshot_free(s);
 
-    s = BUILD(HIER, DEMAND(fmt("{'id':'li1','order_id':'o1','status':'ACTIVE',"
-        "'type':'STANDARD','cost_type':'CPM','rate':1,"
-        "'targeting':{'ad_units':{'include':['root'],'exclude':['mid']}}}")));
+    s = BUILD(HIER, DEMAND(TARGETED("{'ad_units':{'include':['root'],'exclude':['mid']}}")));
     is_str(serve(s, "root", NOW, 0), "c1", "targeting: included root serves");
     is_str(serve(s, "side", NOW, 0), "c1", "targeting: root's other child serves");
     is_str(serve(s, "mid", NOW, 0), NULL, "targeting: excluded unit does not serve");
     is_str(serve(s, "leaf", NOW, 0), NULL, "targeting: child of an excluded unit does not serve");
     adserve_snapshot_free(s);
 
-    s = BUILD(HIER, DEMAND(fmt("{'id':'li1','order_id':'o1','status':'ACTIVE',"
-        "'type':'STANDARD','cost_type':'CPM','rate':1,"
-        "'targeting':{'ad_units':{'include':['root']}}}")));
+    s = BUILD(HIER, DEMAND(TARGETED("{'ad_units':{'include':['root']}}")));
     is_str(serve(s, "leaf", NOW, 0), "c1", "targeting: grand-child of an included root serves");
     adserve_snapshot_free(s);
 
@@ -520,12 +517,26 @@ static void test_targeting(void) {
 
 /* ---- ranking ------------------------------------------------------------ */
 
+
+/* Serves u1 for rnd = from .. from + n - 1 and counts the picks of the
+ * creatives "ca" and "cb". */
+static void split(adserve_snapshot_t *s, int64_t now, uint32_t from, uint32_t n,
+                  int *na, int *nb) {
+    const char *got;
+    uint32_t i;
+
+    *na = *nb = 0;
+    for (i = 0; i < n; i++) {
+        got = serve(s, "u1", now, from + i);
+        *na += got && strcmp(got, "ca") == 0;
+        *nb += got && strcmp(got, "cb") == 0;
+    }
+}
+
 static void test_ranking(void) {
     adserve_snapshot_t *s;
     const adserve_unit_t *u;
-    uint32_t r;
     int na, nb, i, groups_ok;
-    const char *got;
 
     /* tier beats priority and price */
     s = BUILD(UNIT(U1_J), ORD(O1_J),
@@ -588,27 +599,11 @@ static void test_ranking(void) {
     u = unit(s, "u1");
     ok(u && u->ncands == 2 && u->cands[0].group == u->cands[1].group,
        "rotation: two candidates in one group");
-    na = nb = 0;
-    for (r = 0; r < 4; r++) {
-        got = serve(s, "u1", NOW, r);
-        na += got && strcmp(got, "ca") == 0;
-        nb += got && strcmp(got, "cb") == 0;
-    }
+    split(s, NOW, 0, 4, &na, &nb);
     ok(na == 1 && nb == 3, "rotation: rnd 0..3 splits 1:3 (got %d:%d)", na, nb);
-    na = nb = 0;
-    for (r = 0; r < 4000; r++) {
-        got = serve(s, "u1", NOW, r);
-        na += got && strcmp(got, "ca") == 0;
-        nb += got && strcmp(got, "cb") == 0;
-    }
+    split(s, NOW, 0, 4000, &na, &nb);
     ok(na == 1000 && nb == 3000, "rotation: rnd 0..3999 splits 1000:3000 (got %d:%d)", na, nb);
-    na = nb = 0;
-    for (r = UINT32_MAX - 3; ; r++) {
-        got = serve(s, "u1", NOW, r);
-        na += got && strcmp(got, "ca") == 0;
-        nb += got && strcmp(got, "cb") == 0;
-        if (r == UINT32_MAX) break;
-    }
+    split(s, NOW, UINT32_MAX - 3, 4, &na, &nb);
     ok(na == 1 && nb == 3, "rotation: the top four rnd values split 1:3 (got %d:%d)", na, nb);
     adserve_snapshot_free(s);
 
@@ -622,19 +617,9 @@ static void test_ranking(void) {
     u = unit(s, "u1");
     ok(u && u->ncands == 2 && u->cands[0].group == u->cands[1].group,
        "equal line items: one group");
-    na = nb = 0;
-    for (r = 0; r < 400; r++) {
-        got = serve(s, "u1", NOW, r);
-        na += got && strcmp(got, "ca") == 0;
-        nb += got && strcmp(got, "cb") == 0;
-    }
+    split(s, NOW, 0, 400, &na, &nb);
     ok(na == 100 && nb == 300, "equal line items: weights 1 and 3 split 100:300 (got %d:%d)", na, nb);
-    na = nb = 0;
-    for (r = 0; r < 400; r++) {
-        got = serve(s, "u1", JUL1, r);
-        na += got && strcmp(got, "ca") == 0;
-        nb += got && strcmp(got, "cb") == 0;
-    }
+    split(s, JUL1, 0, 400, &na, &nb);
     ok(na == 400 && nb == 0, "equal line items: the out-of-flight one never serves (got %d:%d)", na, nb);
     adserve_snapshot_free(s);
 
