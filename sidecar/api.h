@@ -4,8 +4,12 @@
 
 #include "http.h"
 
-route_handler api_health;
-route_handler api_auth_login;
-route_handler api_auth_me;
+/* A group of routes, defined in its api_*.c file (see routes.c). */
+#define ROUTE_GROUP(name)                         \
+    extern const struct route name##_routes[];    \
+    extern const size_t name##_routes_count
+
+ROUTE_GROUP(health);
+ROUTE_GROUP(auth);
 
 #endif

@@ -52,7 +52,7 @@ static void issue_tokens(struct request *req, struct reply *rep, const struct us
     free(access);
 }
 
-void api_auth_login(struct request *req, struct reply *rep)
+static void api_auth_login(struct request *req, struct reply *rep)
 {
     const char *email = json_require_string(req->json, "email", rep);
     const char *password = email ? json_require_string(req->json, "password", rep) : NULL;
@@ -76,7 +76,13 @@ void api_auth_login(struct request *req, struct reply *rep)
     issue_tokens(req, rep, &u);
 }
 
-void api_auth_me(struct request *req, struct reply *rep)
+static void api_auth_me(struct request *req, struct reply *rep)
 {
     reply_json(rep, 200, user_to_json(req->user));
 }
+
+const struct route auth_routes[] = {
+    { "POST", "/api/auth/login", api_auth_login, 0, BODY_JSON },
+    { "GET", "/api/auth/me", api_auth_me, ROLES_ANY, BODY_NONE },
+};
+const size_t auth_routes_count = sizeof auth_routes / sizeof auth_routes[0];

@@ -2,7 +2,7 @@
 
 /* GET /api/health: 200 only when Redis answers, so that run scripts and
  * load balancers wait for a sidecar that can actually serve. */
-void api_health(struct request *req, struct reply *rep)
+static void api_health(struct request *req, struct reply *rep)
 {
     enum store_status st = store_ping(request_store(req));
 
@@ -18,3 +18,8 @@ void api_health(struct request *req, struct reply *rep)
     }
     reply_json(rep, 200, body);
 }
+
+const struct route health_routes[] = {
+    { "GET", "/api/health", api_health, 0, BODY_NONE },
+};
+const size_t health_routes_count = sizeof health_routes / sizeof health_routes[0];

@@ -63,16 +63,20 @@ enum route_match router_find(const char *method, const char *path,
     bool path_known = false;
 
     allow[0] = '\0';
-    for (size_t i = 0; i < routes_count; i++) {
-        if (!match_path(routes[i].pattern, path, &scratch))
-            continue;
-        if (strcmp(routes[i].method, method) == 0) {
-            *found = &routes[i];
-            *params = scratch;
-            return ROUTE_FOUND;
+    for (size_t t = 0; t < route_tables_count; t++) {
+        const struct route *routes = route_tables[t].routes;
+
+        for (size_t i = 0; i < *route_tables[t].count; i++) {
+            if (!match_path(routes[i].pattern, path, &scratch))
+                continue;
+            if (strcmp(routes[i].method, method) == 0) {
+                *found = &routes[i];
+                *params = scratch;
+                return ROUTE_FOUND;
+            }
+            path_known = true;
+            allow_add(allow, allowlen, routes[i].method);
         }
-        path_known = true;
-        allow_add(allow, allowlen, routes[i].method);
     }
     return path_known ? ROUTE_NO_METHOD : ROUTE_NO_PATH;
 }

@@ -42,9 +42,15 @@ enum route_match {
     ROUTE_NO_METHOD,             /* -> 405, allow lists the methods */
 };
 
-/* Defined in routes.c. */
-extern const struct route routes[];
-extern const size_t routes_count;
+/* Each resource group keeps its rows in its own api_*.c file; routes.c
+ * lists the groups. Within the list, the first match wins. */
+struct route_table {
+    const struct route *routes;
+    const size_t *count;
+};
+
+extern const struct route_table route_tables[];
+extern const size_t route_tables_count;
 
 /* Finds the route for method and path, filling params on success and the
  * comma-separated methods the path supports on ROUTE_NO_METHOD. */

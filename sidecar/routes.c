@@ -1,12 +1,20 @@
-/* The route table.  New endpoints are new rows; roles 0 means public,
- * otherwise a valid access token with one of the listed roles is needed
- * before the body is even read. */
+/* The route groups. Each api_*.c file defines its group's rows:
+ *
+ *   const struct route auth_routes[] = {
+ *       { "POST", "/api/auth/login", api_auth_login, 0, BODY_JSON },
+ *   };
+ *   const size_t auth_routes_count = sizeof auth_routes / sizeof auth_routes[0];
+ *
+ * where roles 0 means public, otherwise a valid access token with one of
+ * the listed roles is needed before the body is even read. A new group is
+ * one line here and one declaration in api.h. */
 #include "api.h"
 
-const struct route routes[] = {
-    { "GET", "/api/health", api_health, 0, BODY_NONE },
-    { "POST", "/api/auth/login", api_auth_login, 0, BODY_JSON },
-    { "GET", "/api/auth/me", api_auth_me, ROLES_ANY, BODY_NONE },
+#define GROUP(name) { name##_routes, &name##_routes_count }
+
+const struct route_table route_tables[] = {
+    GROUP(health),
+    GROUP(auth),
 };
 
-const size_t routes_count = sizeof routes / sizeof routes[0];
+const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

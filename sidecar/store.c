@@ -13,7 +13,7 @@
 #define STORE_TIMEOUT_MS 1000     /* connect and per-command timeout */
 #define STORE_IDLE_CHECK_MS 1000  /* PING a connection idle longer than this */
 #define STORE_MAX_ARGS 64
-#define STORE_MAX_PIPELINE 32
+#define STORE_MAX_PIPELINE 10000      /* = TXN_MAX_CMDS: a subtree move */
 
 struct store_conn {
     redisContext *ctx;
