@@ -150,6 +150,36 @@ sub ad {
                           ref $body ? (json => $body) : (body => $body));
 }
 
+# login EMAIL PASSWORD: the token response (dies unless 200); with no
+# arguments, the first admin's
+sub login {
+    my ($self, $email, $password) = @_;
+    ($email, $password) = $self->admin unless defined $email;
+    my $res = $self->request('POST', '/api/auth/login',
+                             json => { email => $email, password => $password });
+    die "login as $email: $res->{status} $res->{content}" unless $res->{status} == 200;
+    return $res->{json};
+}
+
+# token [EMAIL PASSWORD]: an access token (the first admin's by default),
+# kept per user for the life of the stack
+sub token {
+    my ($self, $email, $password) = @_;
+    my $key = $email // '';
+    return $self->{tokens}{$key} //= $self->login($email, $password)->{access_token};
+}
+
+# api METHOD PATH [token => T | as => [EMAIL, PASSWORD]] [json => ...]: an
+# API request with a bearer token, the first admin's unless told otherwise
+sub api {
+    my ($self, $method, $path, %o) = @_;
+    my $token = exists $o{token} ? delete $o{token}
+              : $self->token(@{ delete $o{as} // [] });
+    my %headers = %{ delete $o{headers} // {} };
+    $headers{Authorization} = "Bearer $token" if defined $token;
+    return $self->request($method, $path, %o, headers => \%headers);
+}
+
 # the status of whichever worker answers
 sub status {
     my ($self) = @_;
