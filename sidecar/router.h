@@ -4,6 +4,7 @@
 #ifndef ADSERVE_ROUTER_H
 #define ADSERVE_ROUTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define ROUTE_MAX_PARAMS 4
@@ -19,12 +20,28 @@ enum route_body {
     BODY_JSON,                   /* application/json object, parsed into req->json */
 };
 
+struct schema;
+
+/* What the OpenAPI document says of a route; every route has one. */
+struct route_doc {
+    const char *tag;                     /* the resource group: "Auth", "AdUnit" */
+    const char *summary;
+    const struct schema *request;        /* the JSON body, or NULL */
+    const struct schema *response;       /* the success body, or NULL for none */
+    int status;                          /* the success status: 200, 201, 204 */
+    bool list;                           /* response is {items: [response], total},
+                                            with ?limit=&offset= */
+    const char *const *query;            /* other query parameters, NULL-ended */
+    const int *errors;                   /* the error statuses, 0-ended */
+};
+
 struct route {
     const char *method;
     const char *pattern;
     route_handler *handler;
     unsigned roles;              /* 0: public; else the ROLE_* bits allowed */
     enum route_body body;
+    const struct route_doc *doc;
 };
 
 struct route_params {
