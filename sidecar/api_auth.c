@@ -82,7 +82,7 @@ static void api_auth_me(struct request *req, struct reply *rep)
 }
 
 const struct route auth_routes[] = {
-    { "POST", "/api/auth/login", api_auth_login, 0, BODY_JSON },
-    { "GET", "/api/auth/me", api_auth_me, ROLES_ANY, BODY_NONE },
+    { "POST", "/api/auth/login", api_auth_login, 0, BODY_JSON, NULL },
+    { "GET", "/api/auth/me", api_auth_me, ROLES_ANY, BODY_NONE, NULL },
 };
 const size_t auth_routes_count = sizeof auth_routes / sizeof auth_routes[0];

@@ -20,6 +20,6 @@ static void api_health(struct request *req, struct reply *rep)
 }
 
 const struct route health_routes[] = {
-    { "GET", "/api/health", api_health, 0, BODY_NONE },
+    { "GET", "/api/health", api_health, 0, BODY_NONE, NULL },
 };
 const size_t health_routes_count = sizeof health_routes / sizeof health_routes[0];
