@@ -23,6 +23,7 @@ deps:
 build: deps
 	@scripts/build-module
 	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar
+	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar-asan SANITIZE=1
 	@$(MAKE) -s unit
 
 unit: $(UNIT)

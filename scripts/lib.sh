@@ -4,7 +4,8 @@
 ADSERVE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ADSERVE_BUILD=${ADSERVE_BUILD:-$ADSERVE_ROOT/build}
 ADSERVE_MODULE=$ADSERVE_BUILD/nginx/ngx_http_adserve_module.so
-ADSERVE_SIDECAR=$ADSERVE_BUILD/sidecar/adserve-sidecar
+# the tests run a sidecar built with AddressSanitizer + UBSan instead
+ADSERVE_SIDECAR=${ADSERVE_SIDECAR_BIN:-$ADSERVE_BUILD/sidecar/adserve-sidecar}
 NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
 REDIS_BIN=${REDIS_BIN:-/usr/bin/redis-server}
 

@@ -24,11 +24,16 @@ use Scalar::Util ();
 
 our $ROOT = abs_path(dirname(__FILE__) . '/../../..');
 
-# Every stack still up at exit is stopped here: this END block runs before
-# File::Temp's (defined earlier), which would remove the folder holding the
-# pid files first; DESTROY alone comes too late, in global destruction.
+# Every stack still up at exit (a global, a reference cycle) is stopped here:
+# this END block runs before File::Temp's (defined earlier), which would
+# remove the folder holding the pid files first.
 my %live;
-END { local $?; $_->shutdown for grep { defined } values %live }
+our $SANITIZER_REPORTS = 0;
+END {
+    my $status = $?;                   # stopping runs commands, which set $?
+    $SANITIZER_REPORTS += grep { $_->shutdown } grep { defined } values %live;
+    $? = $SANITIZER_REPORTS && !$status ? 1 : $status;
+}
 our $JSON = JSON::PP->new->canonical->allow_nonref;
 
 sub free_port {
@@ -55,6 +60,11 @@ sub new {
             ADSERVE_WORKERS        => $opt{workers} // 2,
             ADSERVE_ADMIN_EMAIL    => 'admin@example.com',
             ADSERVE_ADMIN_PASSWORD => 'test-' . join('', map { int rand 10 } 1 .. 12),
+            # every test runs the sidecar under AddressSanitizer + UBSan;
+            # a report in its log fails the test file (see shutdown)
+            ADSERVE_SIDECAR_BIN    => "$ROOT/build/sidecar-asan/adserve-sidecar",
+            ASAN_OPTIONS           => 'detect_leaks=1:abort_on_error=0',
+            UBSAN_OPTIONS          => 'print_stacktrace=1',
         },
         http  => HTTP::Tiny->new(timeout => 10, keep_alive => 0),
     }, $class;
@@ -322,13 +332,33 @@ sub workers_connected {
     return !grep { $_->{redis} ne 'up' } values %$all;
 }
 
+# Stops the stack; true when the sidecar's sanitizers reported anything.
 sub shutdown {
     my ($self) = @_;
-    return if $$ != $self->{owner} || !%{ $self->{running} // {} };
+    return 0 if $$ != $self->{owner} || !%{ $self->{running} // {} };
     eval { $self->script('stop') };
     delete $self->{running};
+    return $self->sanitizer_report;
 }
 
-sub DESTROY { $_[0]->shutdown }
+# After the sidecar stopped (LeakSanitizer reports at exit): any sanitizer
+# report in its log fails the test file, whatever the tests said.
+sub sanitizer_report {
+    my ($self) = @_;
+    my $log = $self->log_text('sidecar.log');
+    return 0 unless $log =~ /==\d+==ERROR: \w+Sanitizer|runtime error: /;
+    print STDERR "# the sidecar's sanitizers reported:\n",
+        map { "#   $_\n" } grep { defined && length } (split /\n/, $log)[0 .. 40];
+    print STDERR "# (whole log: ", $self->var, "/log/sidecar.log; ADSERVE_TEST_KEEP=1 keeps it)\n";
+    return 1;
+}
+
+# A test file's `my $t` is destroyed when the main program ends, before the
+# END blocks, and perl resets $? in between: the report is counted here and
+# turned into a failing exit status by the END block above.
+sub DESTROY {
+    local $?;
+    $SANITIZER_REPORTS += $_[0]->shutdown;
+}
 
 1;
