@@ -335,8 +335,10 @@ ngx_http_adserve_loader_on_rev(redisAsyncContext *ac, void *r, void *data)
     }
 
     if (ngx_exiting) {
-        /* an old worker after a reload: the new ones load for themselves */
+        /* an old worker after a reload: the new ones load for themselves,
+         * and whoever waited here is answered from what there is */
         ngx_http_adserve_loader_idle(ld);
+        ngx_http_adserve_loader_warm(ld);
         return;
     }
 
