@@ -99,6 +99,14 @@ struct schema {
     /* unions */
     const char *discriminator;          /* e.g. "type" */
     const struct schema_variant *variants;  /* up to one with tag NULL */
+
+    /* objects, added later (existing initialisers are unaffected): at
+     * least one of these members must be present and not null (NULL-ended) */
+    const char *const *require_one_of;
+    /* objects: the OpenAPI view of a PATCH body over the same fields:
+     * nothing required, no defaults. schema_apply takes the mode from its
+     * caller and ignores this. */
+    bool doc_partial;
 };
 
 enum schema_mode {
