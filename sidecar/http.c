@@ -5,6 +5,9 @@
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -60,6 +63,34 @@ const char *request_header(const struct request *req, const char *name)
 const char *request_query(const struct request *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* A whole number in [min, max] from the query, or dflt when absent. */
+static bool query_long(const struct request *req, struct reply *rep, const char *name,
+                       long dflt, long min, long max, long *out)
+{
+    const char *v = request_query(req, name);
+    char *end;
+
+    if (v == NULL) {
+        *out = dflt;
+        return true;
+    }
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno != 0 || n < min || n > max || !isdigit((unsigned char)*v)) {
+        reply_error(rep, 422, "%s: must be a whole number from %ld to %ld", name, min, max);
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+bool request_page(const struct request *req, struct reply *rep, long dflt, long max,
+                  long *limit, long *offset)
+{
+    return query_long(req, rep, "limit", dflt, 1, max, limit) &&
+           query_long(req, rep, "offset", 0, 0, LONG_MAX, offset);
 }
 
 /* Request lines are logged, so keep client-chosen bytes from forging

@@ -9,6 +9,7 @@
 
 #include <cJSON.h>
 #include <microhttpd.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define HTTP_THREADS 4           /* MHD worker threads; also the Redis pool size */
@@ -32,6 +33,12 @@ struct store_conn *request_store(struct request *req);
 const char *request_param(const struct request *req, const char *name);
 const char *request_header(const struct request *req, const char *name);
 const char *request_query(const struct request *req, const char *name);
+
+/* Paging of a collection: ?limit= in 1..max (dflt when absent) and
+ * ?offset= >= 0 (0 when absent). False, with a 422 naming the parameter in
+ * rep, when either is not such a whole number. */
+bool request_page(const struct request *req, struct reply *rep, long dflt, long max,
+                  long *limit, long *offset);
 
 /* Starts the daemon on 127.0.0.1:port.  NULL on failure (logged). */
 struct MHD_Daemon *http_start(uint16_t port, size_t max_body);

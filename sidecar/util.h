@@ -2,6 +2,7 @@
 #ifndef ADSERVE_UTIL_H
 #define ADSERVE_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define UUID_STR_LEN 37      /* 36 characters + NUL */
@@ -16,6 +17,14 @@ void uuid_v4(char out[UUID_STR_LEN]);
 
 /* The current UTC time as RFC 3339 with second precision. 0 or -1. */
 int now_rfc3339(char out[RFC3339_LEN]);
+
+/* An RFC 3339 date-time ("2024-01-31T12:34:56Z", fractions and +hh:mm
+ * offsets allowed) as unix seconds. 0, or -1 when it is not one (calendar
+ * checked: no February 30). */
+int rfc3339_parse(const char *s, long long *t);
+
+/* Whether s is a UUID in canonical form (any version, either case). */
+int is_uuid(const char *s);
 
 /* Monotonic milliseconds, for durations only. */
 double monotonic_ms(void);
