@@ -59,11 +59,14 @@ static enum store_status try_bootstrap(struct store_conn *c, const char *email,
         log_line("no admin account exists: set ADSERVE_ADMIN_PASSWORD to create %s", email);
         return STORE_ERROR;
     }
+    if (strlen(password) < PASSWORD_MIN)
+        log_line("admin bootstrap: ADSERVE_ADMIN_PASSWORD is shorter than the password policy "
+                 "(%d characters); change it", PASSWORD_MIN);
     if (fill_admin(&u, email, password) != 0) {
         log_line("admin bootstrap: cannot prepare the account");
         return STORE_ERROR;
     }
-    st = user_insert(c, &u);
+    st = user_insert(c, &u, NULL);
     if (st == STORE_OK)
         log_line("admin bootstrap: created admin %s (id %s)", u.email, u.id);
     sodium_memzero(&u, sizeof u);

@@ -11,5 +11,6 @@
 
 ROUTE_GROUP(health);
 ROUTE_GROUP(auth);
+ROUTE_GROUP(users);
 
 #endif

@@ -21,6 +21,11 @@
  *                                       needed and unset).
  *   ADSERVE_MAX_BODY        1048576     Largest request body in bytes (413).
  *   ADSERVE_ACCESS_TTL      900         Access token lifetime in seconds.
+ *   ADSERVE_RESET_TTL       3600        Password-reset token lifetime (s).
+ *   ADSERVE_SMTP_URL        (unset)     SMTP server for mails (mail.h);
+ *                                       unset: mails go to adserve:outbox.
+ *   ADSERVE_SMTP_FROM       adserve@localhost   Sender of mails.
+ *   ADSERVE_PUBLIC_URL      http://127.0.0.1:$ADSERVE_PORT   Base of links.
  *
  * Start-up: wait up to 30 s for Redis, create the first admin if needed,
  * then serve.  SIGTERM or SIGINT stops the server and exits 0. */
@@ -28,6 +33,7 @@
 #include "auth.h"
 #include "http.h"
 #include "log.h"
+#include "mail.h"
 #include "secret.h"
 #include "store.h"
 
@@ -189,6 +195,8 @@ static int run(const struct config *cfg, const sigset_t *stop)
         log_line("cannot initialise authentication");
     else if (store_init(cfg->redis_host, (int)cfg->redis_port, HTTP_THREADS) != 0)
         log_line("cannot initialise the redis pool");
+    else if (mail_init() != 0)
+        log_line("cannot initialise mail");
     else if ((rc = wait_for_redis(cfg, stop)) == 0)
         rc = bootstrap(cfg) == 0 ? serve(cfg, stop) : -1;
     else if (rc == 1) {
@@ -197,6 +205,7 @@ static int run(const struct config *cfg, const sigset_t *stop)
     }
     sodium_memzero(secret, strlen(secret));
     free(secret);
+    mail_shutdown();            /* it may still write to the outbox */
     store_shutdown();
     auth_shutdown();
     return rc;

@@ -15,6 +15,7 @@
 const struct route_table route_tables[] = {
     GROUP(health),
     GROUP(auth),
+    GROUP(users),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

@@ -1,13 +1,17 @@
 #include "users.h"
 
 #include "log.h"
+#include "txn.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define KEY_MAX 128
+#define KEY_MAX USER_KEY_MAX
+#define WATCH_BATCH 32          /* keys per WATCH command */
 
 static const struct {
     const char *name;
@@ -64,7 +68,33 @@ int email_normalize(const char *in, char out[EMAIL_MAX + 1])
     return domain_ok(out + (at - in) + 1) ? 0 : -1;
 }
 
-static int user_key(char key[KEY_MAX], const char *id)
+long long user_counter(const char *field)
+{
+    char *end;
+
+    if (field == NULL || field[0] == '\0')
+        return 0;
+    errno = 0;
+    long long n = strtoll(field, &end, 10);
+    return errno == 0 && *end == '\0' && n >= 0 ? n : 0;
+}
+
+void user_counter_bump(char field[USER_COUNTER_LEN])
+{
+    snprintf(field, USER_COUNTER_LEN, "%lld", user_counter(field) + 1);
+}
+
+int user_set_password(struct user *u, const char hash[crypto_pwhash_STRBYTES])
+{
+    if (copy_str(u->password_hash, sizeof u->password_hash, hash) != 0 ||
+        now_rfc3339(u->updated_at) != 0)
+        return -1;
+    user_counter_bump(u->session_gen);
+    user_counter_bump(u->api_token_ver);
+    return 0;
+}
+
+int user_key(char key[KEY_MAX], const char *id)
 {
     int n = snprintf(key, KEY_MAX, "adserve:user:%s", id);
     return n > 0 && n < KEY_MAX ? 0 : -1;
@@ -80,7 +110,8 @@ static int set_field(struct user *u, const char *name, const char *value)
     } fields[] = {
 #define F(f) { #f, offsetof(struct user, f), sizeof(((struct user *)0)->f) }
         F(id), F(email), F(role), F(advertiser_id), F(created_at),
-        F(updated_at), F(created_by), F(password_hash),
+        F(updated_at), F(created_by), F(password_hash), F(session_gen),
+        F(api_token_ver),
 #undef F
     };
 
@@ -158,25 +189,129 @@ cJSON *user_to_json(const struct user *u)
     return o;
 }
 
-enum store_status user_insert(struct store_conn *c, const struct user *u)
+void user_txn_write(struct txn *t, const struct user *u, const struct user *old)
 {
     char key[KEY_MAX];
 
-    if (user_key(key, u->id) != 0)
-        return STORE_ERROR;
-    /* advertiser_id is written only when set, so HGETALL leaves it "". */
-    const char *hset[] = {
+    if (user_key(key, u->id) != 0) {
+        t->failed = true;
+        return;
+    }
+    /* Optional fields are written only when set, so HGETALL leaves them "". */
+    const char *argv[32] = {
         "HSET", key, "id", u->id, "email", u->email, "role", u->role,
         "password_hash", u->password_hash, "created_at", u->created_at,
         "updated_at", u->updated_at, "created_by", u->created_by,
-        u->advertiser_id[0] ? "advertiser_id" : NULL, u->advertiser_id, NULL,
     };
-    const char *const *cmds[] = {
-        hset,
-        (const char *[]){ "HSET", "adserve:user_by_email", u->email, u->id, NULL },
-        (const char *[]){ "SADD", "adserve:users", u->id, NULL },
-    };
-    return store_exec(c, cmds, sizeof cmds / sizeof cmds[0]);
+    size_t n = 16;
+    if (u->advertiser_id[0]) {
+        argv[n++] = "advertiser_id";
+        argv[n++] = u->advertiser_id;
+    }
+    if (u->session_gen[0]) {
+        argv[n++] = "session_gen";
+        argv[n++] = u->session_gen;
+    }
+    if (u->api_token_ver[0]) {
+        argv[n++] = "api_token_ver";
+        argv[n++] = u->api_token_ver;
+    }
+    argv[n] = NULL;
+    txn_argv(t, argv);
+    if (old != NULL && old->advertiser_id[0] && !u->advertiser_id[0])
+        txn_cmd(t, "HDEL", key, "advertiser_id", NULL);
+    if (old != NULL && strcmp(old->email, u->email) != 0)
+        txn_cmd(t, "HDEL", "adserve:user_by_email", old->email, NULL);
+    if (old == NULL || strcmp(old->email, u->email) != 0)
+        txn_cmd(t, "HSET", "adserve:user_by_email", u->email, u->id, NULL);
+    if (old == NULL)
+        txn_cmd(t, "SADD", "adserve:users", u->id, NULL);
+}
+
+void user_txn_delete(struct txn *t, const struct user *u)
+{
+    char key[KEY_MAX];
+
+    if (user_key(key, u->id) != 0) {
+        t->failed = true;
+        return;
+    }
+    txn_cmd(t, "DEL", key, NULL);
+    txn_cmd(t, "HDEL", "adserve:user_by_email", u->email, NULL);
+    txn_cmd(t, "SREM", "adserve:users", u->id, NULL);
+}
+
+enum store_status user_insert(struct store_conn *c, const struct user *u,
+                              const struct user *actor)
+{
+    struct txn t;
+    cJSON *after = user_to_json(u);
+
+    if (after == NULL)
+        return STORE_ERROR;
+    txn_init(&t);
+    user_txn_write(&t, u, NULL);
+    txn_audit(&t, actor, "create", "user", u->id, NULL, after);
+    enum store_status st = txn_exec(&t, c);
+    txn_free(&t);
+    cJSON_Delete(after);
+    return st;
+}
+
+/* The ids of adserve:users, as a reply the caller frees. */
+static enum store_status user_ids(struct store_conn *c, redisReply **r)
+{
+    enum store_status st = store_cmd(c, r, (const char *[]){ "SMEMBERS", "adserve:users", NULL });
+
+    if (st == STORE_OK && (*r)->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(*r);
+        *r = NULL;
+        st = STORE_ERROR;
+    }
+    return st;
+}
+
+/* Emails are unique: a stable order for paging. */
+static int by_email(const void *a, const void *b)
+{
+    const struct user *x = a, *y = b;
+    return strcmp(x->email, y->email);
+}
+
+enum store_status users_load_all(struct store_conn *c, struct user **out, size_t *n)
+{
+    redisReply *r;
+    enum store_status st = user_ids(c, &r);
+
+    *out = NULL;
+    *n = 0;
+    if (st != STORE_OK)
+        return st;
+    struct user *all = r->elements ? calloc(r->elements, sizeof *all) : NULL;
+    if (r->elements && all == NULL) {
+        freeReplyObject(r);
+        return STORE_ERROR;
+    }
+    size_t k = 0;
+    for (size_t i = 0; st == STORE_OK && i < r->elements; i++) {
+        if (r->element[i]->type != REDIS_REPLY_STRING)
+            continue;
+        enum store_status ls = user_load(c, r->element[i]->str, &all[k]);
+        sodium_memzero(all[k].password_hash, sizeof all[k].password_hash);
+        if (ls == STORE_OK)
+            k++;
+        else if (ls != STORE_NOT_FOUND)     /* deleted meanwhile: skip it */
+            st = ls;
+    }
+    freeReplyObject(r);
+    if (st != STORE_OK) {
+        free(all);
+        return st;
+    }
+    qsort(all, k, sizeof *all, by_email);
+    *out = all;
+    *n = k;
+    return STORE_OK;
 }
 
 static enum store_status role_of(struct store_conn *c, const char *id, char role[16])
@@ -186,6 +321,51 @@ static enum store_status role_of(struct store_conn *c, const char *id, char role
     if (user_key(key, id) != 0)
         return STORE_ERROR;
     return store_get_str(c, role, 16, (const char *[]){ "HGET", key, "role", NULL });
+}
+
+/* WATCH of up to WATCH_BATCH user keys of r's ids, from index *i on. */
+static enum store_status watch_batch(struct store_conn *c, const redisReply *r, size_t *i)
+{
+    char keys[WATCH_BATCH][KEY_MAX];
+    const char *argv[WATCH_BATCH + 2] = { "WATCH" };
+    size_t n = 0;
+
+    for (; *i < r->elements && n < WATCH_BATCH; (*i)++) {
+        const redisReply *e = r->element[*i];
+        if (e->type != REDIS_REPLY_STRING || user_key(keys[n], e->str) != 0)
+            continue;
+        argv[1 + n] = keys[n];
+        n++;
+    }
+    argv[1 + n] = NULL;
+    return n == 0 ? STORE_OK : store_do(c, argv);
+}
+
+enum store_status users_watch_admins(struct store_conn *c, size_t *admins)
+{
+    redisReply *r;
+    enum store_status st = store_do(c, (const char *[]){ "WATCH", "adserve:users", NULL });
+
+    *admins = 0;
+    if (st == STORE_OK)
+        st = user_ids(c, &r);
+    if (st != STORE_OK)
+        return st;
+    /* Every key is watched before any role is read. */
+    for (size_t i = 0; st == STORE_OK && i < r->elements;)
+        st = watch_batch(c, r, &i);
+    for (size_t i = 0; st == STORE_OK && i < r->elements; i++) {
+        char role[16];
+        if (r->element[i]->type != REDIS_REPLY_STRING)
+            continue;
+        enum store_status rs = role_of(c, r->element[i]->str, role);
+        if (rs == STORE_OK && strcmp(role, "admin") == 0)
+            (*admins)++;
+        else if (rs != STORE_OK && rs != STORE_NOT_FOUND)
+            st = rs;
+    }
+    freeReplyObject(r);
+    return st;
 }
 
 enum store_status users_admin_exists(struct store_conn *c)

@@ -1,0 +1,50 @@
+/* Fixed-window counters in Redis, for failed logins and reset mails.
+ *
+ *   adserve:ratelimit:{limit name}:{SHA-256 of the subject, hex}
+ *
+ * a counter that expires window seconds after its first event (the
+ * subject, an email address or a client address, is hashed so that no
+ * address is stored in a key name).  The limits (README):
+ *
+ *   login_account   5 failed logins per account per 15 min  -> 429
+ *   login_client   20 failed logins per client per 15 min   -> 429
+ *   reset_address   3 reset mails per address per hour      -> not sent
+ *   reset_client   10 reset mails per client per hour       -> not sent */
+#ifndef ADSERVE_RATELIMIT_H
+#define ADSERVE_RATELIMIT_H
+
+#include "http.h"
+#include "store.h"
+
+#include <netinet/in.h>
+#include <stdbool.h>
+
+struct rate_limit {
+    const char *name;
+    long max;            /* events allowed per window */
+    long window;         /* seconds */
+};
+
+extern const struct rate_limit limit_login_account, limit_login_client;
+extern const struct rate_limit limit_reset_address, limit_reset_client;
+
+#define CLIENT_ADDR_LEN INET6_ADDRSTRLEN
+
+/* The client: the X-Real-IP header nginx sets (the sidecar listens on
+ * 127.0.0.1 only, behind nginx), else the peer address.  0 or -1. */
+int request_client(const struct request *req, char out[CLIENT_ADDR_LEN]);
+
+/* Whether subject has used up its limit: *retry_after is the seconds
+ * until the window ends (at least 1), or 0 when it has not. */
+enum store_status ratelimit_check(struct store_conn *c, const struct rate_limit *l,
+                                  const char *subject, long *retry_after);
+
+/* Counts one event; *over is true when it goes beyond the limit. */
+enum store_status ratelimit_hit(struct store_conn *c, const struct rate_limit *l,
+                                const char *subject, bool *over);
+
+/* Forgets subject's events. */
+enum store_status ratelimit_clear(struct store_conn *c, const struct rate_limit *l,
+                                  const char *subject);
+
+#endif
