@@ -12,5 +12,8 @@
 ROUTE_GROUP(health);
 ROUTE_GROUP(auth);
 ROUTE_GROUP(users);
+ROUTE_GROUP(ad_units);
+ROUTE_GROUP(developer);
+ROUTE_GROUP(openapi);
 
 #endif

@@ -16,6 +16,9 @@ const struct route_table route_tables[] = {
     GROUP(health),
     GROUP(auth),
     GROUP(users),
+    GROUP(ad_units),
+    GROUP(developer),
+    GROUP(openapi),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

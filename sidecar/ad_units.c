@@ -1,0 +1,135 @@
+#include "ad_units.h"
+
+#include "log.h"
+#include "schemas.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Writes race only with other ad unit writes; a handful of rounds is
+ * plenty for a management API, and a request never spins for long. */
+#define WRITE_ATTEMPTS 8
+
+static const struct schema id_param = { .type = SCHEMA_STRING, .format = SCHEMA_FORMAT_UUID };
+
+void reply_invalid(struct reply *rep, const struct schema_error *err)
+{
+    if (err->path[0] != '\0')
+        reply_error(rep, 422, "%s: %s", err->path, err->msg);
+    else
+        reply_error(rep, 422, "%s", err->msg);
+}
+
+bool ad_unit_path_id(struct request *req, struct reply *rep, const char *name,
+                     char out[UUID_STR_LEN])
+{
+    const char *raw = request_param(req, name);
+    cJSON *in = cJSON_CreateString(raw != NULL ? raw : "");
+    struct schema_error err;
+    cJSON *id = in != NULL ? schema_apply(&id_param, in, SCHEMA_FULL, &err) : NULL;
+    bool ok = id != NULL && copy_str(out, UUID_STR_LEN, id->valuestring) == 0;
+
+    cJSON_Delete(in);
+    cJSON_Delete(id);
+    if (!ok)
+        reply_error(rep, 404, "ad unit not found");
+    return ok;
+}
+
+enum store_status ad_units_watch(struct store_conn *c)
+{
+    return store_do(c, (const char *[]){ "WATCH", AD_UNITS_KEY, AD_UNIT_CODES_KEY, NULL });
+}
+
+enum store_status ad_unit_load(struct store_conn *c, const char *id, cJSON **unit)
+{
+    redisReply *r;
+    enum store_status st = store_cmd(c, &r, (const char *[]){ "HGET", AD_UNITS_KEY, id, NULL });
+
+    *unit = NULL;
+    if (st != STORE_OK)
+        return st;
+    if (r->type == REDIS_REPLY_NIL)
+        st = STORE_NOT_FOUND;
+    else if (r->type != REDIS_REPLY_STRING)
+        st = STORE_ERROR;
+    else if ((*unit = cJSON_ParseWithLength(r->str, r->len)) == NULL || !cJSON_IsObject(*unit)) {
+        log_line("ad unit %.40s: stored record is not a JSON object", id);
+        cJSON_Delete(*unit);
+        *unit = NULL;
+        st = STORE_ERROR;
+    }
+    freeReplyObject(r);
+    return st;
+}
+
+void ad_unit_children_key(char key[AD_UNIT_CHILDREN_KEY_LEN], const char *id)
+{
+    snprintf(key, AD_UNIT_CHILDREN_KEY_LEN, "%s%s", AD_UNIT_CHILDREN_PREFIX, id);
+}
+
+/* Replaces (or adds) member name of o; false on OOM (value freed). */
+static bool set_member(cJSON *o, const char *name, cJSON *value)
+{
+    if (value == NULL)
+        return false;
+    if (cJSON_GetObjectItemCaseSensitive(o, name) != NULL)
+        return cJSON_ReplaceItemInObjectCaseSensitive(o, name, value) ||
+               (cJSON_Delete(value), false);
+    return cJSON_AddItemToObject(o, name, value) || (cJSON_Delete(value), false);
+}
+
+cJSON *ad_unit_finish(cJSON *unit)
+{
+    char now[RFC3339_LEN];
+    const char *status = ad_unit_str(unit, "status");
+    bool ok = now_rfc3339(now) == 0 &&
+              set_member(unit, "updated_at", cJSON_CreateString(now)) &&
+              (ad_unit_str(unit, "created_at") != NULL ||
+               set_member(unit, "created_at", cJSON_CreateString(now))) &&
+              set_member(unit, "is_active",
+                         cJSON_CreateBool(status != NULL && strcmp(status, "ACTIVE") == 0));
+    /* The output view lists the fields in the table's order, so every
+     * stored record reads the same whatever the order of the request. */
+    cJSON *out = ok ? schema_output(&schema_ad_unit, unit) : NULL;
+
+    cJSON_Delete(unit);
+    return out;
+}
+
+void ad_unit_txn_put(struct txn *t, const struct user *actor, const char *action,
+                     const cJSON *before, const cJSON *after)
+{
+    const char *id = ad_unit_str(after, "id");
+    char *json = cJSON_PrintUnformatted(after);
+
+    if (json == NULL || id == NULL)
+        t->failed = true;
+    else
+        txn_cmd(t, "HSET", AD_UNITS_KEY, id, json, NULL);
+    cJSON_free(json);
+    txn_audit(t, actor, action, "ad_unit", id != NULL ? id : "", before, after);
+}
+
+void ad_unit_write(struct request *req, struct reply *rep, ad_unit_attempt *attempt, void *arg)
+{
+    for (int i = 0; i < WRITE_ATTEMPTS; i++) {
+        enum store_status st = ad_units_watch(request_store(req));
+        if (st == STORE_OK)
+            st = attempt(req, rep, arg);
+        if (st == STORE_CONFLICT)
+            continue;
+        if (st != STORE_OK)
+            reply_store_error(rep, st);
+        return;
+    }
+    reply_error(rep, 409, "concurrent modification of ad units, retry");
+}
+
+const char *ad_unit_str(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
