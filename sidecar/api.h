@@ -12,6 +12,7 @@
 ROUTE_GROUP(health);
 ROUTE_GROUP(auth);
 ROUTE_GROUP(users);
+ROUTE_GROUP(audit);
 ROUTE_GROUP(ad_units);
 ROUTE_GROUP(developer);
 ROUTE_GROUP(openapi);

@@ -16,6 +16,7 @@ const struct route_table route_tables[] = {
     GROUP(health),
     GROUP(auth),
     GROUP(users),
+    GROUP(audit),
     GROUP(ad_units),
     GROUP(developer),
     GROUP(openapi),

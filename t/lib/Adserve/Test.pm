@@ -203,10 +203,9 @@ sub redis {
     my ($self, @cmd) = @_;
     open my $fh, '-|', 'redis-cli', '-p', $self->{env}{ADSERVE_REDIS_PORT}, @cmd
         or die "redis-cli: $!";
-    local $/;
-    my $out = <$fh> // '';
+    my $out = do { local $/; <$fh> } // '';
     close $fh;
-    chomp $out;
+    $out =~ s/\n\z//;          # chomp would not, with $/ undefined
     return $out;
 }
 
