@@ -11,27 +11,11 @@
  * plenty for a management API, and a request never spins for long. */
 #define WRITE_ATTEMPTS 8
 
-static const struct schema id_param = { .type = SCHEMA_STRING, .format = SCHEMA_FORMAT_UUID };
-
-void reply_invalid(struct reply *rep, const struct schema_error *err)
-{
-    if (err->path[0] != '\0')
-        reply_error(rep, 422, "%s: %s", err->path, err->msg);
-    else
-        reply_error(rep, 422, "%s", err->msg);
-}
-
 bool ad_unit_path_id(struct request *req, struct reply *rep, const char *name,
                      char out[UUID_STR_LEN])
 {
-    const char *raw = request_param(req, name);
-    cJSON *in = cJSON_CreateString(raw != NULL ? raw : "");
-    struct schema_error err;
-    cJSON *id = in != NULL ? schema_apply(&id_param, in, SCHEMA_FULL, &err) : NULL;
-    bool ok = id != NULL && copy_str(out, UUID_STR_LEN, id->valuestring) == 0;
+    bool ok = request_uuid_param(req, name, out);
 
-    cJSON_Delete(in);
-    cJSON_Delete(id);
     if (!ok)
         reply_error(rep, 404, "ad unit not found");
     return ok;

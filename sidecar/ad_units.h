@@ -24,9 +24,6 @@
 #define AD_UNIT_CHILDREN_PREFIX "adserve:ad_unit_children:"
 #define AD_UNIT_CHILDREN_KEY_LEN (sizeof AD_UNIT_CHILDREN_PREFIX + UUID_STR_LEN)
 
-/* 422 with "<path>: <message>" of a schema error. */
-void reply_invalid(struct reply *rep, const struct schema_error *err);
-
 /* The ad unit id of path segment name, lower-cased, in out; false (and a
  * 404 in rep) when it is not a UUID: such an ad unit cannot exist. */
 bool ad_unit_path_id(struct request *req, struct reply *rep, const char *name,

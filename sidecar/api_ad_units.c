@@ -27,64 +27,6 @@ static bool hidden_from(const struct request *req, struct reply *rep)
 
 /* ---- GET /api/ad-units ------------------------------------------------------ */
 
-struct query_ctx {
-    cJSON *obj;
-    const struct schema *schema;
-    bool failed;
-};
-
-/* A query value as JSON: a number where the schema wants one and the text
- * is a JSON number, else the string (which the schema then judges). */
-static cJSON *query_value(const struct schema *s, const char *key, const char *value)
-{
-    for (const struct schema_field *f = s->fields; f->name != NULL; f++) {
-        if (strcmp(f->name, key) != 0 ||
-            (f->schema->type != SCHEMA_INTEGER && f->schema->type != SCHEMA_NUMBER))
-            continue;
-        cJSON *n = cJSON_ParseWithOpts(value, NULL, 1);
-        if (cJSON_IsNumber(n))
-            return n;
-        cJSON_Delete(n);
-    }
-    return cJSON_CreateString(value);
-}
-
-static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value)
-{
-    struct query_ctx *q = cls;
-    cJSON *v = query_value(q->schema, key, value != NULL ? value : "");
-
-    (void)kind;
-    /* cJSON keeps repeated keys, so the schema reports them as duplicates. */
-    if (v == NULL || !cJSON_AddItemToObject(q->obj, key, v)) {
-        cJSON_Delete(v);
-        q->failed = true;
-        return MHD_NO;
-    }
-    return MHD_YES;
-}
-
-/* The query string as an object normalised by s (unknown parameters are
- * refused like unknown body fields); NULL with the answer in rep. */
-static cJSON *query_object(struct request *req, struct reply *rep, const struct schema *s)
-{
-    struct query_ctx q = { .obj = cJSON_CreateObject(), .schema = s };
-    struct schema_error err;
-
-    if (q.obj == NULL ||
-        (MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, add_query_arg, &q), q.failed)) {
-        cJSON_Delete(q.obj);
-        reply_error(rep, 500, "internal error");
-        return NULL;
-    }
-    cJSON *out = schema_apply(s, q.obj, SCHEMA_FULL, &err);
-    cJSON_Delete(q.obj);
-    if (out == NULL)
-        reply_invalid(rep, &err);
-    return out;
-}
-
 static bool contains(const char *haystack, const char *needle)
 {
     return haystack != NULL && strcasestr(haystack, needle) != NULL;
@@ -163,7 +105,7 @@ oom:
 
 static void api_ad_units_list(struct request *req, struct reply *rep)
 {
-    cJSON *query = query_object(req, rep, &schema_ad_unit_list_query);
+    cJSON *query = request_query_object(req, rep, &schema_ad_unit_list_query);
     redisReply *r;
 
     if (query == NULL)
@@ -648,7 +590,6 @@ static void api_ad_units_delete(struct request *req, struct reply *rep)
 
 /* ---- routes -------------------------------------------------------------------------- */
 
-static const char *const list_query[] = { "status", "parent_id", "q", NULL };
 static const int list_errors[] = { 401, 403, 422, 503, 0 };
 static const int create_errors[] = { 400, 401, 403, 409, 415, 422, 503, 0 };
 static const int get_errors[] = { 401, 404, 503, 0 };
@@ -657,7 +598,7 @@ static const int delete_errors[] = { 401, 404, 409, 503, 0 };
 
 static const struct route_doc list_doc = {
     .tag = "AdUnit", .response = &schema_ad_unit, .status = 200, .list = true,
-    .query = list_query, .errors = list_errors,
+    .query = &schema_ad_unit_list_query, .errors = list_errors,
     .summary = "List ad units, oldest first; filters: status, parent_id (direct children), "
                "q (a substring of the name or code, case-insensitive)",
 };

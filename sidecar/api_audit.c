@@ -24,30 +24,25 @@ struct query {
     char start[48], end[48];        /* stream id bounds: "-" / "+" when open */
 };
 
-/* ?from= / ?to= into stream id bounds (ms-seq); false with a 422 */
-static bool window(struct request *req, struct reply *rep, struct query *q)
+/* The checked query object into the scan's terms. Times before 1970 have
+ * no stream id: they are the open end. */
+static void read_query(const cJSON *o, struct query *q)
 {
-    const char *from = request_query(req, "from"), *to = request_query(req, "to");
+    const char *from = json_str_member(o, "from"), *to = json_str_member(o, "to");
     long long t;
+
+    q->limit = (long)cJSON_GetObjectItemCaseSensitive(o, "limit")->valuedouble;
+    q->offset = (long)cJSON_GetObjectItemCaseSensitive(o, "offset")->valuedouble;
+    for (int i = 0; filters[i] != NULL; i++)
+        q->want[i] = json_str_member(o, filters[i]);
 
     snprintf(q->start, sizeof q->start, "-");
     snprintf(q->end, sizeof q->end, "+");
-    if (from != NULL) {
-        if (rfc3339_parse(from, &t) != 0 || t < 0) {
-            reply_error(rep, 422, "from: must be an RFC 3339 date-time");
-            return false;
-        }
+    if (from != NULL && rfc3339_parse(from, &t) == 0 && t >= 0)
         snprintf(q->start, sizeof q->start, "%lld-0", t * 1000);
-    }
-    if (to != NULL) {
-        if (rfc3339_parse(to, &t) != 0 || t < 0) {
-            reply_error(rep, 422, "to: must be an RFC 3339 date-time");
-            return false;
-        }
-        /* the whole last second, whatever its sequence numbers */
+    /* the whole last second, whatever its sequence numbers */
+    if (to != NULL && rfc3339_parse(to, &t) == 0 && t >= 0)
         snprintf(q->end, sizeof q->end, "%lld-18446744073709551615", t * 1000 + 999);
-    }
-    return true;
 }
 
 static const char *field(const redisReply *kv, const char *name)
@@ -131,23 +126,27 @@ static enum store_status scan(struct store_conn *c, struct query *q, cJSON *item
     }
 }
 
+static const struct schema audit_query;
+
 static void api_audit_logs(struct request *req, struct reply *rep)
 {
     struct query q = { 0 };
     long total = 0;
+    cJSON *query = request_query_object(req, rep, &audit_query);
 
-    if (!request_page(req, rep, 50, 500, &q.limit, &q.offset) || !window(req, rep, &q))
+    if (query == NULL)
         return;
-    for (int i = 0; filters[i] != NULL; i++)
-        q.want[i] = request_query(req, filters[i]);
+    read_query(query, &q);
 
     cJSON *body = cJSON_CreateObject(), *items = cJSON_AddArrayToObject(body, "items");
     if (items == NULL) {
+        cJSON_Delete(query);
         cJSON_Delete(body);
         reply_json(rep, 500, NULL);
         return;
     }
     enum store_status st = scan(request_store(req), &q, items, &total);
+    cJSON_Delete(query);               /* q's strings pointed into it */
     if (st != STORE_OK) {
         cJSON_Delete(body);
         reply_store_error(rep, st);
@@ -183,11 +182,22 @@ static const struct schema audit_record = {
     .name = "AuditRecord", .type = SCHEMA_OBJECT, .fields = record_fields,
 };
 
-static const char *const audit_query[] = { "resource", "id", "actor", "action", "from", "to", NULL };
+static const struct schema filter = { .type = SCHEMA_STRING, .min_length = 1, .max_length = 256 };
+static const struct schema_field audit_query_fields[] = {
+    SCHEMA_PAGING_FIELDS,
+    { "resource", &filter, .description = "ad_unit, user, ..." },
+    { "id", &filter, .description = "the resource's id" },
+    { "actor", &filter, .description = "a user id, or system" },
+    { .name = "action", .schema = &filter },
+    { "from", &at, .description = "the window's start (inclusive)" },
+    { "to", &at, .description = "the window's end (inclusive, the whole second)" },
+    { NULL },
+};
+static const struct schema audit_query = { .type = SCHEMA_OBJECT, .fields = audit_query_fields };
 static const int audit_errors[] = { 401, 403, 422, 503, 0 };
 static const struct route_doc audit_doc = {
     .tag = "Audit Logs", .summary = "Page through the audit records, newest first",
-    .response = &audit_record, .status = 200, .list = true, .query = audit_query,
+    .response = &audit_record, .status = 200, .list = true, .query = &audit_query,
     .errors = audit_errors,
 };
 

@@ -21,20 +21,6 @@
 #define RESET_INVALID_DETAIL "invalid or expired reset token"
 #define MAIL_BODY_MAX 2048
 
-static const char *str_member(const cJSON *o, const char *name)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
-}
-
-/* Overwrites a string member of a parsed body (a password) before it is freed. */
-static void wipe_member(cJSON *o, const char *name)
-{
-    char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
-
-    if (s != NULL)
-        sodium_memzero(s, strlen(s));
-}
-
 static void unauthorized(struct reply *rep, const char *detail)
 {
     reply_error(rep, 401, "%s", detail);
@@ -139,7 +125,7 @@ static void login_failed(struct store_conn *c, const char *account, const char *
 
 static void login(struct request *req, struct reply *rep, const cJSON *in)
 {
-    const char *email = str_member(in, "email"), *password = str_member(in, "password");
+    const char *email = json_str_member(in, "email"), *password = json_str_member(in, "password");
     char account[EMAIL_MAX + 1], client[CLIENT_ADDR_LEN];
     struct store_conn *c = request_store(req);
     struct user u;
@@ -175,25 +161,25 @@ static void login(struct request *req, struct reply *rep, const cJSON *in)
 
 static void api_auth_login(struct request *req, struct reply *rep)
 {
-    cJSON *in = schema_auth_apply(&schema_login_request, req->json, SCHEMA_FULL, rep);
+    cJSON *in = json_apply_schema(&schema_login_request, req->json, SCHEMA_FULL, rep);
 
     if (in != NULL)
         login(req, rep, in);
-    wipe_member(in, "password");
-    wipe_member(req->json, "password");
+    json_wipe_member(in, "password");
+    json_wipe_member(req->json, "password");
     cJSON_Delete(in);
 }
 
 static void api_auth_refresh(struct request *req, struct reply *rep)
 {
-    cJSON *in = schema_auth_apply(&schema_refresh_request, req->json, SCHEMA_FULL, rep);
+    cJSON *in = json_apply_schema(&schema_refresh_request, req->json, SCHEMA_FULL, rep);
     char refresh[REFRESH_TOKEN_LEN];
     struct user u;
 
     if (in == NULL)
         return;
     enum refresh_result r = refresh_token_rotate(request_store(req),
-                                                 str_member(in, "refresh_token"), &u, refresh);
+                                                 json_str_member(in, "refresh_token"), &u, refresh);
     cJSON_Delete(in);
     sodium_memzero(u.password_hash, sizeof u.password_hash);
     switch (r) {
@@ -327,7 +313,7 @@ static void forgot_password(struct request *req, struct reply *rep, const cJSON 
     bool over;
 
     /* The schema's email format and email_normalize may differ at the edges. */
-    if (email_normalize(str_member(in, "email"), email) != 0) {
+    if (email_normalize(json_str_member(in, "email"), email) != 0) {
         reply_validation(rep, in, "email", "value is not a valid email address");
         return;
     }
@@ -424,8 +410,8 @@ static void reset_password(struct request *req, struct reply *rep, const cJSON *
     long long gen;
 
     /* The token is used up first: a wrong one costs no argon2 work. */
-    enum store_status st = reset_token_consume(c, str_member(in, "token"), user_id, &gen);
-    if (st == STORE_OK && password_hash(str_member(in, "password"), hash) != 0) {
+    enum store_status st = reset_token_consume(c, json_str_member(in, "token"), user_id, &gen);
+    if (st == STORE_OK && password_hash(json_str_member(in, "password"), hash) != 0) {
         reply_error(rep, 500, "internal error");
         return;
     }
@@ -455,12 +441,12 @@ static void reset_password(struct request *req, struct reply *rep, const cJSON *
 
 static void api_auth_reset_password(struct request *req, struct reply *rep)
 {
-    cJSON *in = schema_auth_apply(&schema_reset_request, req->json, SCHEMA_FULL, rep);
+    cJSON *in = json_apply_schema(&schema_reset_request, req->json, SCHEMA_FULL, rep);
 
     if (in != NULL)
         reset_password(req, rep, in);
-    wipe_member(in, "password");
-    wipe_member(req->json, "password");
+    json_wipe_member(in, "password");
+    json_wipe_member(req->json, "password");
     cJSON_Delete(in);
 }
 

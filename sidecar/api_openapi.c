@@ -151,14 +151,20 @@ static cJSON *parameter(const char *name, const char *in, const char *type, cons
     return p;
 }
 
-static cJSON *paging_parameter(const char *name, int min, int max, int dflt)
+/* One row of a route's query schema: its table gives the type, bounds,
+ * default and description, as it does for bodies. */
+static cJSON *query_parameter(const struct schema_field *f, cJSON *schemas)
 {
-    cJSON *p = parameter(name, "query", "integer", NULL);
-    cJSON *schema = cJSON_GetObjectItemCaseSensitive(p, "schema");
+    cJSON *p = cJSON_CreateObject();
+    cJSON *schema = p != NULL ? schema_openapi(f->schema, schemas) : NULL;
 
-    if (schema == NULL || !cJSON_AddNumberToObject(schema, "minimum", min) ||
-        (max > 0 && !cJSON_AddNumberToObject(schema, "maximum", max)) ||
-        !cJSON_AddNumberToObject(schema, "default", dflt)) {
+    /* once in p, the schema goes with it; put() frees what it cannot add */
+    if (put(p, "schema", schema) != 0 ||
+        !cJSON_AddStringToObject(p, "name", f->name) ||
+        !cJSON_AddStringToObject(p, "in", "query") ||
+        !cJSON_AddBoolToObject(p, "required", f->required) ||
+        (f->description != NULL && !cJSON_AddStringToObject(p, "description", f->description)) ||
+        (f->dflt != NULL && put(schema, "default", cJSON_Parse(f->dflt)) != 0)) {
         cJSON_Delete(p);
         return NULL;
     }
@@ -182,18 +188,15 @@ static int path_parameters(cJSON *params, const char *pattern)
     return 0;
 }
 
-static int parameters(cJSON *op, const struct route *r)
+static int parameters(cJSON *op, const struct route *r, cJSON *schemas)
 {
     cJSON *params = cJSON_CreateArray();
 
     if (put(op, "parameters", params) != 0 || path_parameters(params, r->pattern) != 0)
         return -1;
-    if (r->doc->list &&
-        (put(params, NULL, paging_parameter("limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT)) != 0 ||
-         put(params, NULL, paging_parameter("offset", 0, 0, 0)) != 0))
-        return -1;
-    for (const char *const *q = r->doc->query; q != NULL && *q != NULL; q++)
-        if (put(params, NULL, parameter(*q, "query", "string", NULL)) != 0)
+    for (const struct schema_field *f = r->doc->query ? r->doc->query->fields : NULL;
+         f != NULL && f->name != NULL; f++)
+        if (put(params, NULL, query_parameter(f, schemas)) != 0)
             return -1;
     if (cJSON_GetArraySize(params) == 0)
         cJSON_DeleteItemFromObjectCaseSensitive(op, "parameters");
@@ -329,7 +332,7 @@ static cJSON *operation(const struct route *r, cJSON *schemas)
     operation_id(r, id, sizeof id);
     if (tags == NULL || put(tags, NULL, cJSON_CreateString(route_tag(r))) != 0 ||
         (r->doc->summary != NULL && !cJSON_AddStringToObject(op, "summary", r->doc->summary)) ||
-        !cJSON_AddStringToObject(op, "operationId", id) || parameters(op, r) != 0 ||
+        !cJSON_AddStringToObject(op, "operationId", id) || parameters(op, r, schemas) != 0 ||
         request_body(op, r, schemas) != 0 || responses(op, r, schemas) != 0 ||
         security(op, r) != 0) {
         cJSON_Delete(op);

@@ -25,19 +25,6 @@
 #define LIST_LIMIT_DEFAULT 50
 #define LIST_LIMIT_MAX 500
 
-static const char *str_member(const cJSON *o, const char *name)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
-}
-
-static void wipe_member(cJSON *o, const char *name)
-{
-    char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
-
-    if (s != NULL)
-        sodium_memzero(s, strlen(s));
-}
-
 /* The output view of one user; NULL on OOM. */
 static cJSON *user_view(const struct user *u)
 {
@@ -60,25 +47,16 @@ struct list_filter {
     char q[EMAIL_MAX + 1];  /* lower-cased; "" matches all */
 };
 
-static int read_filter(const struct request *req, struct list_filter *f, struct reply *rep)
+/* The checked query (schema_users_list_query) into a filter. */
+static void read_filter(const cJSON *query, struct list_filter *f)
 {
-    const char *q = request_query(req, "q");
+    const char *q = json_str_member(query, "q");
+    size_t i = 0;
 
-    f->role = request_query(req, "role");
-    if (f->role != NULL && role_from_name(f->role) == 0) {
-        reply_error(rep, 422, "role: must be one of admin, operator, advertiser");
-        return -1;
-    }
-    f->q[0] = '\0';
-    if (q != NULL && strlen(q) > EMAIL_MAX) {
-        reply_error(rep, 422, "q: at most %d characters", EMAIL_MAX);
-        return -1;
-    }
-    for (size_t i = 0; q != NULL && q[i] != '\0'; i++) {
+    f->role = json_str_member(query, "role");
+    for (; q != NULL && q[i] != '\0' && i < EMAIL_MAX; i++)
         f->q[i] = (char)tolower((unsigned char)q[i]);
-        f->q[i + 1] = '\0';
-    }
-    return 0;
+    f->q[i] = '\0';
 }
 
 static bool matches(const struct user *u, const struct list_filter *f)
@@ -89,15 +67,18 @@ static bool matches(const struct user *u, const struct list_filter *f)
 static void api_users_list(struct request *req, struct reply *rep)
 {
     struct list_filter f;
-    long limit, offset;
     struct user *all;
     size_t n;
+    cJSON *query = request_query_object(req, rep, &schema_users_list_query);
 
-    if (!request_page(req, rep, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, &limit, &offset) ||
-        read_filter(req, &f, rep) != 0)
+    if (query == NULL)
         return;
+    long limit = (long)cJSON_GetObjectItemCaseSensitive(query, "limit")->valuedouble;
+    long offset = (long)cJSON_GetObjectItemCaseSensitive(query, "offset")->valuedouble;
+    read_filter(query, &f);
     enum store_status st = users_load_all(request_store(req), &all, &n);
     if (st != STORE_OK) {
+        cJSON_Delete(query);
         reply_store_error(rep, st);
         return;
     }
@@ -117,6 +98,7 @@ static void api_users_list(struct request *req, struct reply *rep)
         total++;
     }
     free(all);
+    cJSON_Delete(query);                /* f.role pointed into it */
     if (!ok || cJSON_AddNumberToObject(body, "total", (double)total) == NULL) {
         cJSON_Delete(body);
         body = NULL;
@@ -150,7 +132,7 @@ static int advertiser_rule(struct user *u, const cJSON *given, struct reply *rep
 /* Copies the request's email (normalized), role and advertiser_id into u. */
 static int apply_fields(struct user *u, const cJSON *in, struct reply *rep)
 {
-    const char *email = str_member(in, "email"), *role = str_member(in, "role");
+    const char *email = json_str_member(in, "email"), *role = json_str_member(in, "role");
     const cJSON *adv = cJSON_GetObjectItemCaseSensitive(in, "advertiser_id");
 
     if (email != NULL && email_normalize(email, u->email) != 0) {
@@ -219,7 +201,7 @@ static void create_user(struct request *req, struct reply *rep, const cJSON *in)
     uuid_v4(u.id);
     if (copy_str(u.created_by, sizeof u.created_by, req->user->id) != 0 ||
         now_rfc3339(u.created_at) != 0 ||
-        password_hash(str_member(in, "password"), u.password_hash) != 0) {
+        password_hash(json_str_member(in, "password"), u.password_hash) != 0) {
         reply_error(rep, 500, "internal error");
         return;
     }
@@ -231,23 +213,21 @@ static void create_user(struct request *req, struct reply *rep, const cJSON *in)
 
 static void api_users_create(struct request *req, struct reply *rep)
 {
-    cJSON *in = schema_auth_apply(&schema_user, req->json, SCHEMA_FULL, rep);
+    cJSON *in = json_apply_schema(&schema_user, req->json, SCHEMA_FULL, rep);
 
     if (in != NULL)
         create_user(req, rep, in);
-    wipe_member(in, "password");
-    wipe_member(req->json, "password");
+    json_wipe_member(in, "password");
+    json_wipe_member(req->json, "password");
     cJSON_Delete(in);
 }
 
 /* ---- GET /api/users/{id} ------------------------------------------------------------- */
 
-/* The {id} of the path, or NULL with a 404 for one that cannot exist. */
-static const char *path_id(const struct request *req, struct reply *rep)
+/* The {id} of the path into id, or NULL with a 404 for one that cannot exist. */
+static const char *path_id(const struct request *req, struct reply *rep, char id[UUID_STR_LEN])
 {
-    const char *id = request_param(req, "id");
-
-    if (id == NULL || !is_uuid(id)) {
+    if (!request_uuid_param(req, "id", id)) {
         reply_error(rep, 404, "user not found");
         return NULL;
     }
@@ -256,7 +236,8 @@ static const char *path_id(const struct request *req, struct reply *rep)
 
 static void api_users_get(struct request *req, struct reply *rep)
 {
-    const char *id = path_id(req, rep);
+    char idbuf[UUID_STR_LEN];
+    const char *id = path_id(req, rep, idbuf);
     struct user u;
 
     if (id == NULL)
@@ -357,7 +338,7 @@ static enum store_status try_update(struct store_conn *c, const struct request *
 static void update_user(struct request *req, struct reply *rep, const char *id, const cJSON *in)
 {
     char hash[crypto_pwhash_STRBYTES];
-    const char *password = str_member(in, "password");
+    const char *password = json_str_member(in, "password");
     struct user old, u;
 
     /* argon2 before the WATCH: it takes a while. */
@@ -380,14 +361,15 @@ static void update_user(struct request *req, struct reply *rep, const char *id, 
 
 static void api_users_update(struct request *req, struct reply *rep)
 {
-    const char *id = path_id(req, rep);
-    cJSON *in = id != NULL ? schema_auth_apply(&schema_user, req->json, SCHEMA_PARTIAL, rep)
+    char idbuf[UUID_STR_LEN];
+    const char *id = path_id(req, rep, idbuf);
+    cJSON *in = id != NULL ? json_apply_schema(&schema_user, req->json, SCHEMA_PARTIAL, rep)
                            : NULL;
 
     if (in != NULL)
         update_user(req, rep, id, in);
-    wipe_member(in, "password");
-    wipe_member(req->json, "password");
+    json_wipe_member(in, "password");
+    json_wipe_member(req->json, "password");
     cJSON_Delete(in);
 }
 
@@ -431,7 +413,8 @@ static enum store_status try_delete(struct store_conn *c, const struct request *
 
 static void api_users_delete(struct request *req, struct reply *rep)
 {
-    const char *id = path_id(req, rep);
+    char idbuf[UUID_STR_LEN];
+    const char *id = path_id(req, rep, idbuf);
     enum store_status st = STORE_CONFLICT;
 
     for (int i = 0; id != NULL && i < WRITE_ATTEMPTS && st == STORE_CONFLICT && rep->status == 0;
@@ -445,7 +428,6 @@ static void api_users_delete(struct request *req, struct reply *rep)
 
 /* ---- routes ---------------------------------------------------------------------------- */
 
-static const char *const list_query[] = { "role", "q", NULL };
 static const int list_errors[] = { 401, 403, 422, 503, 0 };
 static const int create_errors[] = { 400, 401, 403, 409, 415, 422, 503, 0 };
 static const int get_errors[] = { 401, 403, 404, 503, 0 };
@@ -454,7 +436,7 @@ static const int delete_errors[] = { 401, 403, 404, 409, 503, 0 };
 
 static const struct route_doc list_doc = {
     .tag = "Users", .summary = "List users (filters: role, q = e-mail substring)",
-    .response = &schema_user, .status = 200, .list = true, .query = list_query,
+    .response = &schema_user, .status = 200, .list = true, .query = &schema_users_list_query,
     .errors = list_errors,
 };
 static const struct route_doc create_doc = {

@@ -2,6 +2,7 @@
 
 #include "auth.h"
 #include "log.h"
+#include "schema.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -65,33 +66,75 @@ const char *request_query(const struct request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-/* A whole number in [min, max] from the query, or dflt when absent. */
-static bool query_long(const struct request *req, struct reply *rep, const char *name,
-                       long dflt, long min, long max, long *out)
+bool request_uuid_param(const struct request *req, const char *name,
+                        char out[UUID_STR_LEN])
 {
-    const char *v = request_query(req, name);
-    char *end;
+    const char *v = request_param(req, name);
 
-    if (v == NULL) {
-        *out = dflt;
-        return true;
-    }
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || errno != 0 || n < min || n > max || !isdigit((unsigned char)*v)) {
-        reply_error(rep, 422, "%s: must be a whole number from %ld to %ld", name, min, max);
+    if (v == NULL || !is_uuid(v) || copy_str(out, UUID_STR_LEN, v) != 0)
         return false;
-    }
-    *out = n;
+    /* ids are stored lower-case; a UUID's hex digits have no case */
+    for (char *p = out; *p != '\0'; p++)
+        *p = (char)tolower((unsigned char)*p);
     return true;
 }
 
-bool request_page(const struct request *req, struct reply *rep, long dflt, long max,
-                  long *limit, long *offset)
+struct query_ctx {
+    cJSON *obj;
+    const struct schema *schema;
+    bool failed;
+};
+
+/* A query value as JSON: a number where the schema wants one and the text
+ * is a JSON number, else the string (which the schema then judges). */
+static cJSON *query_value(const struct schema *s, const char *key, const char *value)
 {
-    return query_long(req, rep, "limit", dflt, 1, max, limit) &&
-           query_long(req, rep, "offset", 0, 0, LONG_MAX, offset);
+    for (const struct schema_field *f = s->fields; f->name != NULL; f++) {
+        if (strcmp(f->name, key) != 0 ||
+            (f->schema->type != SCHEMA_INTEGER && f->schema->type != SCHEMA_NUMBER))
+            continue;
+        cJSON *n = cJSON_ParseWithOpts(value, NULL, 1);
+        if (cJSON_IsNumber(n))
+            return n;
+        cJSON_Delete(n);
+    }
+    return cJSON_CreateString(value);
 }
+
+static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    struct query_ctx *q = cls;
+    cJSON *v = query_value(q->schema, key, value != NULL ? value : "");
+
+    (void)kind;
+    /* cJSON keeps repeated keys, so the schema reports them as duplicates. */
+    if (v == NULL || !cJSON_AddItemToObject(q->obj, key, v)) {
+        cJSON_Delete(v);
+        q->failed = true;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+cJSON *request_query_object(struct request *req, struct reply *rep, const struct schema *s)
+{
+    struct query_ctx q = { .obj = cJSON_CreateObject(), .schema = s };
+    struct schema_error err;
+
+    if (q.obj == NULL ||
+        (MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, add_query_arg, &q), q.failed)) {
+        cJSON_Delete(q.obj);
+        reply_error(rep, 500, "internal error");
+        return NULL;
+    }
+    cJSON *out = schema_apply(s, q.obj, SCHEMA_FULL, &err);
+    cJSON_Delete(q.obj);
+    if (out == NULL)
+        reply_invalid(rep, &err);
+    return out;
+}
+
 
 /* Request lines are logged, so keep client-chosen bytes from forging
  * lines or terminal escapes. */

@@ -6,6 +6,7 @@
 #include "router.h"
 #include "store.h"
 #include "users.h"
+#include "util.h"
 
 #include <cJSON.h>
 #include <microhttpd.h>
@@ -34,11 +35,18 @@ const char *request_param(const struct request *req, const char *name);
 const char *request_header(const struct request *req, const char *name);
 const char *request_query(const struct request *req, const char *name);
 
-/* Paging of a collection: ?limit= in 1..max (dflt when absent) and
- * ?offset= >= 0 (0 when absent). False, with a 422 naming the parameter in
- * rep, when either is not such a whole number. */
-bool request_page(const struct request *req, struct reply *rep, long dflt, long max,
-                  long *limit, long *offset);
+struct schema;
+
+/* The query string as an object normalised by the schema s (a list
+ * query's table starts with SCHEMA_PAGING_FIELDS): unknown or repeated
+ * parameters are refused like unknown body fields, defaults filled in.
+ * NULL with the answer (422, 500) in rep. */
+cJSON *request_query_object(struct request *req, struct reply *rep, const struct schema *s);
+
+/* The {name} path segment, when it is a UUID (every id of the API is):
+ * copied into out, lower-cased. False otherwise; the caller answers 404. */
+bool request_uuid_param(const struct request *req, const char *name,
+                        char out[UUID_STR_LEN]);
 
 /* Starts the daemon on 127.0.0.1:port.  NULL on failure (logged). */
 struct MHD_Daemon *http_start(uint16_t port, size_t max_body);

@@ -1,8 +1,10 @@
 #include "json_util.h"
+#include "schema.h"
 
 #include "util.h"
 
 #include <ctype.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -136,4 +138,38 @@ const char *json_require_string(const cJSON *obj, const char *name, struct reply
         return NULL;
     }
     return v->valuestring;
+}
+
+void reply_invalid(struct reply *rep, const struct schema_error *err)
+{
+    if (err->msg[0] == '\0')
+        reply_error(rep, 500, "internal error");        /* out of memory */
+    else if (err->path[0] != '\0')
+        reply_error(rep, 422, "%s: %s", err->path, err->msg);
+    else
+        reply_error(rep, 422, "%s", err->msg);
+}
+
+cJSON *json_apply_schema(const struct schema *s, const cJSON *in, enum schema_mode mode,
+                         struct reply *rep)
+{
+    struct schema_error err = { { 0 }, { 0 } };
+    cJSON *out = schema_apply(s, in, mode, &err);
+
+    if (out == NULL)
+        reply_invalid(rep, &err);
+    return out;
+}
+
+const char *json_str_member(const cJSON *o, const char *name)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
+}
+
+void json_wipe_member(cJSON *o, const char *name)
+{
+    char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
+
+    if (s != NULL)
+        sodium_memzero(s, strlen(s));
 }

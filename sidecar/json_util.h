@@ -5,6 +5,7 @@
 #ifndef ADSERVE_JSON_UTIL_H
 #define ADSERVE_JSON_UTIL_H
 
+#include "schema.h"
 #include "store.h"
 
 #include <cJSON.h>
@@ -37,6 +38,20 @@ void reply_store_error(struct reply *rep, enum store_status st);
 int reply_header(struct reply *rep, const char *name, const char *value);
 
 void reply_free(struct reply *rep);
+
+/* 422 "<path>: <message>" for a body or query that a schema refused (500
+ * when it failed for lack of memory: no message). */
+void reply_invalid(struct reply *rep, const struct schema_error *err);
+
+/* schema_apply, answering rep as reply_invalid does when it fails. */
+cJSON *json_apply_schema(const struct schema *s, const cJSON *in, enum schema_mode mode,
+                         struct reply *rep);
+
+/* The string member name of o, or NULL (absent or not a string). */
+const char *json_str_member(const cJSON *o, const char *name);
+
+/* Overwrites a string member (a password) before the object is freed. */
+void json_wipe_member(cJSON *o, const char *name);
 
 /* Parses a request body that must be one JSON object.  NULL with a 400
  * in rep when it is malformed, has trailing data, or is not an object. */

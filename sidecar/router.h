@@ -29,9 +29,9 @@ struct route_doc {
     const struct schema *request;        /* the JSON body, or NULL */
     const struct schema *response;       /* the success body, or NULL for none */
     int status;                          /* the success status: 200, 201, 204 */
-    bool list;                           /* response is {items: [response], total},
-                                            with ?limit=&offset= */
-    const char *const *query;            /* other query parameters, NULL-ended */
+    bool list;                           /* response is {items: [response], total} */
+    const struct schema *query;          /* the query parameters (an object schema:
+                                            list routes start with the paging rows) */
     const int *errors;                   /* the error statuses, 0-ended */
 };
 

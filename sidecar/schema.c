@@ -2,6 +2,7 @@
  * the output view of stored records, and the OpenAPI 3.1 form of a shape.
  * One function per type in each of the three walks. */
 #include "schema.h"
+#include "util.h"
 
 #include "users.h"
 
@@ -181,42 +182,12 @@ static int digits(const char *s, int n)
     return v;
 }
 
-static int days_in_month(int year, int month)
-{
-    static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-
-    return month == 2 && leap ? 29 : days[month - 1];
-}
-
-/* RFC 3339 section 5.6 date-time, exactly: full-date "T" full-time with
- * time-offset "Z" or +hh:mm / -hh:mm; "t" and "z" are allowed as the RFC
- * says; seconds up to 60 (a leap second); fractions of any length. */
+/* RFC 3339 section 5.6 date-time, exactly (util.h's parser) */
 static bool is_date_time(const char *s)
 {
-    if (strlen(s) < 20)
-        return false;
-    int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
-    int h = digits(s + 11, 2), mi = digits(s + 14, 2), sec = digits(s + 17, 2);
+    long long t;
 
-    if (y < 0 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
-        s[13] != ':' || s[16] != ':' || mo < 1 || mo > 12 || d < 1 ||
-        d > days_in_month(y, mo) || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60)
-        return false;
-    const char *p = s + 19;
-    if (*p == '.') {
-        const char *f = ++p;
-        while (*p >= '0' && *p <= '9')
-            p++;
-        if (p == f)
-            return false;
-    }
-    if ((*p == 'Z' || *p == 'z') && p[1] == '\0')
-        return true;
-    if ((*p != '+' && *p != '-') || strlen(p) != 6 || p[3] != ':')
-        return false;
-    int oh = digits(p + 1, 2), om = digits(p + 4, 2);
-    return oh >= 0 && oh <= 23 && om >= 0 && om <= 59;
+    return rfc3339_parse(s, &t) == 0;
 }
 
 /* The host[:port] of an absolute URL: a DNS name or IPv4 address, or an
@@ -982,3 +953,12 @@ cJSON *schema_openapi(const struct schema *s, cJSON *components)
 {
     return doc_schema(s, components);
 }
+
+/* ---- tables every resource shares -------------------------------------------------- */
+
+const struct schema schema_list_limit = {
+    .type = SCHEMA_INTEGER, .has_min = true, .min = 1, .has_max = true, .max = LIST_LIMIT_MAX,
+};
+const struct schema schema_list_offset = {
+    .type = SCHEMA_INTEGER, .has_min = true, .min = 0,
+};

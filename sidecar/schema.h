@@ -109,6 +109,23 @@ struct schema {
     bool doc_partial;
 };
 
+/* ?limit= and ?offset= of every collection. A list query's table starts
+ * with these rows, so paging reads, checks and documents the same way
+ * everywhere:
+ *
+ *   static const struct schema_field list_query_fields[] = {
+ *       SCHEMA_PAGING_FIELDS,
+ *       { "q", &some_string },
+ *       { NULL },
+ *   }; */
+#define LIST_LIMIT_DEFAULT 50
+#define LIST_LIMIT_MAX 500
+extern const struct schema schema_list_limit;      /* 1 .. LIST_LIMIT_MAX */
+extern const struct schema schema_list_offset;     /* >= 0 */
+#define SCHEMA_PAGING_FIELDS                                                        \
+    { "limit", &schema_list_limit, .dflt = "50", .description = "items per page" }, \
+    { "offset", &schema_list_offset, .dflt = "0", .description = "items to skip" }
+
 enum schema_mode {
     SCHEMA_FULL,        /* a whole resource: required fields, defaults */
     SCHEMA_PARTIAL,     /* a PATCH: only the fields present, no defaults,

@@ -776,13 +776,9 @@ const struct schema schema_ad_unit_patch = {
 
 /* ---- GET /api/ad-units query ----------------------------------------------------- */
 
-static const struct schema limit = {
-    .type = SCHEMA_INTEGER, RANGE(1, LIST_LIMIT_MAX),
-};
 static const struct schema q = { .type = SCHEMA_STRING, .min_length = 1, .max_length = 256 };
 static const struct schema_field ad_unit_list_query_fields[] = {
-    { "limit", &limit, .dflt = XSTR(LIST_LIMIT_DEFAULT) },
-    { "offset", &count, .dflt = "0" },
+    SCHEMA_PAGING_FIELDS,
     { .name = "status", .schema = &ad_unit_status },
     { .name = "parent_id", .schema = &uuid },
     { "q", &q, .description = "a substring of the name or the code" },

@@ -141,6 +141,20 @@ static const struct schema_field user_fields[] = {
     { "created_by", &uuid_s, .read_only = true },
     { NULL },
 };
+/* GET /api/users */
+static const struct schema email_part = {
+    .type = SCHEMA_STRING, .min_length = 1, .max_length = 254,
+};
+static const struct schema_field users_list_query_fields[] = {
+    SCHEMA_PAGING_FIELDS,
+    { .name = "role", .schema = &role_s },
+    { "q", &email_part, .description = "a substring of the e-mail address, any case" },
+    { NULL },
+};
+const struct schema schema_users_list_query = {
+    .type = SCHEMA_OBJECT, .fields = users_list_query_fields,
+};
+
 const struct schema schema_user = {
     .name = "User", .type = SCHEMA_OBJECT, .fields = user_fields,
     .description = "a management account; admin only; a password change revokes the "
@@ -148,23 +162,6 @@ const struct schema schema_user = {
 };
 
 /* ---- helpers ------------------------------------------------------------------------ */
-
-cJSON *schema_auth_apply(const struct schema *s, const cJSON *in, enum schema_mode mode,
-                         struct reply *rep)
-{
-    struct schema_error err = { { 0 }, { 0 } };
-    cJSON *out = schema_apply(s, in, mode, &err);
-
-    if (out == NULL) {
-        if (err.msg[0] == '\0')
-            reply_error(rep, 500, "internal error");    /* out of memory */
-        else if (err.path[0] == '\0')
-            reply_error(rep, 422, "%s", err.msg);
-        else
-            reply_error(rep, 422, "%s: %s", err.path, err.msg);
-    }
-    return out;
-}
 
 void schema_auth_reply(struct reply *rep, int status, const struct schema *s, cJSON *body)
 {

@@ -14,10 +14,8 @@ extern const struct schema schema_reset_request;     /* {token, password} */
 extern const struct schema schema_message;           /* {detail} on success */
 extern const struct schema schema_api_token;         /* {api_token, token_type, expires_at} */
 extern const struct schema schema_user;              /* the user resource */
+extern const struct schema schema_users_list_query;  /* limit, offset, role, q */
 
-/* schema_apply, with a 422 {"detail": "<path>: <message>"} in rep on failure. */
-cJSON *schema_auth_apply(const struct schema *s, const cJSON *in, enum schema_mode mode,
-                         struct reply *rep);
 
 /* Answers status with the output view of body (freed here). */
 void schema_auth_reply(struct reply *rep, int status, const struct schema *s, cJSON *body);

@@ -19,9 +19,5 @@ extern const struct schema schema_developer_ad_unit_ext_request;
 /* GET /api/ad-units query: limit, offset, status, parent_id, q. */
 extern const struct schema schema_ad_unit_list_query;
 
-/* ?limit= of a collection (default, largest); the OpenAPI document
- * states these for every list route. */
-#define LIST_LIMIT_DEFAULT 50
-#define LIST_LIMIT_MAX 500
 
 #endif

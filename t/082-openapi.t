@@ -92,6 +92,26 @@ is_deeply($list->{responses}{200}{content}{'application/json'}{schema}{required}
 my %q = map { $_->{name} => $_ } @{ $list->{parameters} };
 is_deeply($q{limit}{schema}, { type => 'integer', minimum => 1, maximum => 500, default => 50 }, '?limit= 1..500, default 50');
 ok($q{offset} && $q{status} && $q{parent_id} && $q{q}, '?offset=, ?status=, ?parent_id=, ?q=');
+my $status = $q{status}{schema};
+$status = $schemas->{ $1 } if ($status->{'$ref'} // '') =~ m{^#/components/schemas/(\w+)$};
+is_deeply($status->{enum}, [qw(ACTIVE INACTIVE ARCHIVED)], 'query parameters are typed: ?status= is the AdUnitStatus enum');
+is($q{parent_id}{schema}{format}, 'uuid', '... ?parent_id= a uuid');
+
+# every list route pages the same way, from the same table rows
+for my $path (sort keys %{ $doc->{paths} }) {
+    my $op = $doc->{paths}{$path}{get} or next;
+    my $ok = $op->{responses}{200}{content}{'application/json'}{schema} // {};
+    next unless ($ok->{required} // [])->[0] && "@{ $ok->{required} }" eq 'items total';
+    my %p = map { $_->{name} => $_->{schema} } @{ $op->{parameters} // [] };
+    is_deeply([ @p{qw(limit offset)} ],
+              [ { type => 'integer', minimum => 1, maximum => 500, default => 50 },
+                { type => 'integer', minimum => 0, default => 0 } ],
+              "GET $path: ?limit= and ?offset= as every list");
+}
+my %audit = map { $_->{name} => $_->{schema} } @{ $doc->{paths}{'/api/audit-logs'}{get}{parameters} };
+is($audit{from}{format}, 'date-time', 'audit logs: ?from= is a date-time');
+my %users = map { $_->{name} => $_->{schema} } @{ $doc->{paths}{'/api/users'}{get}{parameters} };
+is_deeply($users{role}{enum}, [qw(admin operator advertiser)], 'users: ?role= is the enum');
 if (my $forgot = $doc->{paths}{'/api/auth/forgot-password'}{post}) {
     is($forgot->{responses}{422}{content}{'application/json'}{schema}{'$ref'}, '#/components/schemas/ValidationError',
        'forgot-password\'s 422 is the spec\'s ValidationError');
