@@ -464,9 +464,11 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
         return rc;
     }
 
-    len = sizeof("{\"pid\":,\"redis\":\"down\",\"rev\":,\"snapshot_age_ms\":,"
-                 "\"active_ad_units\":,\"candidates\":,\"skipped_records\":,"
-                 "\"loads\":,\"load_failures\":}") + 9 * NGX_INT64_LEN;
+    len = sizeof("{\"pid\":,\"redis\":\"down\",\"rev\":,\"change_id\":\"\","
+                 "\"snapshot_age_ms\":,\"active_ad_units\":,\"candidates\":,"
+                 "\"skipped_records\":,\"loads\":,\"full_loads\":,"
+                 "\"changes_applied\":,\"load_failures\":}")
+          + 11 * NGX_INT64_LEN + NGX_HTTP_ADSERVE_STREAM_ID;
 
     body = ngx_pnalloc(r->pool, len);
     if (body == NULL) {
@@ -476,16 +478,19 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
     s = ld ? ld->snapshot : NULL;
 
     p = ngx_snprintf(body, len,
-                     "{\"pid\":%P,\"redis\":\"%s\",\"rev\":%L,"
+                     "{\"pid\":%P,\"redis\":\"%s\",\"rev\":%L,\"change_id\":\"%s\","
                      "\"snapshot_age_ms\":%L,\"active_ad_units\":%uz,"
                      "\"candidates\":%uz,\"skipped_records\":%uz,"
-                     "\"loads\":%ui,\"load_failures\":%ui}",
+                     "\"loads\":%ui,\"full_loads\":%ui,\"changes_applied\":%ui,"
+                     "\"load_failures\":%ui}",
                      ngx_pid, (ld && ld->redis.connected) ? "up" : "down",
                      s ? (int64_t) s->rev : (int64_t) -1,
+                     ld ? ld->change_id : "",
                      s ? (int64_t) (ngx_current_msec - ld->loaded_at) : (int64_t) -1,
                      s ? s->stats.active_units : 0, s ? s->stats.candidates : 0,
                      s ? s->stats.skipped : 0,
-                     ld ? ld->loads : 0, ld ? ld->failures : 0);
+                     ld ? ld->loads : 0, ld ? ld->full_loads : 0,
+                     ld ? ld->changes : 0, ld ? ld->failures : 0);
 
     return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
 }

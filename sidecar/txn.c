@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void txn_init(struct txn *t)
 {
@@ -91,8 +92,59 @@ void txn_bump_revision(struct txn *t)
     txn_cmd(t, "INCR", REVISION_KEY, NULL);
 }
 
+/* The hashes serving reads (README, Redis data contract), by kind */
+static const char *const serving_kinds[] = {
+    "ad_units", "placements", "orders", "line_items", "creatives", "licas", NULL,
+};
+
+/* The kind of a serving hash, or NULL */
+static const char *serving_kind(const char *key)
+{
+    if (strncmp(key, "adserve:", 8) != 0)
+        return NULL;
+    for (int i = 0; serving_kinds[i] != NULL; i++)
+        if (strcmp(key + 8, serving_kinds[i]) == 0)
+            return serving_kinds[i];
+    return NULL;
+}
+
+static bool is_cmd(char **argv, const char *name, const char *key)
+{
+    return strcasecmp(argv[0], name) == 0 &&
+           (key == NULL || (argv[1] != NULL && strcmp(argv[1], key) == 0));
+}
+
+/* Adds the change log entries and the revision bump that the commands so
+ * far call for. */
+static void log_changes(struct txn *t)
+{
+    size_t n = t->n;
+    bool changed = false, bumped = false;
+
+    if (t->logged)
+        return;
+    t->logged = true;
+    for (size_t i = 0; i < n; i++) {
+        char **a = t->cmds[i];
+        const char *kind = a[1] != NULL ? serving_kind(a[1]) : NULL;
+        bool hset = is_cmd(a, "HSET", NULL), hdel = is_cmd(a, "HDEL", NULL);
+
+        bumped |= is_cmd(a, "INCR", REVISION_KEY);
+        if (kind == NULL || !(hset || hdel))
+            continue;
+        changed = true;
+        /* HSET key id value [id value ...], HDEL key id [id ...] */
+        for (size_t j = 2; a[j] != NULL && (!hset || a[j + 1] != NULL); j += hset ? 2 : 1)
+            txn_cmd(t, "XADD", CHANGES_STREAM, "MAXLEN", "~", CHANGES_MAXLEN, "*",
+                    "kind", kind, "id", a[j], NULL);
+    }
+    if (changed && !bumped)
+        txn_bump_revision(t);
+}
+
 enum store_status txn_exec(struct txn *t, struct store_conn *c)
 {
+    log_changes(t);
     if (t->failed || t->n == 0)
         return STORE_ERROR;
     return store_exec(c, (const char *const *const *)t->cmds, t->n);

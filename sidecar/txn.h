@@ -31,11 +31,14 @@
 #define AUDIT_STREAM "adserve:audit"
 #define AUDIT_MAXLEN "1000000"          /* approximate cap of the stream */
 #define REVISION_KEY "adserve:rev"      /* the serving revision (README) */
+#define CHANGES_STREAM "adserve:changes"    /* the change log serving reads */
+#define CHANGES_MAXLEN "100000"
 
 struct txn {
     char ***cmds;                       /* each NULL-terminated */
     size_t n, cap;
     bool failed;
+    bool logged;                        /* the change log entries are in */
 };
 
 void txn_init(struct txn *t);
@@ -56,7 +59,11 @@ void txn_audit(struct txn *t, const struct user *actor, const char *action,
 /* INCR of the serving revision, for writes that serving reads. */
 void txn_bump_revision(struct txn *t);
 
-/* Sends it all as one MULTI/EXEC (after any WATCH the caller set). */
+/* Sends it all as one MULTI/EXEC (after any WATCH the caller set). Every
+ * HSET or HDEL of a hash that serving reads (the data contract's) gets its
+ * entry {kind, id} in the change log and the revision its bump, added here
+ * so that no write can forget them: nginx workers then fetch just those
+ * records instead of reloading everything. */
 enum store_status txn_exec(struct txn *t, struct store_conn *c);
 
 void txn_free(struct txn *t);

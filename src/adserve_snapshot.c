@@ -1296,7 +1296,7 @@ adserve_input_init(adserve_input_t *in)
 
 
 int
-adserve_input_add(adserve_input_t *in, adserve_kind_e kind, const char *data,
+adserve_input_ref(adserve_input_t *in, adserve_kind_e kind, const char *data,
     size_t len)
 {
     adserve_str_t  *v;
@@ -1317,15 +1317,9 @@ adserve_input_add(adserve_input_t *in, adserve_kind_e kind, const char *data,
         in->cap[kind] = cap;
     }
 
-    v = &in->records[kind][in->nrecords[kind]];
-    v->data = adserve_arena_memdup(&in->arena, data, len);
+    v = &in->records[kind][in->nrecords[kind]++];
+    v->data = data;
     v->len = len;
-
-    if (v->data == NULL) {
-        return -1;
-    }
-
-    in->nrecords[kind]++;
 
     return 0;
 }

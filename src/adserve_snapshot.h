@@ -56,11 +56,12 @@ typedef struct {
     size_t          nrecords[ADSERVE_KIND_COUNT];
     size_t          cap[ADSERVE_KIND_COUNT];
     uint64_t        rev;
-    adserve_arena_t arena;            /* owns the texts and the arrays */
+    adserve_arena_t arena;            /* owns the arrays, not the texts */
 } adserve_input_t;
 
 void adserve_input_init(adserve_input_t *in);
-int adserve_input_add(adserve_input_t *in, adserve_kind_e kind,
+/* Adds a record text without copying it: it must outlive the build. */
+int adserve_input_ref(adserve_input_t *in, adserve_kind_e kind,
     const char *data, size_t len);
 void adserve_input_free(adserve_input_t *in);
 

@@ -16,6 +16,7 @@
 #include <hiredis/async.h>
 
 #include "adserve_snapshot.h"
+#include "adserve_records.h"
 
 
 /* one Redis connection of a worker, on the nginx event loop */
@@ -62,10 +63,14 @@ ngx_int_t ngx_http_adserve_redis_command(ngx_http_adserve_redis_t *rd,
 
 typedef enum {
     NGX_HTTP_ADSERVE_IDLE = 0,
-    NGX_HTTP_ADSERVE_POLLING,         /* GET adserve:rev sent */
-    NGX_HTTP_ADSERVE_SCANNING,        /* HSCAN of one kind after another */
+    NGX_HTTP_ADSERVE_POLLING,         /* revision and change log, in MULTI */
+    NGX_HTTP_ADSERVE_FETCHING,        /* HMGET of the changed records */
+    NGX_HTTP_ADSERVE_SCANNING,        /* a full load: HSCAN of every kind */
     NGX_HTTP_ADSERVE_BUILDING         /* in the thread pool */
 } ngx_http_adserve_load_state_e;
+
+#define NGX_HTTP_ADSERVE_CHANGES_KEY  "adserve:changes"
+#define NGX_HTTP_ADSERVE_STREAM_ID    48      /* "ms-seq", NUL included */
 
 typedef struct ngx_http_adserve_loader_s  ngx_http_adserve_loader_t;
 
@@ -84,12 +89,31 @@ struct ngx_http_adserve_loader_s {
 
     ngx_http_adserve_load_state_e  state;
     ngx_event_t                    poll;          /* the next revision check */
-    ngx_event_t                    deadline;      /* the command in flight */
-    adserve_input_t                input;
+    ngx_event_t                    deadline;      /* the commands in flight */
+
+    /* the records the snapshot was built from, and how far into the
+     * change log they are: "" before any load, "0-0" when the log was
+     * empty then (nothing to continue from: the next change reloads) */
+    adserve_records_t              records[ADSERVE_KIND_COUNT];
+    uint64_t                       rev;
+    char                           change_id[NGX_HTTP_ADSERVE_STREAM_ID];
+
+    /* a load in progress */
+    adserve_records_t              scan[ADSERVE_KIND_COUNT];    /* full */
     adserve_kind_e                 kind;          /* being scanned */
     char                           cursor[24];
+    adserve_arena_t                fetch_arena;   /* ids being fetched: the */
+    adserve_str_t                 *fetch_ids[ADSERVE_KIND_COUNT];  /* poll's */
+    size_t                         fetch_n[ADSERVE_KIND_COUNT];    /* reply */
+    adserve_kind_e                 fetch_order[ADSERVE_KIND_COUNT];  /* is gone */
+    ngx_uint_t                     nfetch, fetched;  /* HMGETs sent, answered */
+    uint64_t                       next_rev;
+    char                           next_change_id[NGX_HTTP_ADSERVE_STREAM_ID];
     ngx_msec_t                     started;
-    ngx_uint_t                     loads;
+
+    ngx_uint_t                     loads;         /* snapshots swapped in */
+    ngx_uint_t                     full_loads;
+    ngx_uint_t                     changes;       /* change log entries applied */
     ngx_uint_t                     failures;
 
     ngx_msec_t                     refresh;

@@ -2,17 +2,27 @@
 /*
  * Keeps a worker's snapshot fresh, without ever blocking the worker.
  *
- *   IDLE --poll timer--> POLLING: GET adserve:rev
- *     same revision: back to IDLE
- *     new revision: SCANNING: HSCAN each kind's hash in chunks, copying the
- *       records; small replies keep the event loop responsive
- *     all scanned: BUILDING: the snapshot is compiled in a thread-pool
- *       thread, then swapped in on the event loop; the old one is freed.
+ *   IDLE --poll timer--> POLLING:
+ *       MULTI; GET adserve:rev; XREVRANGE adserve:changes + - COUNT 1;
+ *       XRANGE adserve:changes <position> + COUNT n; EXEC
+ *     nothing new: back to IDLE
+ *     change log entries after our position: FETCHING, HMGET of just the
+ *       records they name, into the worker's copy of the records
+ *     no snapshot yet, the log trimmed past our position, or a revision
+ *       that moved without log entries (a writer outside the contract):
+ *       SCANNING, a full load with HSCAN in chunks, into a fresh copy
+ *   then BUILDING: the snapshot is compiled from the records in a thread-
+ *     pool thread and swapped in on the event loop.
  *
- * Consistency: the snapshot carries the revision read before the scan. A
- * write that lands during the scan bumps the revision, so the next poll,
- * at most one refresh interval later, loads again: the snapshot converges
- * to the latest data, and a half-seen write never lasts.
+ * The change log is what makes many nodes affordable: after its first full
+ * load, a worker reads from Redis only what changed, whatever the size of
+ * the inventory. It is an optimisation, never a condition of correctness:
+ * any doubt ends in a full load.
+ *
+ * Consistency: the poll reads the revision and the log atomically. A full
+ * load starts from the log's newest entry read before its scan; what lands
+ * during the scan is in the log after that entry, and the next poll fetches
+ * it again (fetches are idempotent: they read the current record).
  *
  * Every command in flight has a deadline; a missed one drops the connection
  * (the Redis layer reconnects with backoff) and the load starts over later.
@@ -31,7 +41,8 @@
 #endif
 
 
-#define NGX_HTTP_ADSERVE_SCAN_COUNT  "500"
+#define NGX_HTTP_ADSERVE_SCAN_COUNT     "500"
+#define NGX_HTTP_ADSERVE_CHANGES_BATCH  "1000"   /* log entries per poll */
 
 
 typedef struct {
@@ -39,15 +50,16 @@ typedef struct {
     ngx_thread_task_t           task;
 #endif
     ngx_http_adserve_loader_t  *loader;
-    adserve_input_t             input;
+    adserve_input_t             input;           /* refers to ld->records */
     adserve_snapshot_t         *snapshot;
     char                        err[128];
 } ngx_http_adserve_build_ctx_t;
 
 
-static void ngx_http_adserve_loader_poll(ngx_event_t *ev);
 static void ngx_http_adserve_loader_scan(ngx_http_adserve_loader_t *ld);
 
+
+/* ---- states ------------------------------------------------------------ */
 
 /* The first load of this worker is over, well or not: whoever waited for
  * it is answered now, from what there is. */
@@ -78,6 +90,21 @@ ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q)
 
 
 static void
+ngx_http_adserve_records_free(adserve_records_t *records)
+{
+    ngx_uint_t  k;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_free(&records[k]);
+    }
+}
+
+
+static void ngx_http_adserve_loader_fetched(ngx_http_adserve_loader_t *ld);
+
+
+/* Back to waiting for the next poll; a load cut short leaves no trace. */
+static void
 ngx_http_adserve_loader_idle(ngx_http_adserve_loader_t *ld)
 {
     if (ld->deadline.timer_set) {
@@ -85,7 +112,14 @@ ngx_http_adserve_loader_idle(ngx_http_adserve_loader_t *ld)
     }
 
     if (ld->state == NGX_HTTP_ADSERVE_SCANNING) {
-        adserve_input_free(&ld->input);
+        ngx_http_adserve_records_free(ld->scan);
+    }
+
+    if (ld->state == NGX_HTTP_ADSERVE_FETCHING) {
+        /* some records may be newer than our position says: only a full
+         * load can vouch for the copy now */
+        ld->change_id[0] = '\0';
+        ngx_http_adserve_loader_fetched(ld);
     }
 
     ld->state = NGX_HTTP_ADSERVE_IDLE;
@@ -100,6 +134,7 @@ static void
 ngx_http_adserve_loader_fail(ngx_http_adserve_loader_t *ld, const char *why)
 {
     ld->failures++;
+
     ngx_http_adserve_loader_idle(ld);
     ngx_http_adserve_redis_drop(&ld->redis, why);
     ngx_http_adserve_loader_warm(ld);
@@ -108,16 +143,18 @@ ngx_http_adserve_loader_fail(ngx_http_adserve_loader_t *ld, const char *why)
 
 static ngx_int_t
 ngx_http_adserve_loader_send(ngx_http_adserve_loader_t *ld, redisCallbackFn *fn,
-    int argc, const char **argv, const size_t *argvlen)
+    int argc, const char **argv)
 {
-    if (ngx_http_adserve_redis_command(&ld->redis, fn, ld, argc, argv, argvlen)
+    if (ngx_http_adserve_redis_command(&ld->redis, fn, ld, argc, argv, NULL)
         != NGX_OK)
     {
-        ngx_http_adserve_loader_idle(ld);
+        ngx_http_adserve_loader_fail(ld, "a command could not be sent");
         return NGX_ERROR;
     }
 
-    ngx_add_timer(&ld->deadline, ld->timeout);
+    if (!ld->deadline.timer_set) {
+        ngx_add_timer(&ld->deadline, ld->timeout);
+    }
 
     return NGX_OK;
 }
@@ -151,6 +188,7 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
 
     if (s == NULL) {
         ld->failures++;
+        ld->change_id[0] = '\0';            /* start afresh next time */
         ngx_log_error(NGX_LOG_ERR, ld->redis.log, 0,
                       "adserve: snapshot build failed: %s", bc->err);
 
@@ -162,12 +200,13 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
         ld->loads++;
 
         ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
-                      "adserve: snapshot rev %uL: %uz active ad units, "
-                      "%uz candidates, %uz skipped records, %uz KiB; "
+                      "adserve: snapshot rev %uL at change %s: %uz active ad "
+                      "units, %uz candidates, %uz skipped records, %uz KiB; "
                       "loaded in %M ms, of which the build %ud ms",
-                      s->rev, s->stats.active_units, s->stats.candidates,
-                      s->stats.skipped, s->stats.bytes / 1024,
-                      ngx_current_msec - ld->started, s->stats.build_ms);
+                      s->rev, ld->change_id, s->stats.active_units,
+                      s->stats.candidates, s->stats.skipped,
+                      s->stats.bytes / 1024, ngx_current_msec - ld->started,
+                      s->stats.build_ms);
     }
 
     ngx_free(bc);
@@ -188,14 +227,20 @@ ngx_http_adserve_build_done(ngx_event_t *ev)
 #endif
 
 
+/* The records are complete at next_rev and next_change_id: build. */
 static void
 ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
 {
     ngx_http_adserve_build_ctx_t  *bc;
+    ngx_uint_t                     k;
 
     if (ld->deadline.timer_set) {
         ngx_del_timer(&ld->deadline);
     }
+
+    ld->rev = ld->next_rev;
+    ngx_cpystrn((u_char *) ld->change_id, (u_char *) ld->next_change_id,
+                sizeof(ld->change_id));
 
     bc = ngx_calloc(sizeof(ngx_http_adserve_build_ctx_t), ld->redis.log);
     if (bc == NULL) {
@@ -203,10 +248,22 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
         return;
     }
 
-    ld->state = NGX_HTTP_ADSERVE_BUILDING;
     bc->loader = ld;
-    bc->input = ld->input;                      /* ownership moves */
-    ngx_memzero(&ld->input, sizeof(adserve_input_t));
+    adserve_input_init(&bc->input);
+    bc->input.rev = ld->rev;
+
+    /* the input refers to the records: nothing changes them until the
+     * build is done, since the loader does one thing at a time */
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        if (adserve_records_export(&ld->records[k], &bc->input, k) != 0) {
+            adserve_input_free(&bc->input);
+            ngx_free(bc);
+            ngx_http_adserve_loader_fail(ld, "out of memory");
+            return;
+        }
+    }
+
+    ld->state = NGX_HTTP_ADSERVE_BUILDING;
 
 #if (NGX_THREADS)
     if (ld->thread_pool != NULL) {
@@ -229,13 +286,14 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
 }
 
 
-/* ---- Redis replies ----------------------------------------------------- */
+/* ---- a full load ------------------------------------------------------- */
 
 static void
 ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
 {
     ngx_http_adserve_loader_t  *ld = data;
-    redisReply                 *reply = r, *items, *v;
+    redisReply                 *reply = r, *items, *f, *v;
+    ngx_uint_t                  k;
     size_t                      i;
 
     if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_SCANNING) {
@@ -254,10 +312,13 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
 
     items = reply->element[1];
 
-    for (i = 1; i < items->elements; i += 2) {
-        v = items->element[i];
-        if (v->type == REDIS_REPLY_STRING
-            && adserve_input_add(&ld->input, ld->kind, v->str, v->len) != 0)
+    for (i = 0; i + 1 < items->elements; i += 2) {
+        f = items->element[i];
+        v = items->element[i + 1];
+
+        if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING
+            && adserve_records_put(&ld->scan[ld->kind], f->str, f->len,
+                                   v->str, v->len) != 0)
         {
             ngx_http_adserve_loader_fail(ld, "out of memory");
             return;
@@ -267,18 +328,29 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
     ngx_memcpy(ld->cursor, reply->element[0]->str, reply->element[0]->len);
     ld->cursor[reply->element[0]->len] = '\0';
 
-    if (ngx_strcmp(ld->cursor, "0") == 0) {
-        if (++ld->kind == ADSERVE_KIND_COUNT) {
-            ngx_http_adserve_loader_build(ld);
-            return;
-        }
-    }
-
     if (ld->deadline.timer_set) {
         ngx_del_timer(&ld->deadline);
     }
 
-    ngx_http_adserve_loader_scan(ld);
+    if (ngx_strcmp(ld->cursor, "0") != 0) {
+        ngx_http_adserve_loader_scan(ld);
+        return;
+    }
+
+    if (++ld->kind < ADSERVE_KIND_COUNT) {
+        ngx_http_adserve_loader_scan(ld);
+        return;
+    }
+
+    /* complete: the fresh copy replaces the old one */
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_free(&ld->records[k]);
+        ld->records[k] = ld->scan[k];
+        adserve_records_init(&ld->scan[k]);
+    }
+
+    ld->full_loads++;
+    ngx_http_adserve_loader_build(ld);
 }
 
 
@@ -294,44 +366,320 @@ ngx_http_adserve_loader_scan(ngx_http_adserve_loader_t *ld)
     argv[4] = NGX_HTTP_ADSERVE_SCAN_COUNT;
 
     (void) ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_scan,
-                                        5, argv, NULL);
+                                        5, argv);
 }
 
 
 static void
-ngx_http_adserve_loader_on_rev(redisAsyncContext *ac, void *r, void *data)
+ngx_http_adserve_loader_full(ngx_http_adserve_loader_t *ld)
+{
+    ngx_uint_t  k;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_init(&ld->scan[k]);
+    }
+
+    ld->kind = 0;
+    ngx_cpystrn((u_char *) ld->cursor, (u_char *) "0", sizeof(ld->cursor));
+    ld->state = NGX_HTTP_ADSERVE_SCANNING;
+
+    ngx_http_adserve_loader_scan(ld);
+}
+
+
+/* ---- changes ----------------------------------------------------------- */
+
+/* The kind of a change log entry: its "kind" field names the hash, as the
+ * data contract's keys do without their "adserve:" prefix. */
+static ngx_int_t
+ngx_http_adserve_change_kind(const redisReply *fields, const redisReply **id)
+{
+    const redisReply  *k = NULL;
+    ngx_uint_t         i;
+    size_t             j;
+
+    *id = NULL;
+
+    for (j = 0; j + 1 < fields->elements; j += 2) {
+        if (fields->element[j]->type != REDIS_REPLY_STRING
+            || fields->element[j + 1]->type != REDIS_REPLY_STRING)
+        {
+            continue;
+        }
+        if (ngx_strcmp(fields->element[j]->str, "kind") == 0) {
+            k = fields->element[j + 1];
+        } else if (ngx_strcmp(fields->element[j]->str, "id") == 0) {
+            *id = fields->element[j + 1];
+        }
+    }
+
+    for (i = 0; k != NULL && *id != NULL && i < ADSERVE_KIND_COUNT; i++) {
+        if (ngx_strcmp(adserve_kind_keys[i] + sizeof("adserve:") - 1, k->str) == 0) {
+            return i;
+        }
+    }
+
+    return NGX_ERROR;                   /* a kind serving does not read */
+}
+
+
+static void
+ngx_http_adserve_loader_fetched(ngx_http_adserve_loader_t *ld)
+{
+    adserve_arena_free(&ld->fetch_arena);
+    ngx_memzero(ld->fetch_ids, sizeof(ld->fetch_ids));
+    ngx_memzero(ld->fetch_n, sizeof(ld->fetch_n));
+    ld->nfetch = 0;
+    ld->fetched = 0;
+}
+
+
+/* One HMGET's values, in the order of the ids it was sent; replies come
+ * back in the order the commands went out, so the n-th is fetch_order[n]. */
+static void
+ngx_http_adserve_loader_on_fetch(redisAsyncContext *ac, void *r, void *data)
 {
     ngx_http_adserve_loader_t  *ld = data;
-    redisReply                 *reply = r;
+    redisReply                 *reply = r, *v;
+    adserve_kind_e              kind;
+    adserve_str_t              *id;
+    size_t                      i;
+
+    if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_FETCHING) {
+        return;
+    }
+
+    kind = ld->fetch_order[ld->fetched++];
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != ld->fetch_n[kind]) {
+        ngx_http_adserve_loader_fail(ld, reply->type == REDIS_REPLY_ERROR
+                                         ? reply->str : "unexpected HMGET reply");
+        return;
+    }
+
+    for (i = 0; i < reply->elements; i++) {
+        v = reply->element[i];
+        id = &ld->fetch_ids[kind][i];
+
+        if (v->type != REDIS_REPLY_STRING) {         /* nil: deleted */
+            adserve_records_del(&ld->records[kind], id->data, id->len);
+
+        } else if (adserve_records_put(&ld->records[kind], id->data, id->len,
+                                       v->str, v->len) != 0)
+        {
+            ngx_http_adserve_loader_fail(ld, "out of memory");
+            return;
+        }
+    }
+
+    if (ld->fetched == ld->nfetch) {
+        ngx_http_adserve_loader_fetched(ld);
+        ngx_http_adserve_loader_build(ld);
+    }
+}
+
+
+/* Copies the ids the entries name, by kind, into the fetch arena. */
+static ngx_int_t
+ngx_http_adserve_loader_collect(ngx_http_adserve_loader_t *ld,
+    const redisReply *entries, size_t from)
+{
+    const redisReply  *e, *id;
+    ngx_int_t          kind;
+    size_t             i, cap = entries->elements;
+
+    adserve_arena_init(&ld->fetch_arena, 16 * 1024);
+
+    for (i = from; i < entries->elements; i++) {
+        e = entries->element[i];
+
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2
+            || e->element[1]->type != REDIS_REPLY_ARRAY
+            || (kind = ngx_http_adserve_change_kind(e->element[1], &id)) == NGX_ERROR)
+        {
+            continue;                   /* not about a record serving reads */
+        }
+
+        if (ld->fetch_ids[kind] == NULL) {
+            ld->fetch_ids[kind] = adserve_arena_alloc(&ld->fetch_arena,
+                                                      cap * sizeof(adserve_str_t));
+            if (ld->fetch_ids[kind] == NULL) {
+                return NGX_ERROR;
+            }
+        }
+
+        ld->fetch_ids[kind][ld->fetch_n[kind]].data =
+            adserve_arena_memdup(&ld->fetch_arena, id->str, id->len);
+        ld->fetch_ids[kind][ld->fetch_n[kind]].len = id->len;
+
+        if (ld->fetch_ids[kind][ld->fetch_n[kind]++].data == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* HMGET of the changed records, one command per kind. */
+static ngx_int_t
+ngx_http_adserve_loader_fetch(ngx_http_adserve_loader_t *ld,
+    const redisReply *entries, size_t from)
+{
+    const char  **argv;
+    size_t        i, n;
+    ngx_uint_t    k;
+
+    if (ngx_http_adserve_loader_collect(ld, entries, from) != NGX_OK) {
+        ngx_http_adserve_loader_fetched(ld);
+        return NGX_ERROR;
+    }
+
+    ld->state = NGX_HTTP_ADSERVE_FETCHING;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        if (ld->fetch_n[k] > 0) {
+            ld->fetch_order[ld->nfetch++] = k;
+        }
+    }
+
+    if (ld->nfetch == 0) {              /* only kinds serving does not read */
+        ngx_http_adserve_loader_fetched(ld);
+        ngx_http_adserve_loader_build(ld);
+        return NGX_OK;
+    }
+
+    argv = ngx_alloc((entries->elements + 2) * sizeof(char *), ld->redis.log);
+    if (argv == NULL) {
+        ngx_http_adserve_loader_fetched(ld);
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < ld->nfetch; i++) {
+        k = ld->fetch_order[i];
+        argv[0] = "HMGET";
+        argv[1] = adserve_kind_keys[k];
+
+        for (n = 0; n < ld->fetch_n[k]; n++) {
+            argv[n + 2] = ld->fetch_ids[k][n].data;   /* NUL-ended copies */
+        }
+
+        if (ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_fetch,
+                                         (int) n + 2, argv) != NGX_OK)
+        {
+            break;                      /* failed, and handled */
+        }
+    }
+
+    ngx_free(argv);
+
+    return NGX_OK;
+}
+
+
+/* ---- the poll ---------------------------------------------------------- */
+
+static ngx_int_t
+ngx_http_adserve_parse_rev(const redisReply *r, uint64_t *rev)
+{
+    ngx_int_t  n;
+
+    if (r->type == REDIS_REPLY_NIL) {
+        *rev = 0;                       /* nothing written yet */
+        return NGX_OK;
+    }
+
+    n = r->type == REDIS_REPLY_STRING ? ngx_atoi((u_char *) r->str, r->len)
+                                      : NGX_ERROR;
+    if (n == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    *rev = (uint64_t) n;
+
+    return NGX_OK;
+}
+
+
+/* The id of the first entry of an XRANGE reply, or NULL. */
+static const char *
+ngx_http_adserve_first_id(const redisReply *entries)
+{
+    const redisReply  *e;
+
+    if (entries->type != REDIS_REPLY_ARRAY || entries->elements == 0) {
+        return NULL;
+    }
+
+    e = entries->element[0];
+
+    return (e->type == REDIS_REPLY_ARRAY && e->elements == 2
+            && e->element[0]->type == REDIS_REPLY_STRING)
+           ? e->element[0]->str : NULL;
+}
+
+
+static void
+ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_loader_t  *ld = data;
+    redisReply                 *reply = r, *newest, *after;
+    const char                 *first, *last;
     uint64_t                    rev;
-    ngx_int_t                   n;
 
     if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_POLLING) {
         return;
     }
 
-    if (reply->type == REDIS_REPLY_NIL) {
-        rev = 0;                        /* nothing written yet */
-
-    } else {
-        n = reply->type == REDIS_REPLY_STRING
-            ? ngx_atoi((u_char *) reply->str, reply->len) : NGX_ERROR;
-
-        if (n == NGX_ERROR) {
-            ngx_http_adserve_loader_fail(ld, reply->type == REDIS_REPLY_ERROR
-                                             ? reply->str
-                                             : "\"" ADSERVE_REV_KEY "\" is not a revision");
-            return;
-        }
-
-        rev = (uint64_t) n;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3
+        || ngx_http_adserve_parse_rev(reply->element[0], &rev) != NGX_OK
+        || reply->element[1]->type != REDIS_REPLY_ARRAY
+        || reply->element[2]->type != REDIS_REPLY_ARRAY)
+    {
+        ngx_http_adserve_loader_fail(ld, reply->type == REDIS_REPLY_ERROR
+                                         ? reply->str
+                                         : "unexpected reply to the poll");
+        return;
     }
 
     ngx_http_adserve_redis_healthy(&ld->redis);
 
-    if (ld->snapshot != NULL && ld->snapshot->rev == rev) {
-        ngx_http_adserve_loader_idle(ld);
-        return;
+    if (ld->deadline.timer_set) {
+        ngx_del_timer(&ld->deadline);
+    }
+
+    newest = reply->element[1];
+    after = reply->element[2];
+    first = ngx_http_adserve_first_id(after);
+
+    if (ld->snapshot != NULL && ld->change_id[0] != '\0'
+        && (after->elements <= 1 || ngx_strcmp(ld->change_id, "0-0") != 0)
+        && (first != NULL ? ngx_strcmp(first, ld->change_id) == 0
+                          : ngx_strcmp(ld->change_id, "0-0") == 0))
+    {
+        /* our position is still in the log (or the log was and is empty) */
+
+        if (after->elements <= 1) {
+            if (rev == ld->rev) {
+                ngx_http_adserve_loader_idle(ld);
+                return;
+            }
+            /* the revision moved and the log did not: a writer outside
+             * the contract; only a full load can see what it did */
+
+        } else if (!ngx_exiting) {
+            last = after->element[after->elements - 1]->element[0]->str;
+            ld->next_rev = rev;
+            ngx_cpystrn((u_char *) ld->next_change_id, (u_char *) last,
+                        sizeof(ld->next_change_id));
+            ld->changes += after->elements - 1;
+            ld->started = ngx_current_msec;
+
+            if (ngx_http_adserve_loader_fetch(ld, after, 1) == NGX_ERROR) {
+                ngx_http_adserve_loader_fail(ld, "out of memory");
+            }
+            return;
+        }
     }
 
     if (ngx_exiting) {
@@ -342,28 +690,30 @@ ngx_http_adserve_loader_on_rev(redisAsyncContext *ac, void *r, void *data)
         return;
     }
 
-    if (ld->deadline.timer_set) {
-        ngx_del_timer(&ld->deadline);
-    }
-
-    adserve_input_init(&ld->input);
-    ld->input.rev = rev;
-    ld->kind = 0;
-    ngx_cpystrn((u_char *) ld->cursor, (u_char *) "0", sizeof(ld->cursor));
+    /* a full load, positioned at the log's newest entry as of now */
+    first = ngx_http_adserve_first_id(newest);
+    ld->next_rev = rev;
+    ngx_cpystrn((u_char *) ld->next_change_id, (u_char *) (first ? first : "0-0"),
+                sizeof(ld->next_change_id));
     ld->started = ngx_current_msec;
-    ld->state = NGX_HTTP_ADSERVE_SCANNING;
 
-    ngx_http_adserve_loader_scan(ld);
+    ngx_http_adserve_loader_full(ld);
 }
 
-
-/* ---- timers and connection events -------------------------------------- */
 
 static void
 ngx_http_adserve_loader_poll(ngx_event_t *ev)
 {
     ngx_http_adserve_loader_t  *ld = ev->data;
-    const char                 *argv[2] = { "GET", ADSERVE_REV_KEY };
+    const char                 *multi[] = { "MULTI" };
+    const char                 *rev[] = { "GET", ADSERVE_REV_KEY };
+    const char                 *newest[] = { "XREVRANGE", NGX_HTTP_ADSERVE_CHANGES_KEY,
+                                             "+", "-", "COUNT", "1" };
+    const char                 *after[] = { "XRANGE", NGX_HTTP_ADSERVE_CHANGES_KEY,
+                                            ld->change_id[0] ? ld->change_id : "+",
+                                            "+", "COUNT",
+                                            NGX_HTTP_ADSERVE_CHANGES_BATCH };
+    const char                 *exec[] = { "EXEC" };
 
     if (ld->state != NGX_HTTP_ADSERVE_IDLE || !ld->redis.connected) {
         return;               /* busy, or on_up polls once connected again */
@@ -371,17 +721,25 @@ ngx_http_adserve_loader_poll(ngx_event_t *ev)
 
     ld->state = NGX_HTTP_ADSERVE_POLLING;
 
-    (void) ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_rev,
-                                        2, argv, NULL);
+    /* one atomic read: no write can land between the revision and the log */
+    if (ngx_http_adserve_loader_send(ld, NULL, 1, multi) != NGX_OK
+        || ngx_http_adserve_loader_send(ld, NULL, 2, rev) != NGX_OK
+        || ngx_http_adserve_loader_send(ld, NULL, 6, newest) != NGX_OK
+        || ngx_http_adserve_loader_send(ld, NULL, 6, after) != NGX_OK)
+    {
+        return;
+    }
+
+    (void) ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_poll, 1, exec);
 }
 
+
+/* ---- timers and connection events -------------------------------------- */
 
 static void
 ngx_http_adserve_loader_deadline(ngx_event_t *ev)
 {
-    ngx_http_adserve_loader_t  *ld = ev->data;
-
-    ngx_http_adserve_loader_fail(ld, "a command timed out");
+    ngx_http_adserve_loader_fail(ev->data, "a command timed out");
 }
 
 
@@ -425,12 +783,19 @@ ngx_http_adserve_loader_event(ngx_event_t *ev, ngx_event_handler_pt handler,
 ngx_int_t
 ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld, ngx_cycle_t *cycle)
 {
+    ngx_uint_t  k;
+
     ld->redis.log = cycle->log;
     ld->redis.data = ld;
-    ld->warming = 1;
-    ngx_queue_init(&ld->waiting);
     ld->redis.on_up = ngx_http_adserve_loader_on_up;
     ld->redis.on_down = ngx_http_adserve_loader_on_down;
+    ld->warming = 1;
+    ngx_queue_init(&ld->waiting);
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_init(&ld->records[k]);
+        adserve_records_init(&ld->scan[k]);
+    }
 
     ngx_http_adserve_loader_event(&ld->poll, ngx_http_adserve_loader_poll, ld);
     ngx_http_adserve_loader_event(&ld->deadline, ngx_http_adserve_loader_deadline,
@@ -455,12 +820,13 @@ ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld)
 
     ngx_http_adserve_redis_stop(&ld->redis);
 
-    if (ld->state == NGX_HTTP_ADSERVE_SCANNING) {
-        adserve_input_free(&ld->input);
+    /* a build still running in a thread reads the records; the process
+     * exit reclaims them then */
+    if (ld->state != NGX_HTTP_ADSERVE_BUILDING) {
+        ngx_http_adserve_records_free(ld->records);
+        ngx_http_adserve_records_free(ld->scan);
     }
 
-    /* a build still running in a thread owns its input; the process exit
-     * reclaims it */
     adserve_snapshot_free(ld->snapshot);
     ld->snapshot = NULL;
 }

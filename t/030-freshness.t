@@ -50,6 +50,40 @@ sleep 1.0;
 ok($t->workers_at($rev), 'a deleted ad unit: every worker is on the revision');
 is(scalar(grep { $t->ad($new)->{status} == 404 } 1 .. 20), 20, 'a deleted ad unit answers 404 within 1 s');
 
+# the change log: after the first full load, a change is fetched alone
+my $before = $t->worker_status;
+my $c2 = $t->chain;
+sleep 1.0;
+my $after = $t->worker_status;
+ok($t->workers_at($c2->{rev}), 'a logged change reaches every worker');
+is_deeply([ map { $after->{$_}{full_loads} } sort keys %$after ],
+          [ map { $before->{$_}{full_loads} } sort keys %$before ],
+          '... without a full load (only the changed records were fetched)');
+ok(!grep({ $after->{$_}{changes_applied} < $before->{$_}{changes_applied} + 5 } keys %$after),
+   '... the five records of the chain, from the change log');
+is($t->ad($c2->{unit})->{status}, 200, '... and serves');
+
+# a writer outside the contract (no log entry): the revision still tells
+$c2->{records}{creatives}{image_url} = 'https://cdn.example/unlogged.png';
+$t->transaction(['HSET', 'adserve:creatives', $c2->{creative}, JSON::PP->new->encode($c2->{records}{creatives})]);
+sleep 1.0;
+is($t->ad($c2->{unit})->{json}{ad}{display}{banner}{img}, 'https://cdn.example/unlogged.png',
+   'a change without a log entry is found by a full load');
+my $full = $t->worker_status;
+ok(!grep({ $full->{$_}{full_loads} <= $after->{$_}{full_loads} } keys %$full),
+   '... a full load on every worker');
+
+# the log trimmed past a worker's position: a full load again
+$t->redis('XTRIM', 'adserve:changes', 'MAXLEN', '0');
+$c2->{records}{creatives}{image_url} = 'https://cdn.example/trimmed.png';
+my $rev2 = $t->put(creatives => $c2->{records}{creatives});
+sleep 1.0;
+ok($t->workers_at($rev2), 'after the log was trimmed, a change still arrives');
+is($t->ad($c2->{unit})->{json}{ad}{display}{banner}{img}, 'https://cdn.example/trimmed.png', '... the right one');
+my $trimmed = $t->worker_status;
+ok(!grep({ $trimmed->{$_}{full_loads} <= $full->{$_}{full_loads} } keys %$trimmed),
+   '... by a full load, since the position was gone');
+
 # how long it really takes, for the record (no assertion on it)
 $c->{records}{ad_units}{status} = 'ACTIVE';
 my $t0 = time;

@@ -53,12 +53,17 @@ typedef struct {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* strings made with fmt(), freed at the end */
-static char  *pool[4096];
-static size_t npool;
+/* strings made with fmt() or added to an input, freed at the end */
+static char  **pool;
+static size_t npool, cappool;
 
 static char *keep(char *p) {
-    if (p == NULL || npool == sizeof(pool) / sizeof(pool[0])) abort();
+    if (p == NULL) abort();
+    if (npool == cappool) {
+        cappool = cappool ? cappool * 2 : 4096;
+        pool = realloc(pool, cappool * sizeof(char *));
+        if (pool == NULL) abort();
+    }
     pool[npool++] = p;
     return p;
 }
@@ -85,8 +90,8 @@ static void add(adserve_input_t *in, adserve_kind_e kind, const char *json) {
 
     if (q == NULL) abort();
     for (i = 0; i <= len; i++) q[i] = json[i] == '\'' ? '"' : json[i];
-    if (adserve_input_add(in, kind, q, len) != 0) abort();
-    free(q);
+    /* the input refers to the text: it must live as long as the input */
+    if (adserve_input_ref(in, kind, keep(q), len) != 0) abort();
 }
 
 static adserve_snapshot_t *build_input(adserve_input_t *in) {
@@ -1100,5 +1105,6 @@ int main(void) {
     test_parse_time();
     test_scale();
     while (npool) free(pool[--npool]);
+    free(pool);
     return done_testing();
 }

@@ -212,14 +212,15 @@ sub redis {
 my %KIND = map { $_ => "adserve:$_" }
     qw(ad_units placements orders line_items creatives licas);
 
-# put KIND => {record}, ...: writes records and bumps the revision, in one
-# transaction, as the sidecar does; returns the new revision
+# put KIND => {record}, ...: writes records, their change log entries and
+# the revision bump in one transaction, as the sidecar does (README, Redis
+# data contract); returns the new revision
 sub put {
     my ($self, @pairs) = @_;
     my @cmds;
     while (my ($kind, $rec) = splice @pairs, 0, 2) {
         die "unknown kind $kind" unless $KIND{$kind};
-        push @cmds, ['HSET', $KIND{$kind}, $rec->{id}, $JSON->encode($rec)];
+        push @cmds, ['HSET', $KIND{$kind}, $rec->{id}, $JSON->encode($rec)], _logged($kind, $rec->{id});
     }
     return $self->transaction(@cmds);
 }
@@ -228,9 +229,14 @@ sub del {
     my ($self, @pairs) = @_;
     my @cmds;
     while (my ($kind, $id) = splice @pairs, 0, 2) {
-        push @cmds, ['HDEL', $KIND{$kind}, $id];
+        push @cmds, ['HDEL', $KIND{$kind}, $id], _logged($kind, $id);
     }
     return $self->transaction(@cmds);
+}
+
+sub _logged {
+    my ($kind, $id) = @_;
+    return ['XADD', 'adserve:changes', 'MAXLEN', '~', '100000', '*', kind => $kind, id => $id];
 }
 
 sub transaction {

@@ -1,0 +1,187 @@
+/*
+ * A chained hash table of records: one allocation per record (id and text
+ * inline), buckets doubled as it grows. Changes are rare next to reads of
+ * the whole table at each build, so simplicity wins over cleverness.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "adserve_records.h"
+
+
+struct adserve_record_s {
+    adserve_record_t  *next;
+    size_t             id_len;
+    size_t             len;
+    char               data[];        /* the id, then the text */
+};
+
+
+static uint64_t
+hash_id(const char *p, size_t len)
+{
+    uint64_t  h = 1469598103934665603ULL;    /* FNV-1a */
+
+    while (len--) {
+        h ^= (unsigned char) *p++;
+        h *= 1099511628211ULL;
+    }
+
+    return h;
+}
+
+
+void
+adserve_records_init(adserve_records_t *r)
+{
+    memset(r, 0, sizeof(adserve_records_t));
+}
+
+
+static adserve_record_t **
+find(const adserve_records_t *r, const char *id, size_t id_len)
+{
+    adserve_record_t  **p;
+
+    p = &r->buckets[hash_id(id, id_len) & (r->nbuckets - 1)];
+
+    for (; *p != NULL; p = &(*p)->next) {
+        if ((*p)->id_len == id_len && memcmp((*p)->data, id, id_len) == 0) {
+            break;
+        }
+    }
+
+    return p;
+}
+
+
+/* doubles the table once records outnumber buckets */
+static int
+grow(adserve_records_t *r)
+{
+    adserve_record_t  **b, *e, *next;
+    size_t              n, i, j;
+
+    if (r->count < r->nbuckets) {
+        return 0;
+    }
+
+    n = r->nbuckets ? r->nbuckets * 2 : 64;
+    b = calloc(n, sizeof(adserve_record_t *));
+    if (b == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < r->nbuckets; i++) {
+        for (e = r->buckets[i]; e != NULL; e = next) {
+            next = e->next;
+            j = hash_id(e->data, e->id_len) & (n - 1);
+            e->next = b[j];
+            b[j] = e;
+        }
+    }
+
+    free(r->buckets);
+    r->buckets = b;
+    r->nbuckets = n;
+
+    return 0;
+}
+
+
+int
+adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
+    const char *text, size_t len)
+{
+    adserve_record_t  **p, *e;
+
+    if (grow(r) != 0) {
+        return -1;
+    }
+
+    e = malloc(sizeof(adserve_record_t) + id_len + len);
+    if (e == NULL) {
+        return -1;
+    }
+
+    e->id_len = id_len;
+    e->len = len;
+    memcpy(e->data, id, id_len);
+    memcpy(e->data + id_len, text, len);
+
+    p = find(r, id, id_len);
+
+    if (*p != NULL) {                       /* replace */
+        e->next = (*p)->next;
+        r->bytes -= (*p)->len;
+        free(*p);
+
+    } else {
+        e->next = NULL;
+        r->count++;
+    }
+
+    *p = e;
+    r->bytes += len;
+
+    return 0;
+}
+
+
+void
+adserve_records_del(adserve_records_t *r, const char *id, size_t id_len)
+{
+    adserve_record_t  **p, *e;
+
+    if (r->nbuckets == 0) {
+        return;
+    }
+
+    p = find(r, id, id_len);
+    e = *p;
+
+    if (e != NULL) {
+        *p = e->next;
+        r->count--;
+        r->bytes -= e->len;
+        free(e);
+    }
+}
+
+
+int
+adserve_records_export(const adserve_records_t *r, adserve_input_t *in,
+    adserve_kind_e kind)
+{
+    adserve_record_t  *e;
+    size_t             i;
+
+    for (i = 0; i < r->nbuckets; i++) {
+        for (e = r->buckets[i]; e != NULL; e = e->next) {
+            if (adserve_input_ref(in, kind, e->data + e->id_len, e->len) != 0) {
+                return -1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+void
+adserve_records_free(adserve_records_t *r)
+{
+    adserve_record_t  *e, *next;
+    size_t             i;
+
+    for (i = 0; i < r->nbuckets; i++) {
+        for (e = r->buckets[i]; e != NULL; e = next) {
+            next = e->next;
+            free(e);
+        }
+    }
+
+    free(r->buckets);
+    adserve_records_init(r);
+}

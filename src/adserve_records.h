@@ -1,0 +1,43 @@
+/*
+ * adserve_records: a worker's copy of the records of one kind, by id.
+ *
+ * A full load fills it; later, only the records named in the change log
+ * (adserve:changes) are fetched again and put or deleted here, and the
+ * snapshot is built from what it holds. Serving never reads it: only the
+ * loader, one stage at a time, so a build in the thread pool always sees it
+ * unchanged.
+ */
+
+#ifndef ADSERVE_RECORDS_H
+#define ADSERVE_RECORDS_H
+
+#include <stddef.h>
+
+#include "adserve_snapshot.h"
+
+typedef struct adserve_record_s  adserve_record_t;
+
+typedef struct {
+    adserve_record_t  **buckets;
+    size_t              nbuckets;     /* a power of two, or 0 */
+    size_t              count;
+    size_t              bytes;        /* of the texts, for the status */
+} adserve_records_t;
+
+void adserve_records_init(adserve_records_t *r);
+
+/* Sets the record id to text (both copied). 0, or -1 out of memory. */
+int adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
+    const char *text, size_t len);
+
+/* Removes the record id, if there is one. */
+void adserve_records_del(adserve_records_t *r, const char *id, size_t id_len);
+
+/* Adds every record of r to in, as kind, without copying: in refers to r's
+ * texts and must not outlive a change to r. 0, or -1 out of memory. */
+int adserve_records_export(const adserve_records_t *r, adserve_input_t *in,
+    adserve_kind_e kind);
+
+void adserve_records_free(adserve_records_t *r);
+
+#endif
