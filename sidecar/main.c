@@ -26,6 +26,9 @@
  *                                       unset: mails go to adserve:outbox.
  *   ADSERVE_SMTP_FROM       adserve@localhost   Sender of mails.
  *   ADSERVE_PUBLIC_URL      http://127.0.0.1:$ADSERVE_PORT   Base of links.
+ *   ADSERVE_PROXY_TOKEN     (unset)     The secret nginx sends in
+ *                                       X-Adserve-Proxy; only with it is
+ *                                       X-Real-IP believed (32+ bytes).
  *
  * Start-up: wait up to 30 s for Redis, create the first admin if needed,
  * then serve.  SIGTERM or SIGINT stops the server and exits 0. */
@@ -34,6 +37,7 @@
 #include "http.h"
 #include "log.h"
 #include "mail.h"
+#include "ratelimit.h"
 #include "secret.h"
 #include "store.h"
 
@@ -195,6 +199,8 @@ static int run(const struct config *cfg, const sigset_t *stop)
         log_line("cannot initialise authentication");
     else if (store_init(cfg->redis_host, (int)cfg->redis_port, HTTP_THREADS) != 0)
         log_line("cannot initialise the redis pool");
+    else if (ratelimit_init(getenv("ADSERVE_PROXY_TOKEN")) != 0)
+        log_line("ADSERVE_PROXY_TOKEN must be 32 to 127 bytes");
     else if (mail_init() != 0)
         log_line("cannot initialise mail");
     else if ((rc = wait_for_redis(cfg, stop)) == 0)

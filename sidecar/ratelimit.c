@@ -23,11 +23,35 @@ static bool is_ip(const char *s)
            (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1);
 }
 
+#define PROXY_TOKEN_MIN 32
+
+static char proxy_token[128];
+
+int ratelimit_init(const char *token)
+{
+    if (token == NULL || token[0] == '\0')
+        return 0;
+    if (strlen(token) < PROXY_TOKEN_MIN || strlen(token) >= sizeof proxy_token)
+        return -1;
+    memcpy(proxy_token, token, strlen(token) + 1);
+    return 0;
+}
+
+/* X-Adserve-Proxy equals the secret (in constant time: it is one) */
+static bool from_our_proxy(const struct request *req)
+{
+    const char *given = request_header(req, "X-Adserve-Proxy");
+    size_t n = strlen(proxy_token);
+
+    return n > 0 && given != NULL && strlen(given) == n &&
+           sodium_memcmp(given, proxy_token, n) == 0;
+}
+
 int request_client(const struct request *req, char out[CLIENT_ADDR_LEN])
 {
     const char *real = request_header(req, "X-Real-IP");
 
-    if (is_ip(real)) {
+    if (from_our_proxy(req) && is_ip(real)) {
         memcpy(out, real, strlen(real) + 1);
         return 0;
     }

@@ -30,9 +30,15 @@ extern const struct rate_limit limit_reset_address, limit_reset_client;
 
 #define CLIENT_ADDR_LEN INET6_ADDRSTRLEN
 
-/* The client: the X-Real-IP header nginx sets (the sidecar listens on
- * 127.0.0.1 only, behind nginx), else the peer address.  0 or -1. */
+/* The client: the X-Real-IP header, when the request came through our
+ * nginx (it proves it with X-Adserve-Proxy, a secret of the runtime folder:
+ * any local process can reach the sidecar's port, and could otherwise
+ * claim a new address per request); else the peer address.  0 or -1. */
 int request_client(const struct request *req, char out[CLIENT_ADDR_LEN]);
+
+/* The proxy secret (ADSERVE_PROXY_TOKEN), kept for request_client; NULL or
+ * "" trusts no X-Real-IP at all.  0, or -1 when it is too short. */
+int ratelimit_init(const char *proxy_token);
 
 /* Whether subject has used up its limit: *retry_after is the seconds
  * until the window ends (at least 1), or 0 when it has not. */

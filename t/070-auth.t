@@ -33,14 +33,18 @@ sub me { $t->request('GET', '/api/auth/me', headers => { Authorization => "Beare
 
 sub refresh { $t->request('POST', '/api/auth/refresh', json => { refresh_token => $_[0] }) }
 
-# the sidecar directly, as nginx would call it, with a chosen client address
+# the sidecar directly, as nginx would call it (with the proxy secret of the
+# runtime folder), with a chosen client address; or as any local process
+# could, without the secret
 my $direct = HTTP::Tiny->new(timeout => 20);
+my $proxy_token = do { open my $fh, '<', $t->var . '/secrets/proxy_token' or die; local $/; <$fh> };
 sub direct_login {
-    my ($ip, $email, $password) = @_;
+    my ($ip, $email, $password, %o) = @_;
+    my %headers = ('content-type' => 'application/json', 'x-real-ip' => $ip);
+    $headers{'x-adserve-proxy'} = $proxy_token unless $o{forged};
     my $res = $direct->request('POST',
         "http://127.0.0.1:@{[ $t->env->{ADSERVE_SIDECAR_PORT} ]}/api/auth/login",
-        { headers => { 'content-type' => 'application/json', 'x-real-ip' => $ip },
-          content => encode_json({ email => $email, password => $password }) });
+        { headers => \%headers, content => encode_json({ email => $email, password => $password }) });
     $res->{json} = eval { decode_json($res->{content}) };
     return $res;
 }
@@ -230,5 +234,19 @@ is(direct_login('203.0.113.10', $admin_email, $admin_password)->{status}, 200, '
 is(login_res($admin_email, $admin_password)->{status}, 200, 'nor is nginx\'s 127.0.0.1');
 $res = direct_login('not-an-address', 'x@example.com', 'x');
 is($res->{status}, 401, 'a malformed X-Real-IP falls back to the peer address');
+
+# a local process calling the sidecar's port itself cannot pick its address:
+# without nginx's secret, X-Real-IP is ignored and the peer address counts
+$t->redis('DEL', 'adserve:ratelimit:login_client:' . sha256_hex('127.0.0.1'));
+for my $i (1 .. 20) {
+    $res = direct_login("192.0.2.$i", "sprayed$i\@example.com", 'x', forged => 1);
+    is($res->{status}, 401, "forged X-Real-IP 192.0.2.$i: failure $i of 20");
+}
+is(direct_login('192.0.2.99', 'sprayed99@example.com', 'x', forged => 1)->{status}, 429,
+   'a new X-Real-IP per attempt does not escape the client limit without the proxy secret');
+is($t->redis('GET', 'adserve:ratelimit:login_client:' . sha256_hex('127.0.0.1')), 20,
+   '... every attempt counted against the peer address');
+is(direct_login('203.0.113.77', $admin_email, $admin_password)->{status}, 200,
+   'while nginx, which shows the secret, still reports its clients');
 
 done_testing;
