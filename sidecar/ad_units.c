@@ -82,6 +82,24 @@ cJSON *ad_unit_finish(cJSON *unit)
     return out;
 }
 
+bool ad_unit_fits(const cJSON *unit, struct reply *rep)
+{
+    char *json = cJSON_PrintUnformatted(unit);
+
+    if (json == NULL) {
+        reply_error(rep, 500, "internal error");
+        return false;
+    }
+    size_t n = strlen(json);
+    cJSON_free(json);
+    if (n > AD_UNIT_MAX_BYTES) {
+        reply_error(rep, 422, "the ad unit would take %zu bytes, more than %d", n,
+                    AD_UNIT_MAX_BYTES);
+        return false;
+    }
+    return true;
+}
+
 void ad_unit_txn_put(struct txn *t, const struct user *actor, const char *action,
                      const cJSON *before, const cJSON *after)
 {

@@ -43,6 +43,15 @@ void ad_unit_children_key(char key[AD_UNIT_CHILDREN_KEY_LEN], const char *id);
  * object; the argument is freed). NULL on failure. */
 cJSON *ad_unit_finish(cJSON *unit);
 
+/* Every worker of every node holds every ad unit, and the audit log two
+ * copies per change: a record may take at most this much once stored
+ * (free-form members such as ext.passback could otherwise fill Redis). */
+#define AD_UNIT_MAX_BYTES 65536
+
+/* True when the normalised unit fits AD_UNIT_MAX_BYTES; else a 422 (or a
+ * 500 out of memory) in rep. */
+bool ad_unit_fits(const cJSON *unit, struct reply *rep);
+
 /* Adds the HSET of unit and its audit record to t. */
 void ad_unit_txn_put(struct txn *t, const struct user *actor, const char *action,
                      const cJSON *before, const cJSON *after);

@@ -261,6 +261,11 @@ static enum store_status create_attempt(struct request *req, struct reply *rep, 
         cJSON_Delete(parent);
         return STORE_ERROR;
     }
+    if (!ad_unit_fits(unit, rep)) {
+        cJSON_Delete(unit);
+        cJSON_Delete(parent);
+        return STORE_OK;
+    }
     st = insert(req, rep, unit);
     cJSON_Delete(unit);
     cJSON_Delete(parent);
@@ -467,6 +472,8 @@ static enum store_status patch_write(struct request *req, struct reply *rep, str
     p->after = unit;
     if (unit == NULL)
         return STORE_ERROR;
+    if (!ad_unit_fits(unit, rep))
+        return STORE_OK;
     ad_unit_txn_put(&p->txn, req->user, "update", p->before, unit);
     txn_bump_revision(&p->txn);
     enum store_status st = txn_exec(&p->txn, request_store(req));

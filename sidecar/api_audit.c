@@ -109,7 +109,9 @@ static enum store_status scan(struct store_conn *c, struct query *q, cJSON *item
         }
         for (size_t i = 0; i < r->elements; i++) {
             const redisReply *e = r->element[i];
-            if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !matches(q, e->element[1]))
+            if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+                e->element[0]->type != REDIS_REPLY_STRING ||
+                e->element[1]->type != REDIS_REPLY_ARRAY || !matches(q, e->element[1]))
                 continue;
             if (++*total > q->offset && cJSON_GetArraySize(items) < q->limit) {
                 cJSON *rec = record(e->element[0]->str, e->element[1]);
@@ -121,7 +123,13 @@ static enum store_status scan(struct store_conn *c, struct query *q, cJSON *item
             }
         }
         /* continue below the last id of this batch (exclusive) */
-        snprintf(cursor, sizeof cursor, "(%s", r->element[r->elements - 1]->element[0]->str);
+        const redisReply *last = r->element[r->elements - 1];
+        if (last->type != REDIS_REPLY_ARRAY || last->elements != 2 ||
+            last->element[0]->type != REDIS_REPLY_STRING) {
+            freeReplyObject(r);
+            return STORE_ERROR;          /* not an entry: not our stream */
+        }
+        snprintf(cursor, sizeof cursor, "(%s", last->element[0]->str);
         freeReplyObject(r);
     }
 }

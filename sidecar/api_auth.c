@@ -180,6 +180,8 @@ static void api_auth_refresh(struct request *req, struct reply *rep)
         return;
     enum refresh_result r = refresh_token_rotate(request_store(req),
                                                  json_str_member(in, "refresh_token"), &u, refresh);
+    json_wipe_member(in, "refresh_token");
+    json_wipe_member(req->json, "refresh_token");
     cJSON_Delete(in);
     sodium_memzero(u.password_hash, sizeof u.password_hash);
     switch (r) {
@@ -447,6 +449,8 @@ static void api_auth_reset_password(struct request *req, struct reply *rep)
         reset_password(req, rep, in);
     json_wipe_member(in, "password");
     json_wipe_member(req->json, "password");
+    json_wipe_member(in, "token");
+    json_wipe_member(req->json, "token");
     cJSON_Delete(in);
 }
 

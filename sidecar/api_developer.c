@@ -31,6 +31,10 @@ static enum store_status replace_ext(struct request *req, struct reply *rep, con
     }
     if ((after = ad_unit_finish(after)) == NULL)
         return STORE_ERROR;
+    if (!ad_unit_fits(after, rep)) {
+        cJSON_Delete(after);
+        return STORE_OK;
+    }
     txn_init(&t);
     ad_unit_txn_put(&t, req->user, "update", before, after);
     /* ext.bcat is read by serving. */

@@ -310,6 +310,17 @@ static enum MHD_Result on_headers(struct MHD_Connection *conn, const char *url,
     return MHD_YES;
 }
 
+/* Bodies carry passwords and tokens: wiped before their memory goes back,
+ * so a later allocation cannot find them. */
+static void body_free(struct conn_ctx *cx)
+{
+    if (cx->body != NULL)
+        sodium_memzero(cx->body, cx->body_cap);
+    free(cx->body);
+    cx->body = NULL;
+    cx->body_len = cx->body_cap = 0;
+}
+
 static int body_append(struct conn_ctx *cx, const char *data, size_t n)
 {
     if (cx->body_len + n > cx->body_cap) {
@@ -318,10 +329,16 @@ static int body_append(struct conn_ctx *cx, const char *data, size_t n)
             cap *= 2;
         if (cap > max_body)
             cap = max_body;
-        char *p = realloc(cx->body, cap);
+        /* not realloc: it would leave the old copy behind, unwiped */
+        char *p = malloc(cap);
         if (p == NULL)
             return -1;
+        if (cx->body_len > 0)
+            memcpy(p, cx->body, cx->body_len);
+        size_t len = cx->body_len;
+        body_free(cx);
         cx->body = p;
+        cx->body_len = len;
         cx->body_cap = cap;
     }
     memcpy(cx->body + cx->body_len, data, n);
@@ -332,9 +349,7 @@ static int body_append(struct conn_ctx *cx, const char *data, size_t n)
 static void refuse_body(struct conn_ctx *cx)
 {
     cx->too_large = true;
-    free(cx->body);
-    cx->body = NULL;
-    cx->body_len = cx->body_cap = 0;
+    body_free(cx);
 }
 
 /* Body chunks: kept only for JSON routes and only up to max_body.
@@ -424,7 +439,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     log_line("%s %s %d %.1fms%s", cx->method, cx->log_path, cx->status,
              monotonic_ms() - cx->start_ms,
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
-    free(cx->body);
+    body_free(cx);
     free(cx);
     *con_cls = NULL;
 }

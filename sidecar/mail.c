@@ -1,10 +1,12 @@
 #include "mail.h"
 
 #include "log.h"
+#include "secret.h"
 #include "store.h"
 #include "util.h"
 
 #include <curl/curl.h>
+#include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdbool.h>
@@ -34,8 +36,10 @@ static struct {
     struct mail *head, *tail;
     size_t queued;
     char *smtp_url;                 /* NULL: outbox only */
+    bool smtp_loopback;             /* STARTTLS optional only there */
     char from[ADDRESS_MAX + 1];
     char public_url[URL_MAX];
+    unsigned char outbox_key[crypto_secretbox_KEYBYTES];
 } M = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
@@ -57,6 +61,17 @@ static bool header_safe(const char *s)
     return true;
 }
 
+/* smtp[s]://[user[:pass]@]host[:port]: whether host is this machine */
+static bool smtp_host_is_loopback(const char *url)
+{
+    const char *host = strstr(url, "://") + 3, *at = strchr(host, '@');
+
+    if (at != NULL && at < host + strcspn(host, "/"))
+        host = at + 1;
+    return has_prefix(host, "127.") || has_prefix(host, "localhost") ||
+           has_prefix(host, "[::1]");
+}
+
 static int read_config(void)
 {
     const char *url = getenv("ADSERVE_SMTP_URL");
@@ -71,6 +86,7 @@ static int read_config(void)
         }
         if ((M.smtp_url = strdup(url)) == NULL)
             return -1;
+        M.smtp_loopback = smtp_host_is_loopback(url);
     }
     if (from == NULL || from[0] == '\0')
         from = "adserve@localhost";
@@ -216,7 +232,10 @@ static int smtp_send(const struct mail *m, char err[CURL_ERROR_SIZE])
     SETOPT(h, rc, CURLOPT_ERRORBUFFER, err);
     SETOPT(h, rc, CURLOPT_URL, M.smtp_url);
     SETOPT(h, rc, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
-    SETOPT(h, rc, CURLOPT_USE_SSL, (long)CURLUSESSL_TRY);
+    /* off this machine, a server that does not offer STARTTLS (or a
+     * network that strips it) must not get the link and the credentials
+     * in clear */
+    SETOPT(h, rc, CURLOPT_USE_SSL, (long)(M.smtp_loopback ? CURLUSESSL_TRY : CURLUSESSL_ALL));
     SETOPT(h, rc, CURLOPT_MAIL_FROM, from);
     SETOPT(h, rc, CURLOPT_MAIL_RCPT, rcpt);
     SETOPT(h, rc, CURLOPT_READFUNCTION, read_payload);
@@ -239,17 +258,43 @@ static int smtp_send(const struct mail *m, char err[CURL_ERROR_SIZE])
     return rc == CURLE_OK ? 0 : -1;
 }
 
+/* The body, sealed with the outbox key: nonce | secretbox, base64url. The
+ * body holds a reset link; Redis, its dumps and its replicas must not be
+ * a way to take over accounts. NULL out of memory. */
+static char *seal(const char *body)
+{
+    size_t n = strlen(body), raw = crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES + n;
+    size_t b64 = sodium_base64_ENCODED_LEN(raw, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+    unsigned char *box = malloc(raw);
+    char *out = malloc(b64);
+
+    if (box == NULL || out == NULL) {
+        free(box);
+        free(out);
+        return NULL;
+    }
+    randombytes_buf(box, crypto_secretbox_NONCEBYTES);
+    crypto_secretbox_easy(box + crypto_secretbox_NONCEBYTES, (const unsigned char *)body, n,
+                          box, M.outbox_key);
+    sodium_bin2base64(out, b64, box, raw, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+    free(box);
+    return out;
+}
+
 static int outbox_append(const struct mail *m)
 {
-    char at[RFC3339_LEN];
+    char at[RFC3339_LEN], *sealed = seal(m->body);
 
-    if (now_rfc3339(at) != 0)
+    if (sealed == NULL || now_rfc3339(at) != 0) {
+        free(sealed);
         return -1;
+    }
     struct store_conn *c = store_acquire();
     enum store_status st = store_do(c, (const char *[]){
         "XADD", OUTBOX_STREAM, "MAXLEN", "~", OUTBOX_MAXLEN, "*", "at", at,
-        "from", M.from, "to", m->to, "subject", m->subject, "body", m->body, NULL });
+        "from", M.from, "to", m->to, "subject", m->subject, "sealed", sealed, NULL });
     store_release(c);
+    free(sealed);
     return st == STORE_OK ? 0 : -1;
 }
 
@@ -297,9 +342,28 @@ static void *worker(void *arg)
 
 /* ---- start and stop ------------------------------------------------------ */
 
-int mail_init(void)
+/* The outbox key: 32 bytes, hex in the runtime folder's secrets */
+static int outbox_key(char *hex)
 {
-    if (read_config() != 0)
+    size_t n = 0;
+    int rc = hex != NULL ? sodium_hex2bin(M.outbox_key, sizeof M.outbox_key, hex, strlen(hex),
+                                          NULL, &n, NULL)
+                         : -1;
+
+    if (hex != NULL) {
+        sodium_memzero(hex, strlen(hex));
+        free(hex);
+    }
+    if (rc != 0 || n != sizeof M.outbox_key) {
+        log_line("the outbox key must be %zu bytes, hex-encoded", sizeof M.outbox_key);
+        return -1;
+    }
+    return 0;
+}
+
+int mail_init(const char *var_dir)
+{
+    if (read_config() != 0 || outbox_key(secret_load_or_create(var_dir, "outbox.key")) != 0)
         return -1;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         log_line("cannot initialise libcurl");
@@ -336,4 +400,73 @@ void mail_shutdown(void)
     M.curl_ready = false;
     free(M.smtp_url);
     M.smtp_url = NULL;
+}
+
+/* ---- reading the outbox ---------------------------------------------------- */
+
+static const char *entry_field(const redisReply *kv, const char *name)
+{
+    for (size_t i = 0; i + 1 < kv->elements; i += 2)
+        if (kv->element[i]->type == REDIS_REPLY_STRING &&
+            kv->element[i + 1]->type == REDIS_REPLY_STRING && strcmp(kv->element[i]->str, name) == 0)
+            return kv->element[i + 1]->str;
+    return "";
+}
+
+/* The body of a sealed entry, printed; "(cannot be opened)" if forged or
+ * sealed under another key */
+static void print_body(FILE *out, const char *sealed)
+{
+    size_t n = strlen(sealed), raw = 0;
+    unsigned char *box = malloc(n + 1);
+    unsigned char *plain = malloc(n + 1);
+
+    if (box != NULL && plain != NULL &&
+        sodium_base642bin(box, n + 1, sealed, n, NULL, &raw, NULL,
+                          sodium_base64_VARIANT_URLSAFE_NO_PADDING) == 0 &&
+        raw >= crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES &&
+        crypto_secretbox_open_easy(plain, box + crypto_secretbox_NONCEBYTES,
+                                   raw - crypto_secretbox_NONCEBYTES, box, M.outbox_key) == 0) {
+        size_t len = raw - crypto_secretbox_NONCEBYTES - crypto_secretbox_MACBYTES;
+        fprintf(out, "%.*s\n", (int)len, (const char *)plain);
+        sodium_memzero(plain, len);
+    } else {
+        fprintf(out, "(cannot be opened: not sealed with this runtime folder's outbox key)\n");
+    }
+    free(box);
+    free(plain);
+}
+
+int mail_outbox_print(const char *var_dir, const char *host, int port, long count, FILE *out)
+{
+    char countbuf[24];
+    struct timeval tv = { 2, 0 };
+
+    if (outbox_key(secret_load(var_dir, "outbox.key")) != 0)
+        return -1;
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    if (c == NULL || c->err) {
+        log_line("redis %s:%d: %s", host, port, c != NULL ? c->errstr : "out of memory");
+        redisFree(c);
+        return -1;
+    }
+    snprintf(countbuf, sizeof countbuf, "%ld", count);
+    const char *argv[] = { "XREVRANGE", OUTBOX_STREAM, "+", "-", "COUNT", countbuf };
+    redisReply *r = redisCommandArgv(c, 6, argv, NULL);
+    int rc = r != NULL && r->type == REDIS_REPLY_ARRAY ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || e->element[1]->type != REDIS_REPLY_ARRAY)
+            continue;
+        fprintf(out, "--- %s\nat: %s\nfrom: %s\nto: %s\nsubject: %s\n\n", e->element[0]->str,
+                entry_field(e->element[1], "at"), entry_field(e->element[1], "from"),
+                entry_field(e->element[1], "to"), entry_field(e->element[1], "subject"));
+        print_body(out, entry_field(e->element[1], "sealed"));
+    }
+    if (rc != 0)
+        log_line("cannot read %s", OUTBOX_STREAM);
+    freeReplyObject(r);
+    redisFree(c);
+    sodium_memzero(M.outbox_key, sizeof M.outbox_key);
+    return rc;
 }

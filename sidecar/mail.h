@@ -19,6 +19,8 @@
 #ifndef ADSERVE_MAIL_H
 #define ADSERVE_MAIL_H
 
+#include <stdio.h>
+
 #define MAIL_TIMEOUT_S 5
 #define MAIL_QUEUE_MAX 100
 #define OUTBOX_STREAM "adserve:outbox"
@@ -26,7 +28,11 @@
 
 /* Reads the configuration and starts the sending thread.  0 or -1
  * (logged).  Call before any other thread uses libcurl. */
-int mail_init(void);
+int mail_init(const char *var_dir);
+
+/* adserve-sidecar outbox [N]: prints the newest N messages of the outbox,
+ * opened with the runtime folder's outbox key.  0 or -1 (logged). */
+int mail_outbox_print(const char *var_dir, const char *host, int port, long count, FILE *out);
 
 /* Stops the thread: queued messages go to the outbox.  Call while the
  * Redis pool is still up; safe when mail_init failed or never ran. */

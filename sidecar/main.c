@@ -108,7 +108,7 @@ static int load_config(struct config *cfg)
 static char *load_jwt_secret(const struct config *cfg)
 {
     const char *env = getenv("ADSERVE_JWT_SECRET");
-    char *secret = env != NULL && env[0] != '\0' ? strdup(env) : secret_load_or_create(cfg->var_dir);
+    char *secret = env != NULL && env[0] != '\0' ? strdup(env) : secret_load_or_create(cfg->var_dir, "jwt.key");
 
     if (secret == NULL)
         return NULL;
@@ -201,7 +201,7 @@ static int run(const struct config *cfg, const sigset_t *stop)
         log_line("cannot initialise the redis pool");
     else if (ratelimit_init(getenv("ADSERVE_PROXY_TOKEN")) != 0)
         log_line("ADSERVE_PROXY_TOKEN must be 32 to 127 bytes");
-    else if (mail_init() != 0)
+    else if (mail_init(cfg->var_dir) != 0)
         log_line("cannot initialise mail");
     else if ((rc = wait_for_redis(cfg, stop)) == 0)
         rc = bootstrap(cfg) == 0 ? serve(cfg, stop) : -1;
@@ -217,7 +217,23 @@ static int run(const struct config *cfg, const sigset_t *stop)
     return rc;
 }
 
-int main(void)
+/* adserve-sidecar outbox [N]: the newest N (10) messages of the outbox,
+ * for an operator without an SMTP server */
+static int outbox(const struct config *cfg, int argc, char **argv)
+{
+    char *end;
+    long count = argc > 2 ? strtol(argv[2], &end, 10) : 10;
+
+    if (argc > 3 || (argc > 2 && (*end != '\0' || count < 1 || count > 1000))) {
+        fprintf(stderr, "usage: adserve-sidecar outbox [1..1000]\n");
+        return EXIT_FAILURE;
+    }
+    return mail_outbox_print(cfg->var_dir, cfg->redis_host, (int)cfg->redis_port, count, stdout) == 0
+               ? EXIT_SUCCESS
+               : EXIT_FAILURE;
+}
+
+int main(int argc, char **argv)
 {
     struct config cfg;
     sigset_t stop;
@@ -225,6 +241,13 @@ int main(void)
     if (sodium_init() < 0) {
         log_line("cannot initialise libsodium");
         return EXIT_FAILURE;
+    }
+    if (argc > 1) {
+        if (strcmp(argv[1], "outbox") != 0) {
+            fprintf(stderr, "usage: adserve-sidecar [outbox [N]]\n");
+            return EXIT_FAILURE;
+        }
+        return load_config(&cfg) != 0 ? EXIT_FAILURE : outbox(&cfg, argc, argv);
     }
     if (block_signals(&stop) != 0) {
         log_line("cannot set up signal handling");

@@ -280,22 +280,38 @@ static cJSON *apply(struct walk *w, const struct schema *s, const cJSON *in,
                     enum schema_mode mode);
 
 /* Free-form values are copied as they are, but their strings and keys
- * must still be valid UTF-8. */
-static bool tree_utf8_ok(const cJSON *v)
+ * must still be valid UTF-8, and their nesting counts toward the same
+ * depth limit as everything else. */
+enum tree_fault { TREE_OK, TREE_TOO_DEEP, TREE_BAD_UTF8 };
+
+static enum tree_fault tree_check(const cJSON *v, int depth)
 {
+    enum tree_fault f;
+
+    if (depth > SCHEMA_MAX_DEPTH)
+        return TREE_TOO_DEEP;
     if (cJSON_IsString(v) && utf8_length(v->valuestring) < 0)
-        return false;
-    for (const cJSON *c = v->child; c != NULL; c = c->next)
-        if ((c->string != NULL && utf8_length(c->string) < 0) || !tree_utf8_ok(c))
-            return false;
-    return true;
+        return TREE_BAD_UTF8;
+    for (const cJSON *c = v->child; c != NULL; c = c->next) {
+        if (c->string != NULL && utf8_length(c->string) < 0)
+            return TREE_BAD_UTF8;
+        if ((f = tree_check(c, depth + 1)) != TREE_OK)
+            return f;
+    }
+    return TREE_OK;
 }
 
 static cJSON *apply_any(struct walk *w, const struct schema *s, const cJSON *in)
 {
     (void)s;
-    if (!tree_utf8_ok(in))
+    switch (tree_check(in, w->depth)) {
+    case TREE_TOO_DEEP:
+        return fail(w, "nested more than %d levels deep", SCHEMA_MAX_DEPTH);
+    case TREE_BAD_UTF8:
         return fail(w, "must be valid UTF-8 (strings and property names)");
+    case TREE_OK:
+        break;
+    }
     cJSON *out = cJSON_Duplicate(in, 1);
     return out != NULL ? out : fail(w, "out of memory");
 }

@@ -92,19 +92,43 @@ static char *create_secret(const char *path)
         unlink(path);
         errno = EIO;
     } else
-        log_line("generated a new JWT secret in %s", path);
+        log_line("generated a new secret in %s", path);
     return secret;
 }
 
-char *secret_load_or_create(const char *var_dir)
+static int secret_path(const char *var_dir, const char *name, char dir[PATH_MAX],
+                       char path[PATH_MAX])
+{
+    if (snprintf(dir, PATH_MAX, "%s/secrets", var_dir) >= PATH_MAX ||
+        snprintf(path, PATH_MAX, "%s/%s", dir, name) >= PATH_MAX) {
+        log_line("ADSERVE_VAR is too long");
+        return -1;
+    }
+    return 0;
+}
+
+char *secret_load(const char *var_dir, const char *name)
 {
     char dir[PATH_MAX], path[PATH_MAX];
 
-    if (snprintf(dir, sizeof dir, "%s/secrets", var_dir) >= (int)sizeof dir ||
-        snprintf(path, sizeof path, "%s/jwt.key", dir) >= (int)sizeof path) {
-        log_line("ADSERVE_VAR is too long");
+    if (secret_path(var_dir, name, dir, path) != 0)
+        return NULL;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        log_line("cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
+    char *secret = read_secret(fd, path);
+    close(fd);
+    return secret;
+}
+
+char *secret_load_or_create(const char *var_dir, const char *name)
+{
+    char dir[PATH_MAX], path[PATH_MAX];
+
+    if (secret_path(var_dir, name, dir, path) != 0)
+        return NULL;
     if (ensure_dir(var_dir, 0755) != 0 || ensure_dir(dir, 0700) != 0)
         return NULL;
     for (int attempt = 0; attempt < 2; attempt++) {

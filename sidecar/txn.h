@@ -29,7 +29,7 @@
 #define TXN_MAX_ARGS 64
 
 #define AUDIT_STREAM "adserve:audit"
-#define AUDIT_MAXLEN "1000000"          /* approximate cap of the stream */
+#define AUDIT_MAXLEN "100000"           /* approximate cap of the stream */
 #define REVISION_KEY "adserve:rev"      /* the serving revision (README) */
 #define CHANGES_STREAM "adserve:changes"    /* the change log serving reads */
 #define CHANGES_MAXLEN "100000"

@@ -308,7 +308,8 @@ enum store_status users_load_all(struct store_conn *c, struct user **out, size_t
         free(all);
         return st;
     }
-    qsort(all, k, sizeof *all, by_email);
+    if (k > 1)                      /* all is NULL when there is no user */
+        qsort(all, k, sizeof *all, by_email);
     *out = all;
     *n = k;
     return STORE_OK;

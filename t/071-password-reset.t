@@ -29,6 +29,8 @@ my $SENT = 'if the account exists, a reset link has been sent';
 # forgot-password from a client address of its own (the sidecar directly, as
 # nginx calls it), so that the per-client limit only bites where tested
 my $direct = HTTP::Tiny->new(timeout => 20);
+# what nginx shows the sidecar so that X-Real-IP is believed (scripts/run)
+sub proxy_token { open my $fh, '<', $t->var . '/secrets/proxy_token' or die; local $/; <$fh> }
 my $next_ip = 1;
 sub forgot {
     my ($body, $ip) = @_;
@@ -36,7 +38,8 @@ sub forgot {
     my $t0 = time;
     my $res = $direct->request('POST',
         'http://127.0.0.1:' . $t->env->{ADSERVE_SIDECAR_PORT} . '/api/auth/forgot-password',
-        { headers => { 'content-type' => 'application/json', 'x-real-ip' => $ip },
+        { headers => { 'content-type' => 'application/json', 'x-real-ip' => $ip,
+                       'x-adserve-proxy' => proxy_token() },
           content => ref $body ? encode_json($body) : $body });
     $res->{json} = eval { decode_json($res->{content}) };
     $res->{seconds} = time - $t0;
@@ -212,14 +215,25 @@ my $box = make_user('outbox@example.com');
 $r = forgot({ email => 'outbox@example.com' });
 is_deeply([$r->{status}, $r->{json}], [200, { detail => $SENT }], 'without SMTP: the same answer');
 ok($t->wait_until(10, sub { $t->redis('XLEN', 'adserve:outbox') == 1 }), 'one message in adserve:outbox');
-# id, then at, from, to, subject (one line each), then body (several lines)
-my @f = split /\n/, $t->redis('XRANGE', 'adserve:outbox', '-', '+');
-my %entry = @f[1 .. 8];
+# id, then at, from, to, subject, sealed (one line each): no body in clear
+my $raw = $t->redis('XRANGE', 'adserve:outbox', '-', '+');
+my @f = split /\n/, $raw;
+my %entry = @f[1 .. 10];
 is($entry{to}, 'outbox@example.com', 'outbox: to');
 is($entry{from}, 'noreply@adserve.test', 'outbox: from');
 like($entry{subject}, qr/reset/i, 'outbox: subject');
-my $otoken = token_of(join "\n", @f);
-ok($otoken, 'outbox: the body has the link');
+ok(!exists $entry{body}, 'outbox: no body in clear');
+like($entry{sealed} // '', qr/^[A-Za-z0-9_-]{100,}$/, 'outbox: the body is sealed');
+unlike($raw, qr/reset-password\?token=/, 'no reset link anywhere in Redis');
+
+# the operator's way in: scripts/outbox opens it with the runtime folder's key
+my $opened = $t->script('outbox', '1');
+like($opened, qr/^to: outbox\@example\.com$/m, 'scripts/outbox lists the message');
+my $otoken = token_of($opened);
+ok($otoken, 'scripts/outbox shows the body, with the link');
+$t->redis('XADD', 'adserve:outbox', '*', at => 'x', from => 'x', to => 'forged@example.com',
+          subject => 'x', sealed => 'AAAA' x 40);
+like($t->script('outbox', '1'), qr/cannot be opened/, 'a body sealed with another key is not opened');
 like($t->log_text('sidecar.log'), qr/password reset mail for user \Q$box->{id}\E queued for the outbox/,
      'the log says a reset mail was queued for the outbox');
 unlike($t->log_text('sidecar.log'), qr/\Q$otoken\E/, 'without the token');

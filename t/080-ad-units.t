@@ -490,4 +490,29 @@ for my $call ([ 'GET', '/api/ad-units' ], [ 'POST', '/api/ad-units' ], [ 'GET', 
     detail_ok($t->request($call->[0], $call->[1], json => {}), 401, "no token: $call->[0] $call->[1]");
 }
 
+# ---- size and depth limits (found in review) -------------------------------------
+{
+    my $big = 'x' x 70000;
+    my $res = $t->api('POST', '/api/ad-units', json => { code => 'huge', name => 'Huge',
+                                                        ext => { passback => { tag => $big } } });
+    is($res->{status}, 422, 'an ad unit over 64 KiB once stored is refused');
+    like($res->{json}{detail}, qr/more than 65536/, '... saying how large it may be');
+    my $made = $t->api('POST', '/api/ad-units', json => { code => 'grows', name => 'Grows',
+                        ext => { passback => { tag => 'y' x 40000 } } });
+    is($made->{status}, 201, 'one of 40 KB is fine');
+    $res = $t->api('PATCH', "/api/developer/control/ad-units/$made->{json}{id}/ext",
+                   json => { ext => { passback => { tag => 'y' x 40000 },
+                                      external_raw_data => { more => 'z' x 40000 } } });
+    is($res->{status}, 422, 'endpoint 1 cannot grow it past the limit');
+    $res = $t->api('PATCH', "/api/ad-units/$made->{json}{id}",
+                   json => { description => 'd' x 30000 });
+    is($res->{status}, 422, 'nor can a PATCH');
+    my $deep = 1;
+    $deep = { d => $deep } for 1 .. 70;
+    $res = $t->api('POST', '/api/ad-units', json => { code => 'deep', name => 'Deep',
+                                                     ext => { external_raw_data => $deep } });
+    is($res->{status}, 422, 'a free-form value nested more than 64 levels is refused');
+    like($res->{json}{detail}, qr/nested more than 64 levels/, '... saying so');
+}
+
 done_testing;

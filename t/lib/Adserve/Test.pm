@@ -49,6 +49,8 @@ sub new {
     my ($class, %opt) = @_;
     my $var = tempdir('adserve-test-XXXXXX', TMPDIR => 1,
                       CLEANUP => !$ENV{ADSERVE_TEST_KEEP});
+    # as make run's var/: nginx workers run as another user (secrets/ is 0700)
+    chmod 0755, $var;
     my $self = bless {
         var   => $var,
         owner => $$,
