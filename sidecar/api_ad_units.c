@@ -45,18 +45,6 @@ static bool matches(const cJSON *unit, const cJSON *query)
            contains(ad_unit_str(unit, "code"), q);
 }
 
-/* Oldest first, then by id: an order that paging can rely on. */
-static int by_creation(const void *a, const void *b)
-{
-    const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-    const char *cx = ad_unit_str(x, "created_at"), *cy = ad_unit_str(y, "created_at");
-    int c = strcmp(cx ? cx : "", cy ? cy : "");
-
-    if (c != 0)
-        return c;
-    const char *ix = ad_unit_str(x, "id"), *iy = ad_unit_str(y, "id");
-    return strcmp(ix ? ix : "", iy ? iy : "");
-}
 
 /* The matching ad units of an HGETALL reply, parsed into all (every
  * record, for freeing) and picked (the matches, sorted). */
@@ -77,7 +65,7 @@ static void collect(const redisReply *r, const cJSON *query, cJSON **all, cJSON 
         if (matches(unit, query))
             picked[n++] = unit;
     }
-    qsort(picked, n, sizeof *picked, by_creation);
+    qsort(picked, n, sizeof *picked, json_by_creation);
     *n_picked = n;
 }
 

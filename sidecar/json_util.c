@@ -173,3 +173,15 @@ void json_wipe_member(cJSON *o, const char *name)
     if (s != NULL)
         sodium_memzero(s, strlen(s));
 }
+
+int json_by_creation(const void *a, const void *b)
+{
+    const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+    const char *cx = json_str_member(x, "created_at"), *cy = json_str_member(y, "created_at");
+    int c = strcmp(cx ? cx : "", cy ? cy : "");
+
+    if (c != 0)
+        return c;
+    const char *ix = json_str_member(x, "id"), *iy = json_str_member(y, "id");
+    return strcmp(ix ? ix : "", iy ? iy : "");
+}

@@ -50,6 +50,10 @@ cJSON *json_apply_schema(const struct schema *s, const cJSON *in, enum schema_mo
 /* The string member name of o, or NULL (absent or not a string). */
 const char *json_str_member(const cJSON *o, const char *name);
 
+/* qsort order of resources (cJSON * elements): oldest first, then by id,
+ * an order that paging can rely on. */
+int json_by_creation(const void *a, const void *b);
+
 /* Overwrites a string member (a password) before the object is freed. */
 void json_wipe_member(cJSON *o, const char *name);
 
