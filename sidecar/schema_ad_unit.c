@@ -636,7 +636,8 @@ static const struct schema_variant expr_variants[] = {
 static const struct schema expr = {
     .name = "Expr", .type = SCHEMA_UNION, .discriminator = "type", .variants = expr_variants,
 };
-static const struct schema expr_n = {
+/* Exported (schemas.h): a line item's targeting.kv is the same Expr. */
+const struct schema schema_expr_n = {
     .name = "Expr", .type = SCHEMA_UNION, .discriminator = "type", .variants = expr_variants,
     .nullable = true,
 };
@@ -716,7 +717,7 @@ static const struct schema_field recommendation_placement_fields[] = {
     { "ext", &free_object, .dflt = "{}" },
     { .name = "ad_log_tracking_mode", .schema = &ad_log_tracking_mode_n },
     { .name = "candidate_filtering", .schema = &candidate_filtering_n },
-    { .name = "content_filter_rule", .schema = &expr_n },
+    { .name = "content_filter_rule", .schema = &schema_expr_n },
     { .name = "fallback", .schema = &recommendation_fallback_array_n },
     { NULL },
 };

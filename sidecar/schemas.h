@@ -18,6 +18,8 @@ extern const struct schema schema_ad_unit_ext;
 extern const struct schema schema_developer_ad_unit_ext_request;
 /* GET /api/ad-units query: limit, offset, status, parent_id, q. */
 extern const struct schema schema_ad_unit_list_query;
+/* The spec's "Expr or null" (RecommendationPlacement, line item kv targeting). */
+extern const struct schema schema_expr_n;
 
 
 #endif

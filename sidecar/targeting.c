@@ -1,0 +1,852 @@
+/* Line item targeting: the shape (schema_targeting) and the checks of what
+ * a well-formed rule refers to (targeting_check).
+ *
+ * Redis layout read here. The demand resources write it (resource.h names
+ * the keys; these are its macros); this is the contract between the two:
+ *   adserve:ad_units                         hash  ad unit id -> AdUnit JSON
+ *   adserve:placements                       hash  placement id -> Placement JSON
+ *   adserve:targeting_keys                   hash  key id -> {id, name, type}, type
+ *                                                  PREDEFINED or FREEFORM
+ *   adserve:targeting_key_names              hash  key name -> key id
+ *   adserve:targeting_values:{key_id}        hash  value id -> {id, key_id, name}
+ *   adserve:targeting_value_names:{key_id}   hash  value name -> value id
+ * A kv rule names keys and values by name (lhs ["section"], rhs "sport"),
+ * so only the name indexes and the key records are read.
+ *
+ * Choices beyond the brief:
+ *   - kv: and / or need at least one expression, in / nin / intersects a
+ *     non-empty array (an empty one is always a mistake, never a rule);
+ *     numbers must be finite (cJSON reads 1e999 as infinity, stored as
+ *     null); at most KV_MAX_VALUES rhs values in all, which bounds the
+ *     Redis lookups of one line item;
+ *   - a PREDEFINED key's values are a closed set of names, so its rhs
+ *     values must be strings naming one (a number is refused: lt / le /
+ *     gt / ge cannot apply to such a key); a FREEFORM key takes any string
+ *     or number;
+ *   - dayparts: start 00:00..23:59, end 00:01..24:00 and after start, so a
+ *     span past midnight is two dayparts; days must not be empty; tz is
+ *     UTC only for now (the enum grows when serving knows zones);
+ *   - the same id twice in one list is harmless and kept.
+ * Every refusal is a 422 "targeting.<path>: <why>"; Redis failures are the
+ * usual 503 / 500. Local checks come first, so a malformed rule never
+ * costs a Redis round trip. */
+#include "targeting.h"
+
+#include "ad_units.h"
+#include "log.h"
+#include "resource.h"
+#include "schemas.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IDS 1000            /* include, exclude, placements (each) */
+#define MAX_SIZES 100
+#define MAX_DAYPARTS 64
+#define KV_MAX_DEPTH 16         /* the root expression is level 1 */
+#define KV_MAX_CMPS 256
+#define KV_MAX_VALUES 10000
+/* store_cmd takes at most 64 arguments: HMGET, the hash, 62 fields. */
+#define HMGET_BATCH 62
+#define KEY_ID_MAX 128
+
+/* ---- the shape ----------------------------------------------------------------- */
+
+static const struct schema uuid = { .type = SCHEMA_STRING, .format = SCHEMA_FORMAT_UUID };
+static const struct schema uuid_list = { .type = SCHEMA_ARRAY, .items = &uuid,
+                                         .max_items = MAX_IDS };
+
+static const struct schema_field ad_units_fields[] = {
+    { "include", &uuid_list, .dflt = "[]",
+      .description = "serve only on these ad units and their descendants; empty: on any" },
+    { "exclude", &uuid_list, .dflt = "[]",
+      .description = "never serve on these ad units or their descendants" },
+    { NULL },
+};
+static const struct schema ad_units = {
+    .name = "TargetingAdUnits", .type = SCHEMA_OBJECT, .fields = ad_units_fields,
+};
+
+static const struct schema pixels = { .type = SCHEMA_INTEGER, .has_min = true, .min = 0 };
+static const struct schema_field size_fields[] = {
+    { "w", &pixels, .required = true, .description = "width in pixels" },
+    { "h", &pixels, .required = true, .description = "height in pixels" },
+    { NULL },
+};
+static const struct schema size = {
+    .name = "TargetingSize", .type = SCHEMA_OBJECT, .fields = size_fields,
+};
+static const struct schema size_list = { .type = SCHEMA_ARRAY, .items = &size,
+                                         .max_items = MAX_SIZES };
+
+static const char *const device_types[] = { "desktop", "mobile", "tablet", "ctv", "other", NULL };
+static const char *const oses[] = { "windows", "macos", "linux", "android", "ios", "other", NULL };
+static const char *const browsers[] = { "chrome", "firefox", "safari", "edge", "other", NULL };
+static const struct schema device_type = { .type = SCHEMA_STRING, .enum_values = device_types };
+static const struct schema os = { .type = SCHEMA_STRING, .enum_values = oses };
+static const struct schema browser = { .type = SCHEMA_STRING, .enum_values = browsers };
+static const struct schema device_type_list = { .type = SCHEMA_ARRAY, .items = &device_type };
+static const struct schema os_list = { .type = SCHEMA_ARRAY, .items = &os };
+static const struct schema browser_list = { .type = SCHEMA_ARRAY, .items = &browser };
+
+/* Read from the request's user-agent by serving; empty: any. */
+static const struct schema_field device_fields[] = {
+    { "types", &device_type_list, .dflt = "[]", .description = "any of these; empty: any" },
+    { "os", &os_list, .dflt = "[]", .description = "any of these; empty: any" },
+    { "browsers", &browser_list, .dflt = "[]", .description = "any of these; empty: any" },
+    { NULL },
+};
+static const struct schema device = {
+    .name = "TargetingDevice", .type = SCHEMA_OBJECT, .fields = device_fields,
+};
+
+static const struct schema yob = { .type = SCHEMA_INTEGER, .has_min = true, .min = 1900,
+                                   .has_max = true, .max = 2100, .nullable = true };
+static const char *const genders[] = { "M", "F", "O", NULL };
+static const struct schema gender = { .type = SCHEMA_STRING, .enum_values = genders };
+static const struct schema gender_list = { .type = SCHEMA_ARRAY, .items = &gender };
+static const struct schema_field user_fields[] = {
+    { "yob_min", &yob, .dflt = "null", .description = "earliest year of birth; null: no bound" },
+    { "yob_max", &yob, .dflt = "null",
+      .description = "latest year of birth, >= yob_min; null: no bound" },
+    { "genders", &gender_list, .dflt = "[]", .description = "any of these; empty: any" },
+    { NULL },
+};
+static const struct schema user = {
+    .name = "TargetingUser", .type = SCHEMA_OBJECT, .fields = user_fields,
+};
+
+static const char *const weekdays[] = { "mon", "tue", "wed", "thu", "fri", "sat", "sun", NULL };
+static const struct schema weekday = { .type = SCHEMA_STRING, .enum_values = weekdays };
+static const struct schema weekday_list = { .type = SCHEMA_ARRAY, .items = &weekday };
+static const char *const zones[] = { "UTC", NULL };
+static const struct schema zone = { .type = SCHEMA_STRING, .enum_values = zones };
+static const struct schema hhmm = { .type = SCHEMA_STRING };
+static const struct schema_field daypart_fields[] = {
+    { "days", &weekday_list, .required = true, .description = "not empty" },
+    { "start", &hhmm, .required = true, .description = "HH:MM, 00:00 to 23:59, inclusive" },
+    { "end", &hhmm, .required = true,
+      .description = "HH:MM, after start, up to 24:00, exclusive; past midnight: two dayparts" },
+    { "tz", &zone, .dflt = "\"UTC\"", .description = "only UTC for now" },
+    { NULL },
+};
+static const struct schema daypart = {
+    .name = "TargetingDaypart", .type = SCHEMA_OBJECT, .fields = daypart_fields,
+};
+static const struct schema daypart_list = { .type = SCHEMA_ARRAY, .items = &daypart,
+                                            .max_items = MAX_DAYPARTS };
+
+static const struct schema_field targeting_fields[] = {
+    { "ad_units", &ad_units, .dflt = "{}" },
+    { "placements", &uuid_list, .dflt = "[]", .description = "any of these; empty: any" },
+    { "sizes", &size_list, .dflt = "[]", .description = "any of these; empty: any" },
+    { "kv", &schema_expr_n, .dflt = "null",
+      .description = "custom key-values: each cmp's lhs is [key name]; null: any" },
+    { "device", &device, .dflt = "{}" },
+    { "user", &user, .dflt = "{}" },
+    { "dayparts", &daypart_list, .dflt = "[]", .description = "any of these; empty: always" },
+    { NULL },
+};
+const struct schema schema_targeting = {
+    .name = "Targeting", .type = SCHEMA_OBJECT, .fields = targeting_fields,
+    .description = "Every part must match (an empty list or null matches anything).",
+};
+
+/* ---- paths and refusals ----------------------------------------------------------- */
+
+struct path {
+    char buf[256];
+    size_t len;
+};
+
+static void path_init(struct path *p)
+{
+    p->len = (size_t)snprintf(p->buf, sizeof p->buf, "targeting");
+}
+
+/* Appends ".name"; returns the previous length for path_pop. */
+static size_t path_name(struct path *p, const char *name)
+{
+    size_t old = p->len;
+    int n = snprintf(p->buf + p->len, sizeof p->buf - p->len, ".%s", name);
+
+    if (n > 0)
+        p->len = p->len + (size_t)n < sizeof p->buf ? p->len + (size_t)n : sizeof p->buf - 1;
+    return old;
+}
+
+static size_t path_index(struct path *p, int i)
+{
+    size_t old = p->len;
+    int n = snprintf(p->buf + p->len, sizeof p->buf - p->len, "[%d]", i);
+
+    if (n > 0)
+        p->len = p->len + (size_t)n < sizeof p->buf ? p->len + (size_t)n : sizeof p->buf - 1;
+    return old;
+}
+
+static void path_pop(struct path *p, size_t old)
+{
+    p->len = old;
+    p->buf[old] = '\0';
+}
+
+static int invalid(struct reply *rep, const struct path *p, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* 422 "<path>: <why>"; always -1, so callers can return it. */
+static int invalid(struct reply *rep, const struct path *p, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        msg[0] = '\0';
+    reply_error(rep, 422, "%s: %s", p->buf, msg);
+    return -1;
+}
+
+static int out_of_memory(struct reply *rep)
+{
+    reply_error(rep, 500, "internal error");
+    return -1;
+}
+
+static const cJSON *member(const cJSON *o, const char *name)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, name);
+}
+
+static bool is_null(const cJSON *v)
+{
+    return v == NULL || cJSON_IsNull(v);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* ---- local checks: no Redis -------------------------------------------------------- */
+
+/* The strings of an array, as a new array of pointers into it (*n set);
+ * NULL when empty or out of memory (*n tells them apart). */
+static const char **strings_of(const cJSON *list, size_t *n)
+{
+    const char **s;
+    size_t i = 0;
+
+    *n = (size_t)cJSON_GetArraySize(list);
+    if (*n == 0 || (s = malloc(*n * sizeof *s)) == NULL)
+        return NULL;
+    for (const cJSON *e = list->child; e != NULL && i < *n; e = e->next)
+        s[i++] = cJSON_IsString(e) ? e->valuestring : "";
+    return s;
+}
+
+/* An ad unit both included and excluded is a contradiction, not a rule. */
+static int check_overlap(const cJSON *include, const cJSON *exclude, struct reply *rep)
+{
+    size_t n;
+    const char **in = strings_of(include, &n);
+    struct path p;
+    int i = 0;
+
+    if (n == 0 || cJSON_GetArraySize(exclude) == 0) {
+        free(in);
+        return 0;
+    }
+    if (in == NULL)
+        return out_of_memory(rep);
+    qsort(in, n, sizeof *in, cmp_str);
+    path_init(&p);
+    path_name(&p, "ad_units.exclude");
+    for (const cJSON *e = exclude->child; e != NULL; e = e->next, i++) {
+        const char *id = cJSON_GetStringValue(e);
+        if (id != NULL && bsearch(&id, in, n, sizeof *in, cmp_str) != NULL) {
+            path_index(&p, i);
+            free(in);
+            return invalid(rep, &p, "ad unit \"%s\" is also in include", id);
+        }
+    }
+    free(in);
+    return 0;
+}
+
+static int check_user(const cJSON *u, struct reply *rep)
+{
+    const cJSON *lo = member(u, "yob_min"), *hi = member(u, "yob_max");
+    struct path p;
+
+    if (!cJSON_IsNumber(lo) || !cJSON_IsNumber(hi) || lo->valuedouble <= hi->valuedouble)
+        return 0;
+    path_init(&p);
+    path_name(&p, "user.yob_max");
+    return invalid(rep, &p, "must be >= yob_min (%d)", lo->valueint);
+}
+
+/* Minutes since midnight of "HH:MM", or -1; 24:00 only as an end. */
+static int parse_hhmm(const char *s, bool end)
+{
+    if (s == NULL || strlen(s) != 5 || s[2] != ':' || !isdigit((unsigned char)s[0]) ||
+        !isdigit((unsigned char)s[1]) || !isdigit((unsigned char)s[3]) ||
+        !isdigit((unsigned char)s[4]))
+        return -1;
+    int h = (s[0] - '0') * 10 + (s[1] - '0'), m = (s[3] - '0') * 10 + (s[4] - '0');
+    if (m > 59 || h > 24 || (h == 24 && (!end || m != 0)))
+        return -1;
+    return h * 60 + m;
+}
+
+static int check_daypart(const cJSON *d, struct path *p, struct reply *rep)
+{
+    const char *start = json_str_member(d, "start"), *end = json_str_member(d, "end");
+    int from = parse_hhmm(start, false), to = parse_hhmm(end, true);
+
+    if (cJSON_GetArraySize(member(d, "days")) == 0) {
+        path_name(p, "days");
+        return invalid(rep, p, "must name at least one day");
+    }
+    if (from < 0) {
+        path_name(p, "start");
+        return invalid(rep, p, "must be a time HH:MM from 00:00 to 23:59");
+    }
+    if (to < 0) {
+        path_name(p, "end");
+        return invalid(rep, p, "must be a time HH:MM from 00:00 to 24:00");
+    }
+    if (to <= from) {
+        path_name(p, "end");
+        return invalid(rep, p, "must be after start (%s); past midnight, use two dayparts",
+                       start);
+    }
+    return 0;
+}
+
+static int check_dayparts(const cJSON *list, struct reply *rep)
+{
+    struct path p;
+    int i = 0;
+
+    path_init(&p);
+    path_name(&p, "dayparts");
+    for (const cJSON *d = list != NULL ? list->child : NULL; d != NULL; d = d->next, i++) {
+        size_t old = path_index(&p, i);
+        if (check_daypart(d, &p, rep) != 0)
+            return -1;
+        path_pop(&p, old);
+    }
+    return 0;
+}
+
+/* ---- kv: one walk, three visits ----------------------------------------------------- */
+
+enum key_type {
+    KEY_MISSING,
+    KEY_NAMED,          /* in the name index; its record not read yet */
+    KEY_PREDEFINED,
+    KEY_FREEFORM,
+};
+
+/* A key named by some cmp's lhs, and the string values used with it. */
+struct kv_key {
+    const char *name;           /* in the targeting object */
+    enum key_type type;
+    char id[KEY_ID_MAX];
+    const char **values;        /* sorted and distinct once looked up */
+    bool *known;                /* per value: a value of the key */
+    size_t n_values, cap_values;
+};
+
+struct kv_check {
+    struct kv_key keys[KV_MAX_CMPS];    /* at most one new key per cmp */
+    size_t n_keys;
+    int n_cmps, n_values;
+    struct reply *rep;
+};
+
+typedef int (*cmp_visit)(struct kv_check *k, const cJSON *cmp, struct path *p);
+
+static int walk(struct kv_check *k, const cJSON *e, struct path *p, int depth, cmp_visit visit);
+
+static int walk_list(struct kv_check *k, const cJSON *list, struct path *p, int depth,
+                     cmp_visit visit)
+{
+    int i = 0;
+
+    if (cJSON_GetArraySize(list) == 0)
+        return invalid(k->rep, p, "must hold at least one expression");
+    for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
+        size_t old = path_index(p, i);
+        if (walk(k, e, p, depth + 1, visit) != 0)
+            return -1;
+        path_pop(p, old);
+    }
+    return 0;
+}
+
+/* The schema made e a well-formed Expr; the walk adds the limits and hands
+ * each cmp's data to visit, with the path kept for the answer. */
+static int walk(struct kv_check *k, const cJSON *e, struct path *p, int depth, cmp_visit visit)
+{
+    const char *type = json_str_member(e, "type");
+    const cJSON *data = member(e, "data");
+
+    if (depth > KV_MAX_DEPTH)
+        return invalid(k->rep, p, "nested more than %d levels deep", KV_MAX_DEPTH);
+    if (type == NULL || data == NULL)
+        return invalid(k->rep, p, "must be an expression");
+    size_t old = path_name(p, "data");
+    int rc = strcmp(type, "cmp") == 0   ? visit(k, data, p)
+           : strcmp(type, "not") == 0   ? walk(k, data, p, depth + 1, visit)
+                                        : walk_list(k, data, p, depth, visit);
+    if (rc == 0)
+        path_pop(p, old);
+    return rc;
+}
+
+static int walk_kv(struct kv_check *k, const cJSON *kv, cmp_visit visit)
+{
+    struct path p;
+
+    path_init(&p);
+    path_name(&p, "kv");
+    return walk(k, kv, &p, 1, visit);
+}
+
+static struct kv_key *find_key(struct kv_check *k, const char *name)
+{
+    for (size_t i = 0; i < k->n_keys; i++)
+        if (strcmp(k->keys[i].name, name) == 0)
+            return &k->keys[i];
+    return NULL;
+}
+
+/* The one key name of a cmp's lhs (the schema made it an array of strings). */
+static const char *lhs_key(const cJSON *cmp)
+{
+    return cJSON_GetStringValue(cJSON_GetArrayItem(member(cmp, "lhs"), 0));
+}
+
+/* ---- visit 1: the shape of each cmp, and the keys it names ---- */
+
+enum rhs_kind { RHS_SCALAR, RHS_NUMBER, RHS_LIST };
+
+static enum rhs_kind rhs_kind(const char *op)
+{
+    if (strcmp(op, "eq") == 0 || strcmp(op, "ne") == 0)
+        return RHS_SCALAR;
+    if (strcmp(op, "in") == 0 || strcmp(op, "nin") == 0 || strcmp(op, "intersects") == 0)
+        return RHS_LIST;
+    return RHS_NUMBER;
+}
+
+static bool is_finite_number(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble);
+}
+
+static int check_list(struct kv_check *k, const cJSON *rhs, const char *op, struct path *p)
+{
+    int i = 0;
+
+    if (!cJSON_IsArray(rhs))
+        return invalid(k->rep, p, "must be an array for op %s", op);
+    if (rhs->child == NULL)
+        return invalid(k->rep, p, "must not be empty");
+    for (const cJSON *e = rhs->child; e != NULL; e = e->next, i++) {
+        if (!cJSON_IsString(e) && !is_finite_number(e)) {
+            path_index(p, i);
+            return invalid(k->rep, p, "must be a string or a finite number");
+        }
+    }
+    k->n_values += i;
+    return 0;
+}
+
+/* The op decides what rhs may be (p is the rhs's path). */
+static int check_rhs(struct kv_check *k, const cJSON *rhs, const char *op, struct path *p)
+{
+    switch (rhs_kind(op)) {
+    case RHS_SCALAR:
+        if (!cJSON_IsString(rhs) && !is_finite_number(rhs))
+            return invalid(k->rep, p, "must be a string or a finite number for op %s", op);
+        k->n_values++;
+        return 0;
+    case RHS_NUMBER:
+        if (!is_finite_number(rhs))
+            return invalid(k->rep, p, "must be a finite number for op %s", op);
+        k->n_values++;
+        return 0;
+    case RHS_LIST:
+        return check_list(k, rhs, op, p);
+    }
+    return invalid(k->rep, p, "internal error: unknown op");
+}
+
+static int visit_shape(struct kv_check *k, const cJSON *cmp, struct path *p)
+{
+    const char *op = json_str_member(cmp, "op"), *name = lhs_key(cmp);
+
+    if (++k->n_cmps > KV_MAX_CMPS) {
+        reply_error(k->rep, 422, "targeting.kv: more than %d comparisons", KV_MAX_CMPS);
+        return -1;
+    }
+    if (op == NULL)
+        return invalid(k->rep, p, "must be a comparison");
+    size_t old = path_name(p, "lhs");
+    if (cJSON_GetArraySize(member(cmp, "lhs")) != 1 || name == NULL)
+        return invalid(k->rep, p, "must name exactly one key");
+    path_pop(p, old);
+    path_name(p, "rhs");
+    if (check_rhs(k, member(cmp, "rhs"), op, p) != 0)
+        return -1;
+    path_pop(p, old);
+    if (k->n_values > KV_MAX_VALUES) {
+        reply_error(k->rep, 422, "targeting.kv: more than %d rhs values in all", KV_MAX_VALUES);
+        return -1;
+    }
+    if (find_key(k, name) == NULL)
+        k->keys[k->n_keys++].name = name;
+    return 0;
+}
+
+/* ---- visit 2: each key exists; a PREDEFINED key's values are collected ---- */
+
+static int add_value(struct kv_key *key, const char *v, struct reply *rep)
+{
+    if (key->n_values == key->cap_values) {
+        size_t cap = key->cap_values ? key->cap_values * 2 : 16;
+        const char **grown = realloc(key->values, cap * sizeof *grown);
+        if (grown == NULL)
+            return out_of_memory(rep);
+        key->values = grown;
+        key->cap_values = cap;
+    }
+    key->values[key->n_values++] = v;
+    return 0;
+}
+
+/* A value of a PREDEFINED key: a string (collected) naming one of its values. */
+static int predefined_value(struct kv_check *k, struct kv_key *key, const cJSON *v,
+                            struct path *p)
+{
+    if (!cJSON_IsString(v))
+        return invalid(k->rep, p, "must be a string naming a value of PREDEFINED key \"%s\"",
+                       key->name);
+    return add_value(key, v->valuestring, k->rep);
+}
+
+/* Calls each(k, key, value, path) for rhs, or for each item of an array rhs. */
+typedef int (*value_visit)(struct kv_check *k, struct kv_key *key, const cJSON *v,
+                           struct path *p);
+
+static int each_value(struct kv_check *k, struct kv_key *key, const cJSON *cmp, struct path *p,
+                      value_visit each)
+{
+    const cJSON *rhs = member(cmp, "rhs");
+    size_t old = path_name(p, "rhs");
+    int i = 0;
+
+    if (!cJSON_IsArray(rhs)) {
+        if (each(k, key, rhs, p) != 0)
+            return -1;
+        path_pop(p, old);
+        return 0;
+    }
+    for (const cJSON *e = rhs->child; e != NULL; e = e->next, i++) {
+        size_t at = path_index(p, i);
+        if (each(k, key, e, p) != 0)
+            return -1;
+        path_pop(p, at);
+    }
+    path_pop(p, old);
+    return 0;
+}
+
+static int visit_keys(struct kv_check *k, const cJSON *cmp, struct path *p)
+{
+    struct kv_key *key = find_key(k, lhs_key(cmp));
+
+    if (key->type == KEY_MISSING) {
+        path_name(p, "lhs[0]");
+        return invalid(k->rep, p, "\"%s\" is not a custom targeting key", key->name);
+    }
+    if (key->type == KEY_FREEFORM)
+        return 0;
+    return each_value(k, key, cmp, p, predefined_value);
+}
+
+/* ---- visit 3: each collected value was found ---- */
+
+static int known_value(struct kv_check *k, struct kv_key *key, const cJSON *v, struct path *p)
+{
+    const char **at = bsearch(&v->valuestring, key->values, key->n_values, sizeof *key->values,
+                              cmp_str);
+
+    if (at != NULL && key->known[at - key->values])
+        return 0;
+    return invalid(k->rep, p, "\"%s\" is not a value of key \"%s\"", v->valuestring, key->name);
+}
+
+static int visit_values(struct kv_check *k, const cJSON *cmp, struct path *p)
+{
+    struct kv_key *key = find_key(k, lhs_key(cmp));
+
+    return key->type != KEY_PREDEFINED ? 0 : each_value(k, key, cmp, p, known_value);
+}
+
+static void kv_free(struct kv_check *k)
+{
+    if (k == NULL)
+        return;
+    for (size_t i = 0; i < k->n_keys; i++) {
+        free(k->keys[i].values);
+        free(k->keys[i].known);
+    }
+    free(k);
+}
+
+/* ---- Redis: HMGET in batches ----------------------------------------------------- */
+
+/* Reads one HMGET reply of m fields: present[i], and a copy of each value
+ * when vals is not NULL. -1 on a reply of the wrong shape or OOM. */
+static int read_hmget(const redisReply *r, size_t m, bool *present, char **vals)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != m) {
+        log_line("targeting: unexpected HMGET reply (type %d)", r->type);
+        return -1;
+    }
+    for (size_t i = 0; i < m; i++) {
+        const redisReply *e = r->element[i];
+        present[i] = e->type == REDIS_REPLY_STRING;
+        if (!present[i] && e->type != REDIS_REPLY_NIL)
+            return -1;
+        if (vals != NULL && present[i] && (vals[i] = strndup(e->str, e->len)) == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static int hmget_batch(struct store_conn *c, const char *hash, const char *const *fields,
+                       size_t m, bool *present, char **vals, struct reply *rep)
+{
+    const char *argv[HMGET_BATCH + 3] = { "HMGET", hash };
+    redisReply *r;
+
+    memcpy(argv + 2, fields, m * sizeof *fields);
+    argv[2 + m] = NULL;
+    enum store_status st = store_cmd(c, &r, argv);
+    if (st != STORE_OK) {
+        reply_store_error(rep, st);
+        return -1;
+    }
+    int rc = read_hmget(r, m, present, vals);
+    freeReplyObject(r);
+    if (rc != 0)
+        reply_error(rep, 500, "internal error");
+    return rc;
+}
+
+/* HMGET hash fields[0..n): present[i] and, when vals is not NULL, vals[i]
+ * (a copy the caller frees, NULL when absent; vals starts all NULL). */
+static int hmget(struct store_conn *c, const char *hash, const char *const *fields, size_t n,
+                 bool *present, char **vals, struct reply *rep)
+{
+    for (size_t at = 0; at < n; at += HMGET_BATCH) {
+        size_t m = n - at < HMGET_BATCH ? n - at : HMGET_BATCH;
+        if (hmget_batch(c, hash, fields + at, m, present + at, vals != NULL ? vals + at : NULL,
+                        rep) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void free_strs(char **s, size_t n)
+{
+    for (size_t i = 0; s != NULL && i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+/* ---- Redis checks -------------------------------------------------------------- */
+
+/* Every id of list (at path "targeting.<where>") is a field of hash. */
+static int check_exist(struct store_conn *c, const char *hash, const cJSON *list,
+                       const char *where, const char *what, struct reply *rep)
+{
+    size_t n;
+    const char **ids = strings_of(list, &n);
+    bool *present = ids != NULL ? malloc(n * sizeof *present) : NULL;
+    int rc = n == 0 ? 0 : present == NULL ? out_of_memory(rep)
+                                          : hmget(c, hash, ids, n, present, NULL, rep);
+
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!present[i]) {
+            struct path p;
+            path_init(&p);
+            path_name(&p, where);
+            path_index(&p, (int)i);
+            rc = invalid(rep, &p, "%s \"%s\" does not exist", what, ids[i]);
+        }
+    }
+    free(present);
+    free(ids);
+    return rc;
+}
+
+/* The type of a stored key record; -1 when it is not one (bad data). */
+static int key_type_of(const char *json, enum key_type *type)
+{
+    cJSON *o = cJSON_Parse(json);
+    const char *t = json_str_member(o, "type");
+    int rc = 0;
+
+    if (t != NULL && strcmp(t, "PREDEFINED") == 0)
+        *type = KEY_PREDEFINED;
+    else if (t != NULL && strcmp(t, "FREEFORM") == 0)
+        *type = KEY_FREEFORM;
+    else
+        rc = -1;
+    cJSON_Delete(o);
+    return rc;
+}
+
+/* Sets each key's id and type from its record. A name whose index entry
+ * points at no record (a torn write) is a missing key, as serving would see it. */
+static int key_records(struct store_conn *c, struct kv_check *k, struct reply *rep)
+{
+    const char *ids[KV_MAX_CMPS];
+    struct kv_key *of[KV_MAX_CMPS];
+    bool present[KV_MAX_CMPS];
+    char **recs = calloc(KV_MAX_CMPS, sizeof *recs);
+    size_t n = 0;
+
+    if (recs == NULL)
+        return out_of_memory(rep);
+    for (size_t i = 0; i < k->n_keys; i++)
+        if (k->keys[i].type != KEY_MISSING) {
+            of[n] = &k->keys[i];
+            ids[n++] = k->keys[i].id;
+        }
+    int rc = n == 0 ? 0 : hmget(c, TARGETING_KEYS_KEY, ids, n, present, recs, rep);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!present[i]) {
+            of[i]->type = KEY_MISSING;
+        } else if (key_type_of(recs[i], &of[i]->type) != 0) {
+            log_line("targeting: key %s has no valid type", of[i]->id);
+            reply_error(rep, 500, "internal error");
+            rc = -1;
+        }
+    }
+    free_strs(recs, KV_MAX_CMPS);
+    return rc;
+}
+
+/* Resolves each key name to its id (the name index), then its type. */
+static int resolve_keys(struct store_conn *c, struct kv_check *k, struct reply *rep)
+{
+    const char *names[KV_MAX_CMPS];
+    bool present[KV_MAX_CMPS];
+    char **ids = calloc(KV_MAX_CMPS, sizeof *ids);
+    int rc;
+
+    if (ids == NULL)
+        return out_of_memory(rep);
+    for (size_t i = 0; i < k->n_keys; i++)
+        names[i] = k->keys[i].name;
+    rc = hmget(c, TARGETING_KEY_NAMES_KEY, names, k->n_keys, present, ids, rep);
+    for (size_t i = 0; rc == 0 && i < k->n_keys; i++) {
+        struct kv_key *key = &k->keys[i];
+        /* An id too long for a key id is no key of ours. */
+        key->type = present[i] && strlen(ids[i]) < sizeof key->id ? KEY_NAMED : KEY_MISSING;
+        if (key->type != KEY_MISSING)
+            memcpy(key->id, ids[i], strlen(ids[i]) + 1);
+    }
+    free_strs(ids, KV_MAX_CMPS);
+    return rc == 0 ? key_records(c, k, rep) : -1;
+}
+
+/* Sorts a PREDEFINED key's values, drops repeats, and looks them up in its
+ * value name index. */
+static int lookup_values(struct store_conn *c, struct kv_key *key, struct reply *rep)
+{
+    char hash[sizeof TARGETING_VALUE_NAMES_PREFIX + KEY_ID_MAX];
+    size_t n = 0;
+
+    if (key->n_values == 0)
+        return 0;
+    qsort(key->values, key->n_values, sizeof *key->values, cmp_str);
+    for (size_t i = 0; i < key->n_values; i++)
+        if (n == 0 || strcmp(key->values[n - 1], key->values[i]) != 0)
+            key->values[n++] = key->values[i];
+    key->n_values = n;
+    if ((key->known = malloc(n * sizeof *key->known)) == NULL)
+        return out_of_memory(rep);
+    snprintf(hash, sizeof hash, "%s%s", TARGETING_VALUE_NAMES_PREFIX, key->id);
+    return hmget(c, hash, key->values, n, key->known, NULL, rep);
+}
+
+/* Keys exist (visit 2), then each PREDEFINED value is one of the key's (visit 3). */
+static int check_kv_refs(struct store_conn *c, struct kv_check *k, const cJSON *kv)
+{
+    if (resolve_keys(c, k, k->rep) != 0 || walk_kv(k, kv, visit_keys) != 0)
+        return -1;
+    for (size_t i = 0; i < k->n_keys; i++)
+        if (k->keys[i].type == KEY_PREDEFINED && lookup_values(c, &k->keys[i], k->rep) != 0)
+            return -1;
+    return walk_kv(k, kv, visit_values);
+}
+
+/* ---- targeting_check ------------------------------------------------------------- */
+
+static int check_local(const cJSON *t, struct kv_check *k, struct reply *rep)
+{
+    const cJSON *units = member(t, "ad_units"), *kv = member(t, "kv");
+
+    if (check_overlap(member(units, "include"), member(units, "exclude"), rep) != 0 ||
+        check_user(member(t, "user"), rep) != 0 || check_dayparts(member(t, "dayparts"), rep) != 0)
+        return -1;
+    return k != NULL ? walk_kv(k, kv, visit_shape) : 0;
+}
+
+static int check_refs(struct store_conn *c, const cJSON *t, struct kv_check *k,
+                      struct reply *rep)
+{
+    const cJSON *units = member(t, "ad_units");
+
+    if (check_exist(c, AD_UNITS_KEY, member(units, "include"), "ad_units.include", "ad unit",
+                    rep) != 0 ||
+        check_exist(c, AD_UNITS_KEY, member(units, "exclude"), "ad_units.exclude", "ad unit",
+                    rep) != 0 ||
+        check_exist(c, PLACEMENTS_KEY, member(t, "placements"), "placements", "placement",
+                    rep) != 0)
+        return -1;
+    return k != NULL ? check_kv_refs(c, k, member(t, "kv")) : 0;
+}
+
+int targeting_check(struct store_conn *c, const cJSON *targeting, struct reply *rep)
+{
+    struct kv_check *k = NULL;
+
+    if (is_null(targeting))
+        return 0;
+    /* On the heap: it holds one slot per possible key (about 20 KB). */
+    if (!is_null(member(targeting, "kv")) && (k = calloc(1, sizeof *k)) == NULL)
+        return out_of_memory(rep);
+    if (k != NULL)
+        k->rep = rep;
+    int rc = check_local(targeting, k, rep);
+    if (rc == 0)
+        rc = check_refs(c, targeting, k, rep);
+    kv_free(k);
+    return rc;
+}
