@@ -16,5 +16,13 @@ ROUTE_GROUP(audit);
 ROUTE_GROUP(ad_units);
 ROUTE_GROUP(developer);
 ROUTE_GROUP(openapi);
+ROUTE_GROUP(batch);
+ROUTE_GROUP(advertisers);
+ROUTE_GROUP(placements);
+ROUTE_GROUP(orders);
+ROUTE_GROUP(line_items);
+ROUTE_GROUP(creatives);
+ROUTE_GROUP(licas);
+ROUTE_GROUP(targeting_keys);
 
 #endif

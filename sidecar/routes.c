@@ -20,6 +20,14 @@ const struct route_table route_tables[] = {
     GROUP(ad_units),
     GROUP(developer),
     GROUP(openapi),
+    GROUP(batch),
+    GROUP(advertisers),
+    GROUP(placements),
+    GROUP(orders),
+    GROUP(line_items),
+    GROUP(creatives),
+    GROUP(licas),
+    GROUP(targeting_keys),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

@@ -192,6 +192,23 @@ sub api {
     return $self->request($method, $path, %o, headers => \%headers);
 }
 
+# created PATH BODY [api options]: a POST that must answer 201; the record
+sub created {
+    my ($self, $path, $body, %o) = @_;
+    my $res = $self->api('POST', $path, json => $body, %o);
+    Test::More::is($res->{status}, 201, "POST $path: 201") or Test::More::diag($res->{content});
+    return $res->{json} // {};
+}
+
+# refused RES STATUS LIKE NAME: the status, and a {detail} that says why
+sub refused {
+    my ($self, $res, $status, $like, $name) = @_;
+    Test::More::is($res->{status}, $status, "$name: $status") or Test::More::diag($res->{content});
+    Test::More::like($res->{json} && $res->{json}{detail} // '', $like, "$name: the detail says why");
+}
+
+sub revision { $_[0]->redis('GET', 'adserve:rev') || 0 }
+
 # the status of whichever worker answers
 sub status {
     my ($self) = @_;

@@ -1,0 +1,56 @@
+/* /api/advertisers: the buyers (resource.h).
+ *
+ * Admins and operators manage advertisers. An advertiser user reads its
+ * own record (and so its balance), and nothing else of this collection:
+ * the list and POST answer 403, another advertiser's id 404, and a
+ * PATCH or DELETE of its own record 403. Serving does not read
+ * advertisers, so their writes leave the revision alone. An advertiser
+ * with orders or creatives cannot be deleted (409). */
+#include "api.h"
+
+#include "resource.h"
+#include "schema_demand.h"
+
+#define DEMAND_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
+
+static const char *const advertiser_watch[] = { ORDERS_KEY, CREATIVES_KEY, NULL };
+static const struct resource_dependent advertiser_dependents[] = {
+    { ADVERTISER_ORDERS_PREFIX, false, "orders" },
+    { ADVERTISER_CREATIVES_PREFIX, false, "creatives" },
+    { NULL, false, NULL },
+};
+static const struct resource_filter advertiser_filters[] = {
+    { "q", "name", NULL, true },
+    { NULL, NULL, NULL, false },
+};
+
+const struct resource resource_advertisers = {
+    .name = "advertiser", .label = "advertiser", .hash = ADVERTISERS_KEY,
+    .location = "/api/advertisers", .schema = &schema_advertiser,
+    .list_query = &schema_advertiser_list_query, .filters = advertiser_filters,
+    .serving = false, .owner = OWNER_SELF, .watch = advertiser_watch,
+    .dependents = advertiser_dependents,
+};
+
+RESOURCE_HANDLERS(advertisers, resource_advertisers)
+RESOURCE_DOCS(advertisers, "Advertisers", schema_advertiser, schema_advertiser_patch,
+              schema_advertiser_list_query,
+              "List advertisers, oldest first; filter: q (name substring)",
+              "Create an advertiser",
+              "Get an advertiser (advertisers: their own only, else 404)",
+              "Update an advertiser (advertisers: 403 on their own, 404 on others)",
+              "Delete an advertiser without orders or creatives (else 409)");
+
+const struct route advertisers_routes[] = {
+    { "GET", "/api/advertisers", advertisers_list, DEMAND_ROLES, BODY_NONE,
+      &advertisers_list_doc },
+    { "POST", "/api/advertisers", advertisers_create, DEMAND_ROLES, BODY_JSON,
+      &advertisers_create_doc },
+    { "GET", "/api/advertisers/{id}", advertisers_get, ROLES_ANY, BODY_NONE,
+      &advertisers_get_doc },
+    { "PATCH", "/api/advertisers/{id}", advertisers_update, ROLES_ANY, BODY_JSON,
+      &advertisers_update_doc },
+    { "DELETE", "/api/advertisers/{id}", advertisers_delete, ROLES_ANY, BODY_NONE,
+      &advertisers_delete_doc },
+};
+const size_t advertisers_routes_count = sizeof advertisers_routes / sizeof advertisers_routes[0];

@@ -1,0 +1,176 @@
+/* /api/creatives: the ads (resource.h).
+ *
+ * Rules (README "Demand"):
+ *   - advertiser_id names an advertiser the caller sees (422) and cannot
+ *     change (409);
+ *   - IMAGE has image_url and no html, HTML has html and no image_url
+ *     (422; changing type means sending the other one as null);
+ *   - approval is a review: admins and operators set it (an advertiser
+ *     sending it: 403). Made by an admin or operator, a creative is
+ *     APPROVED unless they say otherwise; made by an advertiser, PENDING.
+ *     An advertiser's change of anything shown (all but name) makes it
+ *     PENDING again, so nothing unreviewed serves;
+ *   - a new w x h must keep fitting the line items of its LICAs (409);
+ *   - delete while any LICA exists: 409 (the spec). */
+#include "api.h"
+
+#include "resource.h"
+#include "schema_demand.h"
+
+#include <string.h>
+
+static const char *const creative_watch[] = { ADVERTISERS_KEY, LICAS_KEY, LINE_ITEMS_KEY, NULL };
+static const char *const creative_immutable[] = { "advertiser_id", NULL };
+static const struct resource_ref creative_refs[] = {
+    { "advertiser_id", &resource_advertisers, false },
+    { NULL, NULL, false },
+};
+static const struct resource_index creative_indexes[] = {
+    { "advertiser_id", ADVERTISER_CREATIVES_PREFIX },
+    { NULL, NULL },
+};
+static const struct resource_dependent creative_dependents[] = {
+    { CREATIVE_LICAS_PREFIX, false, "LICAs" },
+    { NULL, false, NULL },
+};
+static const struct resource_filter creative_filters[] = {
+    { "advertiser_id", "advertiser_id", ADVERTISER_CREATIVES_PREFIX, false },
+    { "approval", "approval", NULL, false },
+    { "type", "type", NULL, false },
+    { "q", "name", NULL, true },
+    { NULL, NULL, NULL, false },
+};
+
+static bool is(const char *a, const char *b)
+{
+    return a != NULL && strcmp(a, b) == 0;
+}
+
+static bool has(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+    return v != NULL && !cJSON_IsNull(v);
+}
+
+/* The content field of each type; the other type's must be null. */
+static enum store_status check_content(struct resource_write *w)
+{
+    bool image = is(json_str_member(w->after, "type"), "IMAGE");
+    const char *need = image ? "image_url" : "html", *other = image ? "html" : "image_url";
+
+    if (!has(w->after, need))
+        return resource_refuse(w, 422, "%s: required for an %s creative", need,
+                               image ? "IMAGE" : "HTML");
+    if (has(w->after, other))
+        return resource_refuse(w, 422, "%s: must be null for an %s creative", other,
+                               image ? "IMAGE" : "HTML");
+    return STORE_OK;
+}
+
+/* Whether the change touches what a reviewer approved (all but name). */
+static bool reviewed_change(const struct resource_write *w)
+{
+    for (const cJSON *c = w->changes->child; c != NULL; c = c->next)
+        if (strcmp(c->string, "name") != 0 && resource_changed(w, c->string))
+            return true;
+    return false;
+}
+
+static bool set_approval(cJSON *creative, const char *value)
+{
+    cJSON *v = cJSON_CreateString(value);
+
+    if (v == NULL)
+        return false;
+    cJSON_DeleteItemFromObjectCaseSensitive(creative, "approval");
+    if (!cJSON_AddItemToObject(creative, "approval", v)) {
+        cJSON_Delete(v);
+        return false;
+    }
+    return true;
+}
+
+static enum store_status check_approval(struct resource_write *w)
+{
+    bool advertiser = w->advertiser != NULL;
+
+    if (advertiser && cJSON_GetObjectItemCaseSensitive(w->changes, "approval") != NULL)
+        return resource_refuse(w, 403, "approval: only admins and operators review creatives");
+    if (w->before == NULL && !has(w->changes, "approval"))
+        return set_approval(w->after, advertiser ? "PENDING" : "APPROVED") ? STORE_OK
+                                                                            : STORE_ERROR;
+    if (w->before != NULL && advertiser && reviewed_change(w))
+        return set_approval(w->after, "PENDING") ? STORE_OK : STORE_ERROR;
+    return STORE_OK;
+}
+
+/* A new size keeps fitting the line items of the creative's LICAs. */
+static enum store_status check_licas_fit(struct resource_write *w)
+{
+    cJSON **licas;
+    size_t n;
+
+    if (w->before == NULL || (!resource_changed(w, "w") && !resource_changed(w, "h")))
+        return STORE_OK;
+    enum store_status st = resource_load_indexed(w->c, &resource_licas, CREATIVE_LICAS_PREFIX,
+                                                 json_str_member(w->after, "id"), &licas, &n);
+    for (size_t i = 0; st == STORE_OK && w->rep->status == 0 && i < n; i++) {
+        cJSON *line_item;
+        const char *lid = json_str_member(licas[i], "line_item_id");
+        st = lid != NULL ? resource_load(w->c, &resource_line_items, NULL, lid, &line_item)
+                         : STORE_NOT_FOUND;
+        if (st == STORE_NOT_FOUND) {
+            st = STORE_OK;
+            continue;
+        }
+        if (st == STORE_OK && !demand_size_fits(line_item, w->after))
+            resource_refuse(w, 409, "w, h: would no longer fit the sizes that line item %s of "
+                                    "LICA %s targets", lid, json_str_member(licas[i], "id"));
+        cJSON_Delete(line_item);
+    }
+    resource_free_records(licas, n);
+    return st;
+}
+
+static enum store_status creative_check(struct resource_write *w)
+{
+    enum store_status st;
+
+    if ((st = check_approval(w)) != STORE_OK || w->rep->status != 0 ||
+        (st = check_content(w)) != STORE_OK || w->rep->status != 0)
+        return st;
+    return check_licas_fit(w);
+}
+
+const struct resource resource_creatives = {
+    .name = "creative", .label = "creative", .hash = CREATIVES_KEY,
+    .location = "/api/creatives", .schema = &schema_creative,
+    .list_query = &schema_creative_list_query, .filters = creative_filters, .serving = true,
+    .owner = OWNER_FIELD, .watch = creative_watch, .immutable = creative_immutable,
+    .refs = creative_refs, .indexes = creative_indexes, .dependents = creative_dependents,
+    .check = creative_check,
+};
+
+RESOURCE_HANDLERS(creatives, resource_creatives)
+RESOURCE_DOCS(creatives, "Creatives", schema_creative, schema_creative_patch,
+              schema_creative_list_query,
+              "List creatives, oldest first; filters: advertiser_id, approval, type, q (name "
+              "substring); advertisers: their own",
+              "Create a creative: APPROVED when an admin or operator makes it, PENDING when an "
+              "advertiser does",
+              "Get a creative (another advertiser's: 404)",
+              "Update a creative; approval ({\"approval\": ...}) by admins and operators only "
+              "(403); an advertiser's change of anything but name makes it PENDING",
+              "Delete a creative without LICAs (else 409)");
+
+const struct route creatives_routes[] = {
+    { "GET", "/api/creatives", creatives_list, ROLES_ANY, BODY_NONE, &creatives_list_doc },
+    { "POST", "/api/creatives", creatives_create, ROLES_ANY, BODY_JSON, &creatives_create_doc },
+    { "GET", "/api/creatives/{id}", creatives_get, ROLES_ANY, BODY_NONE, &creatives_get_doc },
+    { "PATCH", "/api/creatives/{id}", creatives_update, ROLES_ANY, BODY_JSON,
+      &creatives_update_doc },
+    { "DELETE", "/api/creatives/{id}", creatives_delete, ROLES_ANY, BODY_NONE,
+      &creatives_delete_doc },
+};
+const size_t creatives_routes_count = sizeof creatives_routes / sizeof creatives_routes[0];
