@@ -10,6 +10,7 @@
  *   - every write appends one audit record (resource "user"), without the
  *     password or its hash. */
 #include "api.h"
+#include "resource.h"
 
 #include "auth.h"
 #include "schema_auth.h"
@@ -129,6 +130,24 @@ static int advertiser_rule(struct user *u, const cJSON *given, struct reply *rep
     return 0;
 }
 
+/* An advertiser user must belong to an advertiser that exists: 0, or -1
+ * with the answer in rep. (Not under WATCH: an advertiser deleted in the
+ * same instant leaves a user who sees nothing, not one who sees more.) */
+static int advertiser_exists(struct store_conn *c, const struct user *u, struct reply *rep)
+{
+    cJSON *rec = NULL;
+
+    if (u->advertiser_id[0] == '\0')
+        return 0;
+    enum store_status st = resource_load(c, &resource_advertisers, NULL, u->advertiser_id, &rec);
+    cJSON_Delete(rec);
+    if (st == STORE_NOT_FOUND)
+        reply_error(rep, 422, "advertiser_id: no such advertiser");
+    else if (st != STORE_OK)
+        reply_store_error(rep, st);
+    return st == STORE_OK ? 0 : -1;
+}
+
 /* Copies the request's email (normalized), role and advertiser_id into u. */
 static int apply_fields(struct user *u, const cJSON *in, struct reply *rep)
 {
@@ -196,7 +215,7 @@ static void create_user(struct request *req, struct reply *rep, const cJSON *in)
     struct user u;
 
     memset(&u, 0, sizeof u);
-    if (apply_fields(&u, in, rep) != 0)
+    if (apply_fields(&u, in, rep) != 0 || advertiser_exists(request_store(req), &u, rep) != 0)
         return;
     uuid_v4(u.id);
     if (copy_str(u.created_by, sizeof u.created_by, req->user->id) != 0 ||
@@ -300,7 +319,7 @@ static enum store_status try_update(struct store_conn *c, const struct request *
         return st;
     }
     *u = *old;
-    if (apply_fields(u, in, rep) != 0)
+    if (apply_fields(u, in, rep) != 0 || advertiser_exists(c, u, rep) != 0)
         return STORE_ERROR;
     if (hash == NULL && same_user(u, old))
         return STORE_OK;                    /* nothing to write */

@@ -115,7 +115,7 @@ is($res->{json}{id}, $admin_id, 'me is the admin');
 ok(!grep(/password/, keys %{ $res->{json} }), 'no password field');
 
 # ---- users with other roles ----------------------------------------------------------------
-my $adv_id = Adserve::Test::uuid();
+my $adv_id = $t->advertiser_id;
 my $op = make_user('operator@example.com', 'operator');
 my $adv = make_user('advertiser@example.com', 'advertiser', advertiser_id => $adv_id);
 my $adv_login = login_res('advertiser@example.com', 'a-good-password')->{json};

@@ -44,7 +44,7 @@ is($res->{json}{items}[0]{email}, $admin_email, '... it is');
 no_secret($res->{json}, 'list');
 
 # ---- create ----------------------------------------------------------------------------
-my $adv_id = Adserve::Test::uuid();
+my $adv_id = $t->advertiser_id;
 $res = create(email => 'Op.One@Example.com', password => $PW, role => 'operator');
 is($res->{status}, 201, 'an operator, with a 10-character password');
 my $op = $res->{json};
@@ -77,6 +77,9 @@ detail_ok(create(email => 'x@example.com', password => $PW, role => 'advertiser'
           'an advertiser without advertiser_id', qr/advertiser_id/);
 detail_ok(create(email => 'x@example.com', password => $PW, role => 'advertiser', advertiser_id => 'abc'),
           422, 'advertiser_id not a UUID', qr/advertiser_id/);
+detail_ok(create(email => 'x@example.com', password => $PW, role => 'advertiser',
+                 advertiser_id => Adserve::Test::uuid()),
+          422, 'advertiser_id of no advertiser', qr/advertiser_id: no such advertiser/);
 detail_ok(create(email => 'x@example.com', password => $PW, role => 'operator', advertiser_id => $adv_id),
           422, 'advertiser_id for an operator', qr/advertiser_id/);
 detail_ok(create(email => 'x@example.com', password => $PW, role => 'operator', nickname => 'x'),

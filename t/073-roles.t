@@ -18,7 +18,7 @@ my %token = (admin => $t->token, anonymous => undef);
 for my $role (qw(operator advertiser)) {
     my $res = $t->api('POST', '/api/users', json => {
         email => "$role\@example.com", password => 'a-good-password', role => $role,
-        ($role eq 'advertiser' ? (advertiser_id => Adserve::Test::uuid()) : ()) });
+        ($role eq 'advertiser' ? (advertiser_id => $t->advertiser_id) : ()) });
     is($res->{status}, 201, "a $role to call with") or diag $res->{content};
     $token{$role} = $t->token("$role\@example.com", 'a-good-password');
 }

@@ -453,7 +453,7 @@ sub make_user {
     my @cred = ("$role-$$\@example.com", "pw-$role-0123456789");
     my $r = $t->api('POST', '/api/users', json => {
         email => $cred[0], password => $cred[1], role => $role,
-        $role eq 'advertiser' ? (advertiser_id => Adserve::Test::uuid()) : () });
+        $role eq 'advertiser' ? (advertiser_id => $t->advertiser_id) : () });
     return $r->{status} == 201 ? \@cred : undef;
 }
 my $operator = make_user('operator');

@@ -103,7 +103,7 @@ for my $role (qw(operator advertiser)) {
     my @cred = ("$role-$$\@example.com", "pw-$role-0123456789");
     my $r = $t->api('POST', '/api/users', json => {
         email => $cred[0], password => $cred[1], role => $role,
-        $role eq 'advertiser' ? (advertiser_id => Adserve::Test::uuid()) : () });
+        $role eq 'advertiser' ? (advertiser_id => $t->advertiser_id) : () });
     SKIP: {
         skip "POST /api/users answered $r->{status}: no $role to test with", 3 unless $r->{status} == 201;
         detail_ok(ext_patch({ ext => {} }, as => \@cred), 403, "$role");

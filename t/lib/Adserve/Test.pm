@@ -209,6 +209,17 @@ sub refused {
 
 sub revision { $_[0]->redis('GET', 'adserve:rev') || 0 }
 
+# the id of an advertiser made through the API (one per stack), for users
+# of the advertiser role, which must belong to one that exists
+sub advertiser_id {
+    my ($self) = @_;
+    return $self->{advertiser_id} //= do {
+        my $res = $self->api('POST', '/api/advertisers', json => { name => 'Test advertiser' });
+        die "POST /api/advertisers: $res->{status} $res->{content}" unless $res->{status} == 201;
+        $res->{json}{id};
+    };
+}
+
 # the status of whichever worker answers
 sub status {
     my ($self) = @_;
