@@ -8,7 +8,7 @@ ASAN     = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fram
 UNIT_LIBS = -lcjson -lcrypto
 
 ENGINE   = src/adserve_arena.c src/adserve_json.c src/adserve_snapshot.c \
-           src/adserve_token.c src/adserve_records.c
+           src/adserve_target.c src/adserve_token.c src/adserve_records.c
 # every unit test twice: plain, and under AddressSanitizer + UBSan
 UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c)) \
            $(patsubst t/unit/%_test.c,$(BUILD)/t/%-asan.t,$(wildcard t/unit/*_test.c))

@@ -340,6 +340,7 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
     const adserve_unit_t    *unit;
     const adserve_cand_t    *c;
     adserve_ad_request_t     req;
+    adserve_req_ctx_t        facts;
     ngx_http_adserve_ctx_t  *ctx;
     const char              *err;
     size_t                   len, off;
@@ -370,7 +371,8 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    c = adserve_decide(unit, ngx_time(), (uint32_t) ngx_random());
+    adserve_req_ctx_init(&facts, &req);
+    c = adserve_decide(unit, ngx_time(), (uint32_t) ngx_random(), &facts);
     if (c == NULL) {
         return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
     }

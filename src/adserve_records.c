@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "adserve_records.h"
+#include "adserve_hash.h"
 
 
 struct adserve_record_s {
@@ -16,20 +17,6 @@ struct adserve_record_s {
     size_t             len;
     char               data[];        /* the id, then the text */
 };
-
-
-static uint64_t
-hash_id(const char *p, size_t len)
-{
-    uint64_t  h = 1469598103934665603ULL;    /* FNV-1a */
-
-    while (len--) {
-        h ^= (unsigned char) *p++;
-        h *= 1099511628211ULL;
-    }
-
-    return h;
-}
 
 
 void
@@ -44,7 +31,7 @@ find(const adserve_records_t *r, const char *id, size_t id_len)
 {
     adserve_record_t  **p;
 
-    p = &r->buckets[hash_id(id, id_len) & (r->nbuckets - 1)];
+    p = &r->buckets[adserve_hash(id, id_len) & (r->nbuckets - 1)];
 
     for (; *p != NULL; p = &(*p)->next) {
         if ((*p)->id_len == id_len && memcmp((*p)->data, id, id_len) == 0) {
@@ -76,7 +63,7 @@ grow(adserve_records_t *r)
     for (i = 0; i < r->nbuckets; i++) {
         for (e = r->buckets[i]; e != NULL; e = next) {
             next = e->next;
-            j = hash_id(e->data, e->id_len) & (n - 1);
+            j = adserve_hash(e->data, e->id_len) & (n - 1);
             e->next = b[j];
             b[j] = e;
         }

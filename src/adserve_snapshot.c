@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "adserve_snapshot.h"
+#include "adserve_hash.h"
 
 
 const char *const adserve_kind_keys[ADSERVE_KIND_COUNT] = {
@@ -87,6 +88,7 @@ typedef struct li_rec_s {
     double        ecpm;
     int64_t       start, end;
     idxs_t        include, exclude, placements;
+    const adserve_target_t *target;   /* decided per request; NULL: nothing */
     uint32_t      first_lica;
     adserve_str_t snap_id;            /* the id, copied into the snapshot once */
 } li_rec_t;
@@ -129,26 +131,13 @@ typedef struct {
     idmap_t             map[ADSERVE_KIND_COUNT];
     uint32_t           *stamp;        /* per unit: last line item that included it */
     uint32_t           *xstamp;       /* per unit: last line item that excluded it */
+    adserve_target_builder_t  tb;     /* compiles targeting into the snapshot */
     char               *err;
     size_t              errlen;
 } build_t;
 
 
 /* ---- small helpers ----------------------------------------------------- */
-
-static uint64_t
-hash_bytes(const char *p, size_t len)
-{
-    uint64_t  h = 1469598103934665603ULL;    /* FNV-1a */
-
-    while (len--) {
-        h ^= (unsigned char) *p++;
-        h *= 1099511628211ULL;
-    }
-
-    return h;
-}
-
 
 static uint32_t
 table_size(size_t n)
@@ -180,7 +169,7 @@ idmap_init(build_t *b, idmap_t *m, size_t n)
 static int
 idmap_put(idmap_t *m, const char *key, uint32_t val)
 {
-    uint32_t  i = (uint32_t) hash_bytes(key, strlen(key)) & m->mask;
+    uint32_t  i = (uint32_t) adserve_hash(key, strlen(key)) & m->mask;
 
     while (m->keys[i]) {
         if (strcmp(m->keys[i], key) == 0) {
@@ -205,7 +194,7 @@ idmap_get(const idmap_t *m, const char *key)
         return NONE;
     }
 
-    i = (uint32_t) hash_bytes(key, strlen(key)) & m->mask;
+    i = (uint32_t) adserve_hash(key, strlen(key)) & m->mask;
 
     while (m->keys[i]) {
         if (strcmp(m->keys[i], key) == 0) {
@@ -679,6 +668,21 @@ parse_line_items(build_t *b, cJSON **objs)
                                ADSERVE_KIND_AD_UNITS);
         li->placements = get_idxs(b, cJSON_GetObjectItemCaseSensitive(tg, "placements"),
                                   ADSERVE_KIND_PLACEMENTS);
+
+        /* what only the request can decide; a rule that cannot be
+         * compiled (the sidecar checks them) never serves */
+        if (li->eligible) {
+            switch (adserve_target_compile(&b->tb, tg, &li->target)) {
+            case 0:
+                break;
+            case 1:
+                li->eligible = 0;
+                b->snap->stats.skipped++;
+                break;
+            default:
+                return -1;
+            }
+        }
     }
 
     return 0;
@@ -1043,6 +1047,7 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
 
         c[i].line_item_id = bc->li->snap_id;
         c[i].creative_id = bc->cr->snap_id;
+        c[i].target = bc->li->target;
     }
 
     out->id = adserve_arena_memdup(a, u->id, strlen(u->id));
@@ -1079,7 +1084,7 @@ build_table(build_t *b)
             continue;
         }
 
-        j = (uint32_t) hash_bytes(u->id, strlen(u->id)) & s->mask;
+        j = (uint32_t) adserve_hash(u->id, strlen(u->id)) & s->mask;
         while (s->units[j].id != NULL) {
             j = (j + 1) & s->mask;
         }
@@ -1162,6 +1167,7 @@ build_cleanup(build_t *b)
         cJSON_Delete(o);
     }
 
+    adserve_target_builder_free(&b->tb);
     adserve_arena_free(&b->tmp);
 }
 
@@ -1199,6 +1205,7 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
     memset(&b, 0, sizeof(build_t));
     adserve_arena_init(&b.tmp, 256 * 1024);
     b.snap = s;
+    adserve_target_builder_init(&b.tb, &s->arena);
     b.err = err;
     b.errlen = errlen;
 
@@ -1236,7 +1243,7 @@ adserve_snapshot_unit(const adserve_snapshot_t *s, const char *id, size_t len)
         return NULL;
     }
 
-    for (i = (uint32_t) hash_bytes(id, len) & s->mask; ; i = (i + 1) & s->mask) {
+    for (i = (uint32_t) adserve_hash(id, len) & s->mask; ; i = (i + 1) & s->mask) {
         u = &s->units[i];
 
         if (u->id == NULL) {
@@ -1250,18 +1257,29 @@ adserve_snapshot_unit(const adserve_snapshot_t *s, const char *id, size_t len)
 }
 
 
+/* In flight, and its targeting (if any) true for the request: the common
+ * case, no targeting, costs one pointer test. */
+static inline int
+serves_now(const adserve_cand_t *c, int64_t now, adserve_req_ctx_t *ctx)
+{
+    return now >= c->start && now < c->end
+           && (c->target == NULL || adserve_target_match(c->target, ctx, now));
+}
+
+
 const adserve_cand_t *
-adserve_decide(const adserve_unit_t *u, int64_t now, uint32_t rnd)
+adserve_decide(const adserve_unit_t *u, int64_t now, uint32_t rnd,
+    adserve_req_ctx_t *ctx)
 {
     const adserve_cand_t  *c = u->cands, *end = u->cands + u->ncands, *g;
     uint64_t               total, pick;
 
     while (c < end) {
-        /* the best group with a line item in flight wins; within it,
-         * rotation by LICA weight */
+        /* the best group with a line item in flight and matching wins;
+         * within it, rotation by LICA weight */
         total = 0;
         for (g = c; g < end && g->group == c->group; g++) {
-            if (now >= g->start && now < g->end) {
+            if (serves_now(g, now, ctx)) {
                 total += g->weight;
             }
         }
@@ -1269,7 +1287,7 @@ adserve_decide(const adserve_unit_t *u, int64_t now, uint32_t rnd)
         if (total > 0) {
             pick = (uint64_t) rnd % total;
             for (; c < g; c++) {
-                if (now >= c->start && now < c->end) {
+                if (serves_now(c, now, ctx)) {
                     if (pick < c->weight) {
                         return c;
                     }

@@ -21,6 +21,7 @@
 
 #include "adserve_arena.h"
 #include "adserve_json.h"
+#include "adserve_target.h"
 #include "adserve_token.h"
 
 
@@ -78,6 +79,8 @@ typedef struct {
     size_t          response_head_len;  /* shared by a creative's candidates */
     adserve_str_t   line_item_id;
     adserve_str_t   creative_id;
+    const adserve_target_t *target;   /* the line item's rule decided per
+                                       * request; NULL: none */
 } adserve_cand_t;
 
 typedef struct {
@@ -89,7 +92,9 @@ typedef struct {
 
 typedef struct {
     size_t          records[ADSERVE_KIND_COUNT];
-    size_t          skipped;          /* records that were not valid JSON objects */
+    size_t          skipped;          /* records that were not valid JSON objects,
+                                       * and line items whose targeting could
+                                       * not be compiled (they never serve) */
     size_t          active_units;
     size_t          candidates;
     size_t          bytes;
@@ -119,9 +124,12 @@ const adserve_unit_t *adserve_snapshot_unit(const adserve_snapshot_t *s,
     const char *id, size_t len);
 
 /* The candidate to serve at time now, or NULL for no ad. rnd is a uniformly
- * random 32-bit value (the caller's generator, so tests are deterministic). */
+ * random 32-bit value (the caller's generator, so tests are deterministic).
+ * ctx holds the request's facts (adserve_req_ctx_init), computed only when
+ * a candidate's targeting needs them: the best group with a candidate in
+ * flight and matching the request wins, rotated by LICA weight. */
 const adserve_cand_t *adserve_decide(const adserve_unit_t *u, int64_t now,
-    uint32_t rnd);
+    uint32_t rnd, adserve_req_ctx_t *ctx);
 
 /* RFC 3339 date-time to unix seconds in *t; 0, or -1 when it is not one. */
 int adserve_parse_time(const char *s, int64_t *t);

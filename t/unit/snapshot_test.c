@@ -11,6 +11,7 @@
 #include "adserve_snapshot.h"
 #include "adserve_token.h"
 #include "tap.h"
+#include "kept.h"
 
 #include <cjson/cJSON.h>
 
@@ -53,37 +54,6 @@ typedef struct {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* strings made with fmt() or added to an input, freed at the end */
-static char  **pool;
-static size_t npool, cappool;
-
-static char *keep(char *p) {
-    if (p == NULL) abort();
-    if (npool == cappool) {
-        cappool = cappool ? cappool * 2 : 4096;
-        pool = realloc(pool, cappool * sizeof(char *));
-        if (pool == NULL) abort();
-    }
-    pool[npool++] = p;
-    return p;
-}
-
-static char *fmt(const char *f, ...) TAP_PRINTF(1, 2);
-static char *fmt(const char *f, ...) {
-    va_list ap;
-    int n;
-    char *p;
-
-    va_start(ap, f);
-    n = vsnprintf(NULL, 0, f, ap);
-    va_end(ap);
-    p = keep(malloc((size_t) n + 1));
-    va_start(ap, f);
-    vsnprintf(p, (size_t) n + 1, f, ap);
-    va_end(ap);
-    return p;
-}
-
 static void add(adserve_input_t *in, adserve_kind_e kind, const char *json) {
     size_t i, len = strlen(json);
     char *q = malloc(len + 1);
@@ -121,6 +91,15 @@ static const adserve_unit_t *unit(const adserve_snapshot_t *s, const char *id) {
 
 static const adserve_str_t nostr = { NULL, 0 };
 
+/* a request with no facts (no user agent, user or kv): enough for every
+ * test of this file, whose line items target no request facts */
+static adserve_req_ctx_t *no_facts(void) {
+    static adserve_req_ctx_t ctx;
+
+    adserve_req_ctx_init(&ctx, NULL);
+    return &ctx;
+}
+
 /* Checks an id of a candidate: the bytes, and the NUL after them. */
 static int is_id(adserve_str_t got, const char *expected, const char *name) {
     int r = is_mem(got.data, got.len, expected, strlen(expected), "%s", name);
@@ -133,7 +112,7 @@ static const char *serve(const adserve_snapshot_t *s, const char *id, int64_t no
     uint32_t rnd)
 {
     const adserve_unit_t *u = unit(s, id);
-    const adserve_cand_t *c = u ? adserve_decide(u, now, rnd) : NULL;
+    const adserve_cand_t *c = u ? adserve_decide(u, now, rnd, no_facts()) : NULL;
 
     return c ? c->creative_id.data : NULL;
 }
@@ -678,7 +657,7 @@ static cJSON *render(const adserve_snapshot_t *s, const char *id, char *tok,
     const adserve_cand_t **cp)
 {
     const adserve_unit_t *u = unit(s, id);
-    const adserve_cand_t *c = u ? adserve_decide(u, NOW, 0) : NULL;
+    const adserve_cand_t *c = u ? adserve_decide(u, NOW, 0, no_facts()) : NULL;
     adserve_ad_log_t log;
     char body[8192];
     size_t n, tl;
@@ -1081,8 +1060,8 @@ static void test_scale(void) {
             for (a = 1; a < (int) u->ncands; a++) {
                 if (u->cands[a].group < u->cands[a - 1].group) bad++;
             }
-            if (u->ncands && adserve_decide(u, NOW, (uint32_t) k) == NULL) bad++;
-            if (adserve_decide(u, JUL1 + 86400 * 365, (uint32_t) k) != NULL) bad++;
+            if (u->ncands && adserve_decide(u, NOW, (uint32_t) k, no_facts()) == NULL) bad++;
+            if (adserve_decide(u, JUL1 + 86400 * 365, (uint32_t) k, no_facts()) != NULL) bad++;
         }
     }
     is_int(bad, 0, "scale: every ACTIVE unit found, ranked, serving in flight only");
@@ -1104,7 +1083,6 @@ int main(void) {
     test_robustness();
     test_parse_time();
     test_scale();
-    while (npool) free(pool[--npool]);
-    free(pool);
+    free_kept();
     return done_testing();
 }

@@ -1,0 +1,211 @@
+/*
+ * adserve_target: line item targeting at serving time.
+ *
+ * At snapshot build, each eligible line item's `targeting` (the stored shape
+ * of sidecar/targeting.c) is compiled into an adserve_target_t in the
+ * snapshot's arena: device, os and browser bit masks, a year-of-birth range,
+ * a gender mask, daypart minute ranges per weekday, and the kv Expr as a flat
+ * array of nodes with interned strings and sorted rhs values. A line item
+ * whose targeting constrains nothing at serving (the usual case: ad units
+ * and placements are resolved at build) compiles to NULL, so a candidate
+ * costs one pointer test.
+ *
+ * At request time the facts a rule needs are computed lazily, at most once
+ * per request, in an adserve_req_ctx_t: device class, os and browser from the
+ * user agent (adserve_ua_classify), weekday and minute of day (UTC) from the
+ * clock, and ext.kv parsed into bounded arrays without allocation.
+ *
+ * Semantics (README "Targeting at serving"):
+ *   - every member must match; an absent, null or empty member matches
+ *     anything;
+ *   - device: the request's class, os and browser must each be in the
+ *     corresponding list; a request without a user agent is "other" for all
+ *     three;
+ *   - user: yob_min <= yob <= yob_max (inclusive); a request without yob
+ *     fails any bound, a request without gender fails a genders list, so
+ *     targeted demand is not shown to unknown users;
+ *   - dayparts: the current UTC minute is in [start, end) of a daypart that
+ *     lists the current weekday;
+ *   - kv: a cmp on a key that the request does not carry (or carries with no
+ *     usable value) is false, whatever its op, so `not` of it is true; eq,
+ *     in and intersects are true when any request value equals any rhs
+ *     value; ne and nin are true when the key is present and no value
+ *     equals; lt, le, gt and ge are true when any request value is a number
+ *     that compares so with rhs. A string rhs equals a request value with
+ *     the same bytes (a request number by its literal text: 5 equals "5",
+ *     5.0 does not); a number rhs equals a request value of the same numeric
+ *     value, a string that reads as a JSON number included ("5" equals 5).
+ *
+ * Plain C, no nginx types, no allocation at request time.
+ */
+
+#ifndef ADSERVE_TARGET_H
+#define ADSERVE_TARGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adserve_arena.h"
+#include "adserve_json.h"
+
+
+struct cJSON;
+
+
+/* ---- facts of a user agent ---------------------------------------------- */
+
+/* The values of the sidecar's enums, in its order; bit positions of the
+ * compiled masks. */
+typedef enum {
+    ADSERVE_DEVICE_DESKTOP = 0,
+    ADSERVE_DEVICE_MOBILE,
+    ADSERVE_DEVICE_TABLET,
+    ADSERVE_DEVICE_CTV,
+    ADSERVE_DEVICE_OTHER
+} adserve_device_type_e;
+
+typedef enum {
+    ADSERVE_OS_WINDOWS = 0,
+    ADSERVE_OS_MACOS,
+    ADSERVE_OS_LINUX,
+    ADSERVE_OS_ANDROID,
+    ADSERVE_OS_IOS,
+    ADSERVE_OS_OTHER
+} adserve_os_e;
+
+typedef enum {
+    ADSERVE_BROWSER_CHROME = 0,
+    ADSERVE_BROWSER_FIREFOX,
+    ADSERVE_BROWSER_SAFARI,
+    ADSERVE_BROWSER_EDGE,
+    ADSERVE_BROWSER_OTHER
+} adserve_browser_e;
+
+typedef struct {
+    uint8_t         type;             /* adserve_device_type_e */
+    uint8_t         os;               /* adserve_os_e */
+    uint8_t         browser;          /* adserve_browser_e */
+} adserve_device_t;
+
+/* Classifies a user agent by case-sensitive substrings, first rule wins
+ * (the table is in adserve_target.c and README). ua may be NULL: "other"
+ * for all three. One pass over the text. */
+void adserve_ua_classify(const char *ua, size_t len, adserve_device_t *d);
+
+/* the names of the enums above, as the sidecar spells them */
+extern const char *const adserve_device_type_names[];
+extern const char *const adserve_os_names[];
+extern const char *const adserve_browser_names[];
+
+
+/* ---- ext.kv of a request ------------------------------------------------- */
+
+/* Bounds: the first ADSERVE_KV_MAX_KEYS keys that carry a usable value are
+ * kept, later ones ignored; of each key, the first ADSERVE_KV_MAX_VALUES
+ * values, later ones ignored. */
+#define ADSERVE_KV_MAX_KEYS    32
+#define ADSERVE_KV_MAX_VALUES  16
+
+typedef struct {
+    uint32_t        off;              /* text: base + off, len bytes */
+    uint32_t        len;
+    double          num;              /* its numeric value, NaN when none */
+} adserve_kv_value_t;
+
+typedef struct {
+    uint32_t        off;              /* name: base + off, len bytes */
+    uint32_t        len;
+    uint16_t        first;            /* values[first .. first + n) */
+    uint16_t        n;                /* >= 1 */
+} adserve_kv_key_t;
+
+typedef struct {
+    const char         *base;
+    uint32_t            nkeys;
+    uint32_t            nvalues;
+    adserve_kv_key_t    keys[ADSERVE_KV_MAX_KEYS];
+    adserve_kv_value_t  values[ADSERVE_KV_MAX_KEYS * ADSERVE_KV_MAX_VALUES];
+} adserve_kv_t;
+
+/* Parses span[0..len), the raw text of ext.kv (an object), into kv:
+ * `{key: value | [values]}` where a value is a string or a number; other
+ * values (objects, nested arrays, true, false, null) are ignored, and a key
+ * left with no value is absent. For duplicate keys the last one wins.
+ * Strings are unescaped IN PLACE, so the span must be writable and is no
+ * longer JSON afterwards: parse it once (a request context does). Input
+ * that is not well-formed stops the parse, keeping what was read; it never
+ * reads outside the span. A string is a number when it reads as one in
+ * JSON's grammar. span may be NULL (no kv). */
+void adserve_kv_parse(char *span, size_t len, adserve_kv_t *kv);
+
+/* The key with this name, or NULL. */
+const adserve_kv_key_t *adserve_kv_find(const adserve_kv_t *kv, const char *name,
+    size_t len);
+
+
+/* ---- the request's facts ------------------------------------------------ */
+
+typedef struct adserve_target_s  adserve_target_t;
+
+/* One per request, on the caller's stack; only adserve_req_ctx_init's fields
+ * are set up front, the rest when a rule first needs it. */
+typedef struct {
+    const adserve_ad_request_t  *req;         /* NULL: a request with no facts */
+    unsigned                     have;        /* ADSERVE_HAVE_* computed so far */
+    adserve_device_t             device;
+    uint8_t                      weekday;     /* 0 Monday .. 6 Sunday, UTC */
+    uint16_t                     minute;      /* of the UTC day, 0 .. 1439 */
+    int64_t                      time_of;     /* the clock the two above are of */
+    const adserve_target_t      *memo;        /* the last rule evaluated, */
+    int64_t                      memo_now;    /* at this time, */
+    int                          memo_match;  /* and its result */
+    adserve_kv_t                 kv;
+} adserve_req_ctx_t;
+
+#define ADSERVE_HAVE_DEVICE  1u
+#define ADSERVE_HAVE_TIME    2u
+#define ADSERVE_HAVE_KV      4u
+
+/* req's ext.kv span must point into the writable buffer that
+ * adserve_json_parse_ad_request scanned: it is unescaped in place when a
+ * rule first needs it. req may be NULL. */
+static inline void
+adserve_req_ctx_init(adserve_req_ctx_t *ctx, const adserve_ad_request_t *req)
+{
+    ctx->req = req;
+    ctx->have = 0;
+    ctx->memo = NULL;
+}
+
+/* True when the request of ctx, at time now (unix seconds), matches t. */
+int adserve_target_match(const adserve_target_t *t, adserve_req_ctx_t *ctx,
+    int64_t now);
+
+
+/* ---- the build ----------------------------------------------------------- */
+
+typedef struct adserve_tstr_s  adserve_tstr_t;
+
+/* Compiles rules into an arena (the snapshot's), interning their strings
+ * across line items; its own scratch memory is freed by _free. */
+typedef struct {
+    adserve_arena_t    *arena;
+    adserve_tstr_t     *interned;     /* open addressing table */
+    uint32_t            ninterned;
+    uint32_t            mask;
+    void               *scratch[4];   /* growable work arrays, reused */
+    size_t              scratch_cap[4];
+} adserve_target_builder_t;
+
+void adserve_target_builder_init(adserve_target_builder_t *b, adserve_arena_t *arena);
+void adserve_target_builder_free(adserve_target_builder_t *b);
+
+/* Compiles a line item's `targeting` (a cJSON value, may be NULL) into *out:
+ * NULL when nothing in it is decided at serving time. Returns 0, 1 when the
+ * targeting is malformed (the line item must never serve), -1 when out of
+ * memory. ad_units, placements and sizes are the build's business and
+ * ignored here. */
+int adserve_target_compile(adserve_target_builder_t *b, const struct cJSON *targeting,
+    const adserve_target_t **out);
+
+#endif
