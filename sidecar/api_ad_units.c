@@ -69,28 +69,6 @@ static void collect(const redisReply *r, const cJSON *query, cJSON **all, cJSON 
     *n_picked = n;
 }
 
-static cJSON *page_body(cJSON **picked, size_t n, const cJSON *query)
-{
-    size_t offset = (size_t)cJSON_GetObjectItemCaseSensitive(query, "offset")->valuedouble;
-    size_t limit = (size_t)cJSON_GetObjectItemCaseSensitive(query, "limit")->valuedouble;
-    cJSON *body = cJSON_CreateObject();
-    cJSON *items = body ? cJSON_AddArrayToObject(body, "items") : NULL;
-
-    if (items == NULL || cJSON_AddNumberToObject(body, "total", (double)n) == NULL)
-        goto oom;
-    for (size_t i = offset; i < n && i - offset < limit; i++) {
-        cJSON *item = schema_output(&schema_ad_unit, picked[i]);
-        if (item == NULL || !cJSON_AddItemToArray(items, item)) {
-            cJSON_Delete(item);
-            goto oom;
-        }
-    }
-    return body;
-oom:
-    cJSON_Delete(body);
-    return NULL;
-}
-
 static void api_ad_units_list(struct request *req, struct reply *rep)
 {
     cJSON *query = request_query_object(req, rep, &schema_ad_unit_list_query);
@@ -111,7 +89,7 @@ static void api_ad_units_list(struct request *req, struct reply *rep)
     cJSON **all = calloc(count + 1, sizeof *all), **picked = calloc(count + 1, sizeof *picked);
     if (all != NULL && picked != NULL) {
         collect(r, query, all, picked, &n);
-        reply_json(rep, 200, page_body(picked, n, query));
+        reply_json(rep, 200, json_page(&schema_ad_unit, picked, n, query));
     } else {
         reply_error(rep, 500, "internal error");
     }

@@ -185,3 +185,25 @@ int json_by_creation(const void *a, const void *b)
     const char *ix = json_str_member(x, "id"), *iy = json_str_member(y, "id");
     return strcmp(ix ? ix : "", iy ? iy : "");
 }
+
+cJSON *json_page(const struct schema *s, cJSON **sorted, size_t n, const cJSON *query)
+{
+    size_t offset = (size_t)cJSON_GetObjectItemCaseSensitive(query, "offset")->valuedouble;
+    size_t limit = (size_t)cJSON_GetObjectItemCaseSensitive(query, "limit")->valuedouble;
+    cJSON *body = cJSON_CreateObject();
+    cJSON *items = body != NULL ? cJSON_AddArrayToObject(body, "items") : NULL;
+
+    if (items == NULL || cJSON_AddNumberToObject(body, "total", (double)n) == NULL)
+        goto oom;
+    for (size_t i = offset; i < n && i - offset < limit; i++) {
+        cJSON *item = schema_output(s, sorted[i]);
+        if (item == NULL || !cJSON_AddItemToArray(items, item)) {
+            cJSON_Delete(item);
+            goto oom;
+        }
+    }
+    return body;
+oom:
+    cJSON_Delete(body);
+    return NULL;
+}

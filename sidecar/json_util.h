@@ -50,6 +50,11 @@ cJSON *json_apply_schema(const struct schema *s, const cJSON *in, enum schema_mo
 /* The string member name of o, or NULL (absent or not a string). */
 const char *json_str_member(const cJSON *o, const char *name);
 
+/* {items, total}: the page of the n sorted records that the checked list
+ * query's limit and offset name, each in the output view of s; total is
+ * n. NULL out of memory. */
+cJSON *json_page(const struct schema *s, cJSON **sorted, size_t n, const cJSON *query);
+
 /* qsort order of resources (cJSON * elements): oldest first, then by id,
  * an order that paging can rely on. */
 int json_by_creation(const void *a, const void *b);

@@ -310,28 +310,6 @@ static bool narrowing_set(const struct resource *res, const cJSON *query, const 
     return false;
 }
 
-static cJSON *page_body(const struct resource *res, cJSON **picked, size_t n, const cJSON *query)
-{
-    size_t offset = (size_t)member(query, "offset")->valuedouble;
-    size_t limit = (size_t)member(query, "limit")->valuedouble;
-    cJSON *body = cJSON_CreateObject();
-    cJSON *items = body != NULL ? cJSON_AddArrayToObject(body, "items") : NULL;
-
-    if (items == NULL || cJSON_AddNumberToObject(body, "total", (double)n) == NULL)
-        goto oom;
-    for (size_t i = offset; i < n && i - offset < limit; i++) {
-        cJSON *item = schema_output(res->schema, picked[i]);
-        if (item == NULL || !cJSON_AddItemToArray(items, item)) {
-            cJSON_Delete(item);
-            goto oom;
-        }
-    }
-    return body;
-oom:
-    cJSON_Delete(body);
-    return NULL;
-}
-
 /* The path's parent id (404 when malformed or unknown). */
 static bool parent_of(const struct resource *res, struct request *req, struct reply *rep,
                       char id[UUID_STR_LEN])
@@ -382,7 +360,7 @@ static void list_records(const struct resource *res, struct request *req, struct
         if (matches(res, recs[i], query, advertiser))
             picked[k++] = recs[i];
     qsort(picked, k, sizeof *picked, json_by_creation);
-    reply_json(rep, 200, page_body(res, picked, k, query));
+    reply_json(rep, 200, json_page(res->schema, picked, k, query));
     free(picked);
     resource_free_records(recs, n);
 }
