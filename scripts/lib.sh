@@ -37,6 +37,8 @@ adserve_env() {
     export ADSERVE_REDIS_HOST=127.0.0.1
     export ADSERVE_ADMIN_EMAIL=${ADSERVE_ADMIN_EMAIL:-admin@example.com}
     export ADSERVE_WORKERS=${ADSERVE_WORKERS:-auto}
+    export ADSERVE_RATE=${ADSERVE_RATE:-100}      # serving requests/s per client; 0: no limit
+    case $ADSERVE_RATE in ''|*[!0-9]*) die "ADSERVE_RATE must be a whole number (0: no limit)" ;; esac
     ADSERVE_VAR=${ADSERVE_VAR:-$ADSERVE_ROOT/var}
     mkdir -p "$ADSERVE_VAR"
     ADSERVE_VAR=$(cd "$ADSERVE_VAR" && pwd)

@@ -60,6 +60,10 @@ sub new {
             ADSERVE_SIDECAR_PORT   => free_port(),
             ADSERVE_REDIS_PORT     => free_port(),
             ADSERVE_WORKERS        => $opt{workers} // 2,
+            # every test request comes from 127.0.0.1: the spec's 100
+            # requests/s would throttle the load tests; 0 is no limit
+            # (t/025 tests the limit)
+            ADSERVE_RATE           => $opt{rate} // 0,
             ADSERVE_ADMIN_EMAIL    => 'admin@example.com',
             ADSERVE_ADMIN_PASSWORD => 'test-' . join('', map { int rand 10 } 1 .. 12),
             # every test runs the sidecar under AddressSanitizer + UBSan;

@@ -1,0 +1,35 @@
+# The spec's default request rate of serving: nginx's limit_req, per client
+# address, ADSERVE_RATE requests per second (a burst of 100 answered at
+# once), then 429 with the API's {detail} shape.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep);
+use Adserve::Test;
+
+my $t = Adserve::Test->new(rate => 1);
+my $c = $t->chain;
+ok($t->wait_until(5, sub { $t->workers_at($c->{rev}) }), 'fixtures loaded')
+    or BAIL_OUT('no snapshot');
+
+my %seen;
+my $limited;
+for (1 .. 150) {
+    my $res = $t->ad($c->{unit});
+    $seen{ $res->{status} }++;
+    $limited //= $res if $res->{status} == 429;
+}
+cmp_ok($seen{200} // 0, '>=', 100, 'the burst is served');
+cmp_ok($seen{200} // 0, '<=', 105, '... and not much more, at 1 request/s');
+cmp_ok($seen{429} // 0, '>=', 45, 'the rest is refused with 429');
+is_deeply($limited->{json}, { detail => 'request rate over the limit' }, '... as {detail}');
+is($limited->{headers}{'retry-after'}, '1', '... with Retry-After');
+is($limited->{headers}{'access-control-allow-origin'}, '*', '... and CORS, so a page can read it');
+
+sleep 2.2;
+is($t->ad($c->{unit})->{status}, 200, 'a second later, requests are served again');
+is($t->request('GET', '/healthz')->{status}, 200, 'the limit is on serving only');
+
+done_testing;
