@@ -298,26 +298,35 @@ static bool same_user(const struct user *a, const struct user *b)
            strcmp(a->advertiser_id, b->advertiser_id) == 0;
 }
 
+/* WATCHes the user's record and loads it, for a write that depends on it:
+ * STORE_OK, or the status with the answer (404, 503, ...) in rep. */
+static enum store_status load_watched(struct store_conn *c, const char *id, struct user *u,
+                                      struct reply *rep)
+{
+    char key[USER_KEY_MAX];
+    enum store_status st = user_key(key, id) == 0 ? STORE_OK : STORE_ERROR;
+
+    memset(u, 0, sizeof *u);
+    if (st == STORE_OK)
+        st = store_do(c, (const char *[]){ "WATCH", key, NULL });
+    if (st == STORE_OK)
+        st = user_load(c, id, u);
+    if (st == STORE_NOT_FOUND)
+        reply_error(rep, 404, "user not found");
+    else if (st != STORE_OK)
+        reply_store_error(rep, st);
+    return st;
+}
+
 /* One optimistic attempt.  STORE_CONFLICT with rep unset: retry. */
 static enum store_status try_update(struct store_conn *c, const struct request *req,
                                     const char *id, const cJSON *in, const char *hash,
                                     struct user *old, struct user *u, struct reply *rep)
 {
-    char key[USER_KEY_MAX];
-    enum store_status st = user_key(key, id) == 0 ? STORE_OK : STORE_ERROR;
+    enum store_status st = load_watched(c, id, old, rep);
 
-    if (st == STORE_OK)
-        st = store_do(c, (const char *[]){ "WATCH", key, NULL });
-    if (st == STORE_OK)
-        st = user_load(c, id, old);
-    if (st == STORE_NOT_FOUND) {
-        reply_error(rep, 404, "user not found");
+    if (st != STORE_OK)
         return st;
-    }
-    if (st != STORE_OK) {
-        reply_store_error(rep, st);
-        return st;
-    }
     *u = *old;
     if (apply_fields(u, in, rep) != 0 || advertiser_exists(c, u, rep) != 0)
         return STORE_ERROR;
@@ -397,23 +406,12 @@ static void api_users_update(struct request *req, struct reply *rep)
 static enum store_status try_delete(struct store_conn *c, const struct request *req,
                                     const char *id, struct reply *rep)
 {
-    char key[USER_KEY_MAX];
     struct user old;
-    enum store_status st = user_key(key, id) == 0 ? STORE_OK : STORE_ERROR;
+    enum store_status st = load_watched(c, id, &old, rep);
 
-    if (st == STORE_OK)
-        st = store_do(c, (const char *[]){ "WATCH", key, NULL });
-    if (st == STORE_OK)
-        st = user_load(c, id, &old);
     sodium_memzero(old.password_hash, sizeof old.password_hash);
-    if (st == STORE_NOT_FOUND) {
-        reply_error(rep, 404, "user not found");
+    if (st != STORE_OK)
         return st;
-    }
-    if (st != STORE_OK) {
-        reply_store_error(rep, st);
-        return st;
-    }
     if (keeps_an_admin(c, &old, "delete", rep) != STORE_OK)
         return STORE_ERROR;
     cJSON *before = user_to_json(&old);
