@@ -248,6 +248,14 @@ static void test_order_line_item_lica_creative(void) {
            NULL, "creative of unknown type never serves");
 }
 
+
+/* line item li1 on unit u1, its flight fields ("'start_at':'...',") as given */
+static const char *flight_li(const char *flight) {
+    return fmt("{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD','priority':4,"
+               "'cost_type':'CPM','rate':1,%s'targeting':{'ad_units':{'include':['u1']}}}",
+               flight);
+}
+
 static void test_flight(void) {
     const char *fl = "{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD',"
         "'priority':4,'cost_type':'CPM','rate':1,'start_at':'2025-06-01T00:00:00Z',"
@@ -277,40 +285,19 @@ static void test_flight(void) {
     is_str(serve(s, "u1", INT64_MAX - 1, 0), "c1", "absent bounds: serves far ahead");
     adserve_snapshot_free(s);
 
-    is_str(base_serve(NULL, NULL,
-           "{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD','priority':4,"
-           "'cost_type':'CPM','rate':1,'start_at':'2025-06-01T00:00:00Z',"
-           "'targeting':{'ad_units':{'include':['u1']}}}", NULL, NULL, NOW + 5),
+    is_str(base_serve(NULL, NULL, flight_li("'start_at':'2025-06-01T00:00:00Z',"), NULL, NULL, NOW + 5),
            "c1", "only start_at, after it: serves");
-    is_str(base_serve(NULL, NULL,
-           "{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD','priority':4,"
-           "'cost_type':'CPM','rate':1,'start_at':'2025-06-01T00:00:00Z',"
-           "'targeting':{'ad_units':{'include':['u1']}}}", NULL, NULL, NOW - 5),
+    is_str(base_serve(NULL, NULL, flight_li("'start_at':'2025-06-01T00:00:00Z',"), NULL, NULL, NOW - 5),
            NULL, "only start_at, before it: no ad");
-    is_str(base_serve(NULL, NULL,
-           "{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD','priority':4,"
-           "'cost_type':'CPM','rate':1,'end_at':'2025-06-01T00:00:00Z',"
-           "'targeting':{'ad_units':{'include':['u1']}}}", NULL, NULL, NOW - 5),
+    is_str(base_serve(NULL, NULL, flight_li("'end_at':'2025-06-01T00:00:00Z',"), NULL, NULL, NOW - 5),
            "c1", "only end_at, before it: serves");
-    is_str(base_serve(NULL, NULL,
-           "{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD','priority':4,"
-           "'cost_type':'CPM','rate':1,'end_at':'2025-06-01T00:00:00Z',"
-           "'targeting':{'ad_units':{'include':['u1']}}}", NULL, NULL, NOW),
+    is_str(base_serve(NULL, NULL, flight_li("'end_at':'2025-06-01T00:00:00Z',"), NULL, NULL, NOW),
            NULL, "only end_at, at it: no ad");
-    is_str(base_serve(NULL, NULL,
-           "{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD','priority':4,"
-           "'cost_type':'CPM','rate':1,'start_at':'2025-06-01T00:00:00Z',"
-           "'end_at':'2025-06-01T00:00:00Z','targeting':{'ad_units':{'include':['u1']}}}",
+    is_str(base_serve(NULL, NULL, flight_li("'start_at':'2025-06-01T00:00:00Z','end_at':'2025-06-01T00:00:00Z',"),
            NULL, NULL, NOW), NULL, "empty flight (start = end): no ad");
-    is_str(base_serve(NULL, NULL,
-           "{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD','priority':4,"
-           "'cost_type':'CPM','rate':1,'start_at':'June 1st',"
-           "'targeting':{'ad_units':{'include':['u1']}}}", NULL, NULL, NOW),
+    is_str(base_serve(NULL, NULL, flight_li("'start_at':'June 1st',"), NULL, NULL, NOW),
            NULL, "unparsable start_at: no ad");
-    is_str(base_serve(NULL, NULL,
-           "{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD','priority':4,"
-           "'cost_type':'CPM','rate':1,'start_at':'2025-06-01T02:00:00+02:00',"
-           "'end_at':'2025-06-01T00:00:01Z','targeting':{'ad_units':{'include':['u1']}}}",
+    is_str(base_serve(NULL, NULL, flight_li("'start_at':'2025-06-01T02:00:00+02:00','end_at':'2025-06-01T00:00:01Z',"),
            NULL, NULL, NOW), "c1", "flight bounds honour the UTC offset");
 }
 
