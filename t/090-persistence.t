@@ -22,7 +22,12 @@ ok($t->wait_until(3, sub { $t->ad($id)->{status} == 204 }), 'the ACTIVE ad unit 
 
 # everything down, as make stop does; the AOF is written every second and
 # on shutdown
+my @pids = ($t->nginx_pid, $t->workers,
+            map { open my $fh, '<', $t->var . "/run/$_.pid" or die; scalar <$fh> } qw(sidecar redis));
+chomp @pids;
+is(scalar(grep { /^\d+$/ } @pids), 5, 'the stack runs: nginx master and two workers, sidecar, Redis');
 $t->stop('nginx', 'sidecar', 'redis');
+is_deeply([ grep { kill 0, $_ } @pids ], [], 'stopping (what make stop does) leaves no process behind');
 ok(-s $t->var . '/redis/appendonlydir' || glob($t->var . '/redis/appendonlydir/*.aof'),
    'Redis left its append-only file');
 $t->start('redis', 'sidecar', 'nginx');
