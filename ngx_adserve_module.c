@@ -9,8 +9,12 @@
  * response that the snapshot build already rendered.
  *
  * Directives (main):  adserve_redis, adserve_redis_timeout, adserve_refresh,
- *                     adserve_ad_log_key
- * Directives (location): adserve_ad, adserve_status
+ *                     adserve_ad_log_key, adserve_public_url,
+ *                     adserve_flush_interval, adserve_pacing_interval,
+ *                     adserve_cap_timeout, adserve_event_buffer,
+ *                     adserve_event_stream_max, adserve_event_ttl,
+ *                     adserve_conversion_ttl, adserve_test_clock
+ * Directives (location): adserve_ad, adserve_event, adserve_status
  */
 
 
@@ -21,15 +25,6 @@
 #endif
 
 
-typedef struct {
-    ngx_http_adserve_redis_t    redis;         /* address, from the config */
-    ngx_msec_t                  redis_timeout;
-    ngx_msec_t                  refresh;
-    ngx_str_t                   key_file;
-    adserve_tokens_t           *tokens;
-    ngx_http_adserve_loader_t  *loader;        /* per worker, from init_process */
-    ngx_uint_t                  serving;       /* some location has adserve_ad */
-} ngx_http_adserve_main_conf_t;
 
 
 static ngx_int_t ngx_http_adserve_init_process(ngx_cycle_t *cycle);
@@ -39,6 +34,8 @@ static char *ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf);
 static char *ngx_http_adserve_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_adserve_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_adserve_event(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 
@@ -72,9 +69,79 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
       offsetof(ngx_http_adserve_main_conf_t, key_file),
       NULL },
 
+    { ngx_string("adserve_public_url"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, public_url),
+      NULL },
+
+    { ngx_string("adserve_flush_interval"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, flush),
+      NULL },
+
+    { ngx_string("adserve_pacing_interval"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, pacing),
+      NULL },
+
+    { ngx_string("adserve_cap_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, cap_timeout),
+      NULL },
+
+    { ngx_string("adserve_event_buffer"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, event_buffer),
+      NULL },
+
+    { ngx_string("adserve_event_stream_max"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, stream_max),
+      NULL },
+
+    { ngx_string("adserve_event_ttl"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, event_ttl),
+      NULL },
+
+    { ngx_string("adserve_conversion_ttl"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, conversion_ttl),
+      NULL },
+
+    { ngx_string("adserve_test_clock"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, test_clock),
+      NULL },
+
     { ngx_string("adserve_ad"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_adserve_ad,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("adserve_event"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_adserve_event,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -131,6 +198,67 @@ typedef struct {
 
 
 static ngx_str_t  ngx_http_adserve_json_type = ngx_string("application/json");
+
+
+/* ---- the clock --------------------------------------------------------- */
+
+static ngx_str_t  ngx_http_adserve_clock_header = ngx_string("X-Adserve-Clock");
+
+/* the latest test clock seen by this worker: what its timers go by */
+static time_t  ngx_http_adserve_test_now;
+
+
+time_t
+ngx_http_adserve_now(ngx_http_request_t *r)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_list_part_t               *part;
+    ngx_table_elt_t               *h;
+    ngx_uint_t                     i;
+    time_t                         t;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    if (!amcf->test_clock) {
+        return ngx_time();
+    }
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == ngx_http_adserve_clock_header.len
+            && ngx_strncasecmp(h[i].key.data, ngx_http_adserve_clock_header.data,
+                               h[i].key.len) == 0)
+        {
+            t = ngx_atotm(h[i].value.data, h[i].value.len);
+            if (t != NGX_ERROR) {
+                if (t > ngx_http_adserve_test_now) {
+                    ngx_http_adserve_test_now = t;
+                }
+                return t;
+            }
+        }
+    }
+
+    return ngx_http_adserve_clock();
+}
+
+
+time_t
+ngx_http_adserve_clock(void)
+{
+    return ngx_http_adserve_test_now ? ngx_http_adserve_test_now : ngx_time();
+}
 
 
 /* ---- serving ----------------------------------------------------------- */
@@ -230,7 +358,7 @@ ngx_http_adserve_body(ngx_http_request_t *r, u_char **start, size_t *len)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
     size_t len)
 {
@@ -451,6 +579,7 @@ ngx_http_adserve_ad_handler(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_adserve_status_handler(ngx_http_request_t *r)
 {
+    ngx_http_adserve_main_conf_t  *amcf;
     ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
     adserve_snapshot_t         *s;
     u_char                     *body, *p;
@@ -470,7 +599,8 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
                  "\"snapshot_age_ms\":,\"active_ad_units\":,\"candidates\":,"
                  "\"skipped_records\":,\"loads\":,\"full_loads\":,"
                  "\"changes_applied\":,\"load_failures\":}")
-          + 11 * NGX_INT64_LEN + NGX_HTTP_ADSERVE_STREAM_ID;
+          + 11 * NGX_INT64_LEN + NGX_HTTP_ADSERVE_STREAM_ID
+          + NGX_HTTP_ADSERVE_EVENTS_STATUS_LEN;
 
     body = ngx_pnalloc(r->pool, len);
     if (body == NULL) {
@@ -484,7 +614,7 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
                      "\"snapshot_age_ms\":%L,\"active_ad_units\":%uz,"
                      "\"candidates\":%uz,\"skipped_records\":%uz,"
                      "\"loads\":%ui,\"full_loads\":%ui,\"changes_applied\":%ui,"
-                     "\"load_failures\":%ui}",
+                     "\"load_failures\":%ui",
                      ngx_pid, (ld && ld->redis.connected) ? "up" : "down",
                      s ? (int64_t) s->rev : (int64_t) -1,
                      ld ? ld->change_id : "",
@@ -493,6 +623,12 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
                      s ? s->stats.skipped : 0,
                      ld ? ld->loads : 0, ld ? ld->full_loads : 0,
                      ld ? ld->changes : 0, ld ? ld->failures : 0);
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    if (amcf->events != NULL) {
+        p = ngx_http_adserve_events_status(amcf->events, p, body + len - 1);
+    }
+    *p++ = '}';
 
     return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
 }
@@ -512,6 +648,14 @@ ngx_http_adserve_create_main_conf(ngx_conf_t *cf)
 
     amcf->redis_timeout = NGX_CONF_UNSET_MSEC;
     amcf->refresh = NGX_CONF_UNSET_MSEC;
+    amcf->flush = NGX_CONF_UNSET_MSEC;
+    amcf->pacing = NGX_CONF_UNSET_MSEC;
+    amcf->cap_timeout = NGX_CONF_UNSET_MSEC;
+    amcf->event_buffer = NGX_CONF_UNSET_UINT;
+    amcf->stream_max = NGX_CONF_UNSET_UINT;
+    amcf->event_ttl = NGX_CONF_UNSET;
+    amcf->conversion_ttl = NGX_CONF_UNSET;
+    amcf->test_clock = NGX_CONF_UNSET;
 
     return amcf;
 }
@@ -580,20 +724,65 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
 
     ngx_conf_init_msec_value(amcf->redis_timeout, 1000);
     ngx_conf_init_msec_value(amcf->refresh, 100);
+    ngx_conf_init_msec_value(amcf->flush, 1000);
+    ngx_conf_init_msec_value(amcf->pacing, 5000);
+    ngx_conf_init_msec_value(amcf->cap_timeout, 20);
+    ngx_conf_init_uint_value(amcf->event_buffer, 16384);
+    ngx_conf_init_uint_value(amcf->stream_max, 1000000);
+    ngx_conf_init_value(amcf->event_ttl, 86400);
+    ngx_conf_init_value(amcf->conversion_ttl, 30 * 86400);
+    ngx_conf_init_value(amcf->test_clock, 0);
 
-    if (!amcf->serving) {
+    if (amcf->flush > 1000 || amcf->flush < 10) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "adserve_flush_interval must be between 10ms and 1s");
+        return NGX_CONF_ERROR;
+    }
+
+    if (amcf->pacing > 10000 || amcf->pacing < 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "adserve_pacing_interval must be between 100ms and 10s");
+        return NGX_CONF_ERROR;
+    }
+
+    if (amcf->event_buffer < 16 || amcf->event_buffer > 1048576) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "adserve_event_buffer must be between 16 and 1048576");
+        return NGX_CONF_ERROR;
+    }
+
+    if (!amcf->serving && !amcf->tracking) {
         return NGX_CONF_OK;
+    }
+
+    if (amcf->public_url.len == 0 && amcf->serving) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"adserve_ad\" needs \"adserve_public_url\" in the "
+                           "http block (where impression and click URLs point)");
+        return NGX_CONF_ERROR;
+    }
+
+    if (amcf->public_url.len
+        && ((ngx_strncmp(amcf->public_url.data, "http://", 7) != 0
+             && ngx_strncmp(amcf->public_url.data, "https://", 8) != 0)
+            || amcf->public_url.data[amcf->public_url.len - 1] == '/'
+            || ngx_strlchr(amcf->public_url.data,
+                           amcf->public_url.data + amcf->public_url.len, '"')))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "adserve_public_url: \"%V\" is not an http(s) URL "
+                           "without a trailing slash", &amcf->public_url);
+        return NGX_CONF_ERROR;
     }
 
     if (amcf->redis.host == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"adserve_ad\" needs \"adserve_redis\" in the http block");
+                           "\"adserve_ad\" and \"adserve_event\" need "
+                           "\"adserve_redis\" in the http block");
         return NGX_CONF_ERROR;
     }
 
     if (amcf->key_file.data == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"adserve_ad\" needs \"adserve_ad_log_key\" in the http block");
+                           "\"adserve_ad\" and \"adserve_event\" need "
+                           "\"adserve_ad_log_key\" in the http block");
         return NGX_CONF_ERROR;
     }
 
@@ -664,6 +853,22 @@ ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 static char *
+ngx_http_adserve_event(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t      *clcf;
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_adserve_track_handler;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
+    amcf->tracking = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
 ngx_http_adserve_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_core_loc_conf_t  *clcf;
@@ -682,6 +887,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
 {
     ngx_http_adserve_main_conf_t  *amcf;
     ngx_http_adserve_loader_t     *ld;
+    ngx_http_adserve_events_conf_t ecf;
 #if (NGX_THREADS)
     ngx_str_t                      pool = ngx_string("default");
 #endif
@@ -691,7 +897,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     }
 
     amcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_adserve_module);
-    if (amcf == NULL || !amcf->serving) {
+    if (amcf == NULL || (!amcf->serving && !amcf->tracking)) {
         return NGX_OK;
     }
 
@@ -717,6 +923,18 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     ld->resume = ngx_http_adserve_resume;
     amcf->loader = ld;
 
+    ecf.redis = &amcf->redis;
+    ecf.flush = amcf->flush;
+    ecf.buffer = amcf->event_buffer;
+    ecf.stream_max = amcf->stream_max;
+    ecf.event_ttl = amcf->event_ttl;
+    ecf.conversion_ttl = amcf->conversion_ttl;
+
+    amcf->events = ngx_http_adserve_events_init(cycle, &ecf);
+    if (amcf->events == NULL) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_adserve_loader_init(ld, cycle);
 }
 
@@ -727,6 +945,11 @@ ngx_http_adserve_exit_process(ngx_cycle_t *cycle)
     ngx_http_adserve_main_conf_t  *amcf;
 
     amcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_adserve_module);
+
+    if (amcf != NULL && amcf->events != NULL) {
+        ngx_http_adserve_events_exit(amcf->events);
+        amcf->events = NULL;
+    }
 
     if (amcf != NULL && amcf->loader != NULL) {
         ngx_http_adserve_loader_exit(amcf->loader);

@@ -39,6 +39,11 @@ adserve_env() {
     export ADSERVE_WORKERS=${ADSERVE_WORKERS:-auto}
     export ADSERVE_RATE=${ADSERVE_RATE:-100}      # serving requests/s per client; 0: no limit
     case $ADSERVE_RATE in ''|*[!0-9]*) die "ADSERVE_RATE must be a whole number (0: no limit)" ;; esac
+    # where impression and click URLs point: the address browsers reach
+    export ADSERVE_PUBLIC_URL=${ADSERVE_PUBLIC_URL:-http://127.0.0.1:$ADSERVE_PORT}
+    # tests and scripts/simulate only: requests may carry X-Adserve-Clock
+    export ADSERVE_TEST_CLOCK=${ADSERVE_TEST_CLOCK:-off}
+    case $ADSERVE_TEST_CLOCK in on|off) ;; *) die "ADSERVE_TEST_CLOCK must be on or off" ;; esac
     ADSERVE_VAR=${ADSERVE_VAR:-$ADSERVE_ROOT/var}
     mkdir -p "$ADSERVE_VAR"
     ADSERVE_VAR=$(cd "$ADSERVE_VAR" && pwd)

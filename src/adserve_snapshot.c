@@ -98,6 +98,7 @@ typedef struct creative_rec_s {
     int           approved;
     size2_t       size;
     strs_t        categories;
+    const char   *landing_url;
     char         *ad_json;            /* the rendered "ad" object, cJSON-owned */
     const char   *head;               /* the response head, in the snapshot, */
     size_t        head_len;           /* rendered once, on first use */
@@ -749,6 +750,7 @@ parse_creatives(build_t *b, cJSON **objs)
         read_size(objs[i], &c->size, -1, -1);
         c->categories = get_strs(b,
                             cJSON_GetObjectItemCaseSensitive(objs[i], "categories"));
+        c->landing_url = get_str(objs[i], "landing_url");
 
         /* a creative that cannot be rendered can never serve */
         c->approved = str_is(get_str(objs[i], "approval"), "APPROVED")
@@ -1098,6 +1100,51 @@ build_table(build_t *b)
 }
 
 
+/* Every creative with a landing page, for clicks: approved or not, since an
+ * ad served before a change may still be clicked. */
+static int
+build_creatives(build_t *b)
+{
+    adserve_snapshot_t  *s = b->snap;
+    adserve_creative_t  *c;
+    creative_rec_t      *cr;
+    uint32_t             i, j, size, n = b->n[ADSERVE_KIND_CREATIVES];
+
+    size = table_size(n);
+    s->creatives = adserve_arena_calloc(&s->arena, size * sizeof(adserve_creative_t));
+    if (s->creatives == NULL) {
+        return -1;
+    }
+    s->creative_mask = size - 1;
+
+    for (i = 0; i < n; i++) {
+        cr = &b->crs[i];
+        if (cr->landing_url == NULL) {
+            continue;
+        }
+
+        j = (uint32_t) adserve_hash(cr->id, strlen(cr->id)) & s->creative_mask;
+        while (s->creatives[j].id.data != NULL) {
+            j = (j + 1) & s->creative_mask;
+        }
+
+        c = &s->creatives[j];
+        if (snap_id(b, cr->id, &cr->snap_id) != 0) {
+            return -1;
+        }
+        c->id = cr->snap_id;
+        c->landing_url.len = strlen(cr->landing_url);
+        c->landing_url.data = adserve_arena_memdup(&s->arena, cr->landing_url,
+                                                   c->landing_url.len);
+        if (c->landing_url.data == NULL) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
 /* ---- the build --------------------------------------------------------- */
 
 typedef int (*parse_pt)(build_t *b, cJSON **objs);
@@ -1138,7 +1185,7 @@ build(build_t *b, const adserve_input_t *in)
         }
     }
 
-    if (build_table(b) != 0) {
+    if (build_table(b) != 0 || build_creatives(b) != 0) {
         build_error(b, "out of memory ranking candidates");
         return -1;
     }
@@ -1252,6 +1299,32 @@ adserve_snapshot_unit(const adserve_snapshot_t *s, const char *id, size_t len)
 
         if (u->id_len == len && memcmp(u->id, id, len) == 0) {
             return u;
+        }
+    }
+}
+
+
+const adserve_creative_t *
+adserve_snapshot_creative(const adserve_snapshot_t *s, const char *id, size_t len)
+{
+    const adserve_creative_t  *c;
+    uint32_t                   i;
+
+    if (s == NULL) {
+        return NULL;
+    }
+
+    for (i = (uint32_t) adserve_hash(id, len) & s->creative_mask; ;
+         i = (i + 1) & s->creative_mask)
+    {
+        c = &s->creatives[i];
+
+        if (c->id.data == NULL) {
+            return NULL;
+        }
+
+        if (c->id.len == len && memcmp(c->id.data, id, len) == 0) {
+            return c;
         }
     }
 }

@@ -101,11 +101,19 @@ typedef struct {
     unsigned        build_ms;
 } adserve_stats_t;
 
+/* A creative as events need it: where its clicks go. */
+typedef struct {
+    adserve_str_t   id;
+    adserve_str_t   landing_url;      /* absolute http(s), checked by the API */
+} adserve_creative_t;
+
 typedef struct {
     uint64_t        rev;
     adserve_stats_t stats;
     adserve_unit_t *units;            /* open-addressing table of ACTIVE units */
     uint32_t        mask;             /* table size - 1 */
+    adserve_creative_t *creatives;    /* open addressing, every creative */
+    uint32_t        creative_mask;
     adserve_arena_t arena;
 } adserve_snapshot_t;
 
@@ -118,6 +126,11 @@ typedef struct {
 adserve_snapshot_t *adserve_snapshot_build(const adserve_input_t *in,
     char *err, size_t errlen);
 void adserve_snapshot_free(adserve_snapshot_t *s);
+
+/* Any creative of the inventory (approved or not: a click on an ad served
+ * before a change still lands), or NULL. */
+const adserve_creative_t *adserve_snapshot_creative(const adserve_snapshot_t *s,
+    const char *id, size_t len);
 
 /* The ACTIVE ad unit with this id, or NULL. */
 const adserve_unit_t *adserve_snapshot_unit(const adserve_snapshot_t *s,

@@ -128,4 +128,124 @@ void ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld);
 void ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q);
 
 
+/* ---- events: counted in worker memory, flushed to Redis ----------------
+ *
+ * src/ngx_http_adserve_events.c. Serving counts ad requests and ads into a
+ * per-worker table; tracking events (impressions, clicks, conversions) are
+ * queued raw. A timer flushes both at least once a second, as one atomic,
+ * idempotent script per batch on the worker's second Redis connection (the
+ * first is the loader's); a batch that fails is kept and sent again, with
+ * the same id, when Redis is back. Both buffers are bounded: what cannot be
+ * kept is dropped, counted and logged. See README "Events".
+ */
+
+typedef enum {
+    NGX_HTTP_ADSERVE_EV_IMPRESSION = 0,
+    NGX_HTTP_ADSERVE_EV_CLICK,
+    NGX_HTTP_ADSERVE_EV_CONVERSION,
+    NGX_HTTP_ADSERVE_EV_TYPES
+} ngx_http_adserve_ev_type_e;
+
+/* what serving counts, per ad unit, line item or creative */
+typedef enum {
+    NGX_HTTP_ADSERVE_DIM_UNIT = 0,          /* "u" */
+    NGX_HTTP_ADSERVE_DIM_LINE_ITEM,         /* "li" */
+    NGX_HTTP_ADSERVE_DIM_CREATIVE           /* "cr" */
+} ngx_http_adserve_dim_e;
+
+typedef enum {
+    NGX_HTTP_ADSERVE_M_REQUESTS = 0,        /* "req": ad requests (units) */
+    NGX_HTTP_ADSERVE_M_ADS,                 /* "ads": 200 responses */
+    NGX_HTTP_ADSERVE_M_OPPORTUNITIES,       /* "opp": a line item could have
+                                             * served (pacing's denominator) */
+    NGX_HTTP_ADSERVE_M_COUNT
+} ngx_http_adserve_metric_e;
+
+typedef struct ngx_http_adserve_events_s  ngx_http_adserve_events_t;
+
+typedef struct {
+    ngx_http_adserve_redis_t  *redis;        /* address to copy */
+    ngx_msec_t                 flush;        /* adserve_flush_interval */
+    ngx_uint_t                 buffer;       /* adserve_event_buffer: raw events */
+    ngx_uint_t                 stream_max;   /* adserve_event_stream_max */
+    time_t                     event_ttl;    /* impressions and clicks: the */
+    time_t                     conversion_ttl;  /* oldest token accepted */
+} ngx_http_adserve_events_conf_t;
+
+ngx_http_adserve_events_t *ngx_http_adserve_events_init(ngx_cycle_t *cycle,
+    ngx_http_adserve_events_conf_t *conf);
+/* at worker exit: a last, synchronous flush bounded by the Redis timeout */
+void ngx_http_adserve_events_exit(ngx_http_adserve_events_t *ev);
+
+/* hot path: n more of metric m for one id in the hour of now; hash is
+ * adserve_hash(id) (the snapshot keeps it, so it is not computed again) */
+void ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
+    ngx_http_adserve_dim_e dim, const adserve_str_t *id, uint64_t hash,
+    ngx_http_adserve_metric_e m, ngx_uint_t n);
+
+/* an authenticated tracking event, queued raw: deduplicated (once per
+ * ad_log and type) and counted by the flush script. value: a conversion's
+ * value in micros, else 0. NGX_OK, or NGX_DECLINED when the buffer is full
+ * (dropped and counted). */
+ngx_int_t ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
+    ngx_http_adserve_ev_type_e type, const adserve_ad_log_t *log, time_t now,
+    int64_t value_micros);
+
+/* a forged, altered or expired token: counted as invalid, never as an event */
+void ngx_http_adserve_track_invalid(ngx_http_adserve_events_t *ev,
+    ngx_http_adserve_ev_type_e type, time_t now);
+
+/* the second connection, for frequency caps (src/ngx_http_adserve_caps.c) */
+ngx_http_adserve_redis_t *ngx_http_adserve_events_redis(
+    ngx_http_adserve_events_t *ev);
+
+/* appends ,"events":{...} to the status document; returns the new end */
+u_char *ngx_http_adserve_events_status(ngx_http_adserve_events_t *ev,
+    u_char *p, u_char *last);
+#define NGX_HTTP_ADSERVE_EVENTS_STATUS_LEN  512
+
+
+/* ---- the module's configuration, shared by its sources ---------------- */
+
+typedef struct {
+    ngx_http_adserve_redis_t    redis;         /* address, from the config */
+    ngx_msec_t                  redis_timeout;
+    ngx_msec_t                  refresh;
+    ngx_msec_t                  flush;         /* adserve_flush_interval */
+    ngx_msec_t                  pacing;        /* adserve_pacing_interval */
+    ngx_msec_t                  cap_timeout;   /* adserve_cap_timeout */
+    ngx_uint_t                  event_buffer;
+    ngx_uint_t                  stream_max;
+    time_t                      event_ttl;     /* impressions and clicks */
+    time_t                      conversion_ttl;
+    ngx_flag_t                  test_clock;    /* honour X-Adserve-Clock */
+    ngx_str_t                   public_url;
+    ngx_str_t                   key_file;
+    adserve_tokens_t           *tokens;
+    ngx_http_adserve_loader_t  *loader;        /* per worker, from init_process */
+    ngx_http_adserve_events_t  *events;        /* per worker */
+    ngx_uint_t                  serving;       /* some location has adserve_ad */
+    ngx_uint_t                  tracking;      /* some location has adserve_event */
+} ngx_http_adserve_main_conf_t;
+
+extern ngx_module_t  ngx_http_adserve_module;
+
+/* Unix seconds for this request: the clock, or X-Adserve-Clock where
+ * adserve_test_clock is on (tests and scripts/simulate only). */
+time_t ngx_http_adserve_now(ngx_http_request_t *r);
+/* the same outside a request (timers): the latest test clock seen by this
+ * worker, if any, else the clock */
+time_t ngx_http_adserve_clock(void);
+
+/* a response with a body in memory (or none); the JSON type when there is */
+ngx_int_t ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status,
+    u_char *body, size_t len);
+
+/* location handler of adserve_event (src/ngx_http_adserve_track.c):
+ * GET  .../impression?ad_log=T  -> 204
+ * GET  .../click?ad_log=T       -> 302 to the creative's landing page
+ * POST .../ (the location itself) {"ad_log","type":"conversion","value"?} -> 204 */
+ngx_int_t ngx_http_adserve_track_handler(ngx_http_request_t *r);
+
+
 #endif /* _NGX_HTTP_ADSERVE_H_INCLUDED_ */
