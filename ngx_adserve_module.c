@@ -188,15 +188,6 @@ ngx_module_t  ngx_http_adserve_module = {
 };
 
 
-/* per request, from the pool */
-typedef struct {
-    ngx_queue_t            queue;         /* in the loader's waiting list */
-    ngx_http_request_t    *request;
-    const adserve_unit_t  *unit;          /* found before the body was read, */
-    ngx_uint_t             loads;         /* in the snapshot of this load */
-} ngx_http_adserve_ctx_t;
-
-
 static ngx_str_t  ngx_http_adserve_json_type = ngx_string("application/json");
 
 
@@ -277,7 +268,7 @@ ngx_http_adserve_loader(ngx_http_request_t *r)
 /* The ad unit named by the path, if it is ACTIVE in the current snapshot.
  * The tagid is what follows the location's prefix: one path segment. The
  * answer is kept for as long as the snapshot it came from serves. */
-static const adserve_unit_t *
+const adserve_unit_t *
 ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 {
     ngx_http_core_loc_conf_t   *clcf;
@@ -400,46 +391,75 @@ ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
 }
 
 
-/* Copies the rendered response around a fresh ad_log token. */
+/* Copies the rendered response around a fresh ad_log token: the body is
+ * the creative's head, the unit's impression URL, the token, the unit's
+ * click URL, the token, and the token again as ext.ad_log. */
 static ngx_int_t
-ngx_http_adserve_send_ad(ngx_http_request_t *r, const adserve_unit_t *unit,
-    const adserve_cand_t *c, const adserve_ad_request_t *req)
+ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, const adserve_cand_t *c, time_t now)
 {
     ngx_http_adserve_main_conf_t  *amcf;
     adserve_ad_log_t               log;
-    u_char                        *body, *p;
+    const adserve_li_t            *li;
+    u_char                        *body, *p, *tok;
     size_t                         n;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    li = &amcf->loader->snapshot->lis[c->li];
 
-    body = ngx_pnalloc(r->pool, c->response_head_len + ADSERVE_TOKEN_MAX
-                                + sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+    body = ngx_pnalloc(r->pool, c->response_head_len + unit->impression_prefix.len
+                                + unit->click_prefix.len + 3 * ADSERVE_TOKEN_MAX
+                                + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     p = ngx_cpymem(body, c->response_head, c->response_head_len);
+    p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
+    tok = p;
 
-    log.issued = ngx_time();
-    log.price_micros = c->price_micros;
-    log.cost_type = c->cost_type;
+    log.issued = now;
+    log.price_micros = c->bid_micros;
+    log.cost_type = li->cost_type;
     log.ad_unit.data = unit->id;
     log.ad_unit.len = unit->id_len;
-    log.line_item = c->line_item_id;
+    log.line_item = li->id;
     log.creative = c->creative_id;
-    log.user = req->user_id;
+    log.user = ctx->req.user_id;
     if (log.user.data == NULL) {
         log.user.len = 0;
     }
 
-    n = adserve_token_encode(amcf->tokens, &log, (char *) p);
+    n = adserve_token_encode(amcf->tokens, &log, (char *) tok);
     if (n == 0) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                       "adserve: ad_log token could not be sealed");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_cpymem(p + n, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+    p = ngx_cpymem(tok + n, unit->click_prefix.data, unit->click_prefix.len);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+
+    ngx_http_adserve_count(amcf->events, now, NGX_HTTP_ADSERVE_DIM_UNIT,
+                           &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
+                           NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_count(amcf->events, now, NGX_HTTP_ADSERVE_DIM_LINE_ITEM,
+                           &li->id, li->hash, NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_count(amcf->events, now, NGX_HTTP_ADSERVE_DIM_CREATIVE,
+                           &c->creative_id, c->creative_hash, NGX_HTTP_ADSERVE_M_ADS, 1);
+
+    if (li->ncaps && log.user.len) {
+        ngx_http_adserve_caps_record(amcf->events, li, &log, now,
+                                     amcf->loader->snapshot->max_cap_seconds);
+    }
+
+    if (unit->impression_on_response) {
+        (void) ngx_http_adserve_track(amcf->events, NGX_HTTP_ADSERVE_EV_IMPRESSION,
+                                      &log, now, 0);
+    }
 
     return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
 }
@@ -462,19 +482,57 @@ ngx_http_adserve_park(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 }
 
 
+/* The decision proper, once the user's frequency caps are known (or are
+ * known to be unknown). */
+ngx_int_t
+ngx_http_adserve_finish(ngx_http_request_t *r)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_ctx_t        *ctx;
+    const adserve_unit_t          *unit;
+    const adserve_cand_t          *c;
+    adserve_decision_t             d;
+    adserve_req_ctx_t              facts;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
+
+    /* again: the snapshot may have been swapped while caps were read */
+    unit = ngx_http_adserve_unit(r, ctx);
+    if (unit == NULL) {
+        return NGX_HTTP_NOT_FOUND;
+    }
+
+    adserve_req_ctx_init(&facts, &ctx->req);
+
+    d.now = ctx->now;
+    d.rnd = (uint32_t) ngx_random();
+    d.facts = &facts;
+    d.seen = ctx->seen;
+    d.nseen = ctx->nseen;
+    d.caps_known = ctx->caps_known;
+
+    c = adserve_decide(amcf->loader->snapshot, unit, &d);
+    if (c == NULL) {
+        return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+    }
+
+    return ngx_http_adserve_send_ad(r, ctx, unit, c, ctx->now);
+}
+
+
 static ngx_int_t
 ngx_http_adserve_decide(ngx_http_request_t *r)
 {
-    const adserve_unit_t    *unit;
-    const adserve_cand_t    *c;
-    adserve_ad_request_t     req;
-    adserve_req_ctx_t        facts;
-    ngx_http_adserve_ctx_t  *ctx;
-    const char              *err;
-    size_t                   len, off;
-    u_char                  *body;
-    ngx_int_t                rc;
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_unit_t          *unit;
+    ngx_http_adserve_ctx_t        *ctx;
+    const char                    *err;
+    size_t                         len, off;
+    u_char                        *body;
+    ngx_int_t                      rc;
 
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
 
     rc = ngx_http_adserve_park(r, ctx);
@@ -493,19 +551,31 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
         return rc;
     }
 
-    if (adserve_json_parse_ad_request((char *) body, len, &req, &err, &off) != 0) {
+    if (adserve_json_parse_ad_request((char *) body, len, &ctx->req, &err, &off) != 0) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "adserve: malformed ad request at byte %uz: %s", off, err);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    adserve_req_ctx_init(&facts, &req);
-    c = adserve_decide(unit, ngx_time(), (uint32_t) ngx_random(), &facts);
-    if (c == NULL) {
-        return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+    ctx->now = ngx_http_adserve_now(r);
+
+    ngx_http_adserve_count(amcf->events, ctx->now, NGX_HTTP_ADSERVE_DIM_UNIT,
+                           &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
+                           NGX_HTTP_ADSERVE_M_REQUESTS, 1);
+
+    /* a unit with capped line items needs what this user has seen: an
+     * async read with a deadline; without a user id caps stay unknown, and
+     * capped line items do not serve */
+    if (unit->max_cap_seconds && ctx->req.user_id.len
+        && ctx->req.user_id.len <= ADSERVE_TOKEN_USER_MAX)
+    {
+        rc = ngx_http_adserve_caps_read(r, ctx, unit->max_cap_seconds);
+        if (rc == NGX_AGAIN) {
+            return NGX_AGAIN;
+        }
     }
 
-    return ngx_http_adserve_send_ad(r, unit, c, &req);
+    return ngx_http_adserve_finish(r);
 }
 
 
@@ -516,7 +586,8 @@ ngx_http_adserve_body_handler(ngx_http_request_t *r)
 
     rc = ngx_http_adserve_decide(r);
 
-    /* parked: the request stays open until the loader resumes it */
+    /* parked: the request stays open until the loader resumes it, or the
+     * caps reply (or its deadline) finishes it */
     if (rc != NGX_AGAIN) {
         ngx_http_finalize_request(r, rc);
     }
@@ -529,11 +600,16 @@ ngx_http_adserve_resume(ngx_queue_t *q)
 {
     ngx_http_adserve_ctx_t  *ctx;
     ngx_connection_t        *c;
+    ngx_int_t                rc;
 
     ctx = ngx_queue_data(q, ngx_http_adserve_ctx_t, queue);
     c = ctx->request->connection;
 
-    ngx_http_finalize_request(ctx->request, ngx_http_adserve_decide(ctx->request));
+    rc = ngx_http_adserve_decide(ctx->request);
+    if (rc != NGX_AGAIN) {
+        ngx_http_finalize_request(ctx->request, rc);
+    }
+
     ngx_http_run_posted_requests(c);
 }
 
@@ -916,6 +992,8 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     ld->redis.timeout = amcf->redis_timeout;
     ld->refresh = amcf->refresh;
     ld->timeout = amcf->redis_timeout;
+    ld->public_url = (char *) amcf->public_url.data;    /* ngx_conf_set_str_slot
+                                                       * NUL-terminates */
 #if (NGX_THREADS)
     ld->thread_pool = ngx_thread_pool_get(cycle, &pool);
 #endif
@@ -931,7 +1009,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     ecf.conversion_ttl = amcf->conversion_ttl;
 
     amcf->events = ngx_http_adserve_events_init(cycle, &ecf);
-    if (amcf->events == NULL) {
+    if (amcf->events == NULL || ngx_http_adserve_pacing_init(cycle, amcf) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -945,6 +1023,8 @@ ngx_http_adserve_exit_process(ngx_cycle_t *cycle)
     ngx_http_adserve_main_conf_t  *amcf;
 
     amcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_adserve_module);
+
+    ngx_http_adserve_pacing_exit();
 
     if (amcf != NULL && amcf->events != NULL) {
         ngx_http_adserve_events_exit(amcf->events);

@@ -41,6 +41,8 @@ adserve_env() {
     case $ADSERVE_RATE in ''|*[!0-9]*) die "ADSERVE_RATE must be a whole number (0: no limit)" ;; esac
     # where impression and click URLs point: the address browsers reach
     export ADSERVE_PUBLIC_URL=${ADSERVE_PUBLIC_URL:-http://127.0.0.1:$ADSERVE_PORT}
+    # how often pacing is recomputed from delivered counts (at most 10s)
+    export ADSERVE_PACING_INTERVAL=${ADSERVE_PACING_INTERVAL:-5s}
     # tests and scripts/simulate only: requests may carry X-Adserve-Clock
     export ADSERVE_TEST_CLOCK=${ADSERVE_TEST_CLOCK:-off}
     case $ADSERVE_TEST_CLOCK in on|off) ;; *) die "ADSERVE_TEST_CLOCK must be on or off" ;; esac

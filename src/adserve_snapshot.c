@@ -15,6 +15,7 @@
 
 #include "adserve_snapshot.h"
 #include "adserve_hash.h"
+#include "adserve_pacing.h"
 
 
 const char *const adserve_kind_keys[ADSERVE_KIND_COUNT] = {
@@ -64,6 +65,9 @@ typedef struct {
     size2_t      *sizes;
     uint32_t      nsizes;
     strs_t        bcat;
+    double        default_cpc, default_cpa, target_ecpm;
+    const char   *public_url;         /* ext.public_url, or NULL */
+    int           on_response;        /* recommendation, on_ad_response */
     bcand_t      *cands;              /* grows during the build */
     uint32_t      ncands, cap;
 } unit_rec_t;
@@ -85,8 +89,13 @@ typedef struct li_rec_s {
     int           priority;
     int           cost_type;          /* adserve_cost_e, -1 unknown */
     double        rate;
-    double        ecpm;
     int64_t       start, end;
+    int           goal_type;          /* adserve_goal_e */
+    uint64_t      goal;
+    int           delivery;           /* adserve_delivery_e */
+    adserve_cap_t caps[ADSERVE_CAPS_MAX];
+    uint32_t      ncaps, max_cap;
+    uint32_t      snap_li;            /* index in the snapshot's lis, or NONE */
     idxs_t        include, exclude, placements;
     const adserve_target_t *target;   /* decided per request; NULL: nothing */
     uint32_t      first_lica;
@@ -133,6 +142,7 @@ typedef struct {
     uint32_t           *stamp;        /* per unit: last line item that included it */
     uint32_t           *xstamp;       /* per unit: last line item that excluded it */
     adserve_target_builder_t  tb;     /* compiles targeting into the snapshot */
+    const char         *public_url;
     char               *err;
     size_t              errlen;
 } build_t;
@@ -480,6 +490,42 @@ read_size(const cJSON *o, size2_t *sz, double dw, double dh)
 }
 
 
+/* a cost field of ext: a finite, non-negative number (the API checks it) */
+static double
+get_cost(const cJSON *o, const char *name)
+{
+    double  v = get_num(o, name, 0);
+
+    return v >= 0 && v < 1e9 ? v : 0;
+}
+
+
+static void
+parse_unit_ext(build_t *b, unit_rec_t *u, const cJSON *o)
+{
+    const cJSON  *ext, *rec, *v;
+    const char   *url;
+
+    ext = cJSON_GetObjectItemCaseSensitive(o, "ext");
+    u->bcat = get_strs(b, cJSON_GetObjectItemCaseSensitive(ext, "bcat"));
+    u->default_cpc = get_cost(ext, "default_cpc");
+    u->default_cpa = get_cost(ext, "default_cpa");
+    u->target_ecpm = get_cost(ext, "target_ecpm");
+
+    url = get_str(ext, "public_url");
+    u->public_url = (url != NULL && url[0] != '\0') ? url : NULL;
+
+    /* a recommendation placement (ext.recommendation.enabled) records its
+     * impression with the response when its ad_log_tracking_mode says so;
+     * missing or null means on_event_tracker (spec) */
+    v = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(ext, "recommendation"), "enabled");
+    rec = cJSON_GetObjectItemCaseSensitive(o, "recommendation");
+    u->on_response = ((cJSON_IsNumber(v) && v->valuedouble != 0) || cJSON_IsTrue(v))
+                     && str_is(get_str(rec, "ad_log_tracking_mode"), "on_ad_response");
+}
+
+
 static int
 parse_units(build_t *b, cJSON **objs)
 {
@@ -519,8 +565,7 @@ parse_units(build_t *b, cJSON **objs)
             }
         }
 
-        u->bcat = get_strs(b, cJSON_GetObjectItemCaseSensitive(
-                      cJSON_GetObjectItemCaseSensitive(objs[i], "ext"), "bcat"));
+        parse_unit_ext(b, u, objs[i]);
     }
 
     /* link the hierarchy: resolve every parent first, then cut cycles */
@@ -614,6 +659,52 @@ tier_of(const char *type)
 }
 
 
+/* goal, delivery and frequency caps; what the API refuses is ignored */
+static void
+parse_delivery(li_rec_t *li, const cJSON *o)
+{
+    const cJSON  *goal, *caps, *it;
+    const char   *t;
+    double        units, max, sec;
+
+    goal = cJSON_GetObjectItemCaseSensitive(o, "goal");
+    t = get_str(goal, "type");
+    units = get_num(goal, "units", 0);
+
+    li->goal_type = ADSERVE_GOAL_NONE;
+    if (units >= 1 && units <= 1e15) {
+        li->goal = (uint64_t) units;
+        li->goal_type = str_is(t, "IMPRESSIONS") ? ADSERVE_GOAL_IMPRESSIONS
+                        : str_is(t, "CLICKS") ? ADSERVE_GOAL_CLICKS
+                        : ADSERVE_GOAL_NONE;
+    }
+
+    li->delivery = str_is(get_str(o, "delivery"), "ASAP") ? ADSERVE_DELIVERY_ASAP
+                                                           : ADSERVE_DELIVERY_EVEN;
+
+    caps = cJSON_GetObjectItemCaseSensitive(o, "frequency_caps");
+    if (!cJSON_IsArray(caps)) {
+        return;
+    }
+
+    cJSON_ArrayForEach(it, caps) {
+        max = get_num(it, "max", 0);
+        sec = get_num(it, "seconds", 0);
+
+        if (li->ncaps < ADSERVE_CAPS_MAX && max >= 1 && max <= 1e6
+            && sec >= 1 && sec <= 31536000)
+        {
+            li->caps[li->ncaps].max = (uint32_t) max;
+            li->caps[li->ncaps].seconds = (uint32_t) sec;
+            if (li->caps[li->ncaps].seconds > li->max_cap) {
+                li->max_cap = li->caps[li->ncaps].seconds;
+            }
+            li->ncaps++;
+        }
+    }
+}
+
+
 static int
 parse_line_items(build_t *b, cJSON **objs)
 {
@@ -641,10 +732,8 @@ parse_line_items(build_t *b, cJSON **objs)
                         : str_is(t, "CPC") ? ADSERVE_COST_CPC
                         : str_is(t, "CPA") ? ADSERVE_COST_CPA : -1;
         li->rate = get_num(o, "rate", 0);
-
-        /* eCPM for ranking; CPC and CPA line items rank on observed rates
-         * once event statistics exist, until then below every CPM price */
-        li->ecpm = li->cost_type == ADSERVE_COST_CPM ? li->rate : 0;
+        li->snap_li = NONE;
+        parse_delivery(li, o);
 
         li->start = INT64_MIN;
         li->end = INT64_MAX;
@@ -932,13 +1021,16 @@ join_line_item(build_t *b, uint32_t i)
 /* ---- ranking and rendering --------------------------------------------- */
 
 static int
-same_rank(const li_rec_t *a, const li_rec_t *b)
+same_group(const li_rec_t *a, const li_rec_t *b)
 {
-    return a->tier == b->tier && a->priority == b->priority && a->ecpm == b->ecpm;
+    return a->tier == b->tier && a->priority == b->priority;
 }
 
 
-/* tier, then priority (1 is the highest), then eCPM */
+/* tier, then priority (1 is the highest); inside a group a line item's
+ * candidates next to each other, in a stable order so builds are
+ * reproducible. eCPM is decided per request: CPC and CPA line items rank on
+ * observed rates, which change while a snapshot serves. */
 static int
 cand_cmp(const void *pa, const void *pb)
 {
@@ -946,36 +1038,33 @@ cand_cmp(const void *pa, const void *pb)
     const li_rec_t  *la = a->li, *lb = b->li;
     int              c;
 
-    if (!same_rank(la, lb)) {
-        if (la->tier != lb->tier) {
-            return la->tier < lb->tier ? -1 : 1;
-        }
-        if (la->priority != lb->priority) {
-            return la->priority < lb->priority ? -1 : 1;
-        }
-        return la->ecpm > lb->ecpm ? -1 : 1;
+    if (la->tier != lb->tier) {
+        return la->tier < lb->tier ? -1 : 1;
     }
 
-    /* equal rank: a stable order, so builds are reproducible */
+    if (la->priority != lb->priority) {
+        return la->priority < lb->priority ? -1 : 1;
+    }
+
     c = strcmp(la->id, lb->id);
 
     return c ? c : strcmp(a->cr->id, b->cr->id);
 }
 
 
-/* The whole 200 body but the ad_log value and the constant tail. It does
- * not depend on the ad unit, so all the candidates of a creative share it. */
+/* The 200 body up to the ad's URLs: the "ad" object without its closing
+ * brace. It does not depend on the ad unit, so all the candidates of a
+ * creative share it. */
 static const char *
 render_head(build_t *b, creative_rec_t *cr, size_t *len)
 {
     static const char  pre[] = "{\"version\":\"" ADSERVE_RESPONSE_VERSION "\",\"ad\":";
-    static const char  post[] = ",\"ext\":{\"message\":\"ok\",\"ad_log\":\"";
     size_t             n;
     char              *p;
 
     if (cr->head == NULL) {
-        n = strlen(cr->ad_json);
-        cr->head_len = sizeof(pre) - 1 + n + sizeof(post) - 1;
+        n = strlen(cr->ad_json) - 1;          /* without the closing '}' */
+        cr->head_len = sizeof(pre) - 1 + n;
 
         p = adserve_arena_alloc(&b->snap->arena, cr->head_len);
         if (p == NULL) {
@@ -984,13 +1073,57 @@ render_head(build_t *b, creative_rec_t *cr, size_t *len)
 
         memcpy(p, pre, sizeof(pre) - 1);
         memcpy(p + sizeof(pre) - 1, cr->ad_json, n);
-        memcpy(p + sizeof(pre) - 1 + n, post, sizeof(post) - 1);
         cr->head = p;
     }
 
     *len = cr->head_len;
 
     return cr->head;
+}
+
+
+/* ,"impression_url":"<base>/app/v0/event/impression?ad_log= and the same
+ * for the click: the base is the unit's ext.public_url or the default,
+ * escaped as a JSON string (the API checked it is an http(s) URL) */
+static int
+render_urls(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
+{
+    const char  *base = u->public_url ? u->public_url : b->public_url;
+    cJSON       *str;
+    char        *json, *p;
+    size_t       n;
+
+    str = cJSON_CreateString(base ? base : "");
+    json = str ? cJSON_PrintUnformatted(str) : NULL;
+    cJSON_Delete(str);
+    if (json == NULL) {
+        return -1;
+    }
+
+    /* without its quotes, and without a trailing slash */
+    n = strlen(json) - 2;
+    while (n > 0 && json[n] == '/') {
+        n--;
+    }
+
+#define URL_PART(field, lead, path)                                          \
+    out->field.len = sizeof(lead) - 1 + n + sizeof(path) - 1;                \
+    p = adserve_arena_alloc(&b->snap->arena, out->field.len);                \
+    if (p != NULL) {                                                         \
+        memcpy(p, lead, sizeof(lead) - 1);                                   \
+        memcpy(p + sizeof(lead) - 1, json + 1, n);                           \
+        memcpy(p + sizeof(lead) - 1 + n, path, sizeof(path) - 1);            \
+    }                                                                        \
+    out->field.data = p;
+
+    URL_PART(impression_prefix, ",\"impression_url\":\"", ADSERVE_IMPRESSION_PATH)
+    URL_PART(click_prefix, "\",\"click_url\":\"", ADSERVE_CLICK_PATH)
+
+#undef URL_PART
+
+    cJSON_free(json);
+
+    return out->impression_prefix.data && out->click_prefix.data ? 0 : -1;
 }
 
 
@@ -1005,6 +1138,70 @@ snap_id(build_t *b, const char *id, adserve_str_t *out)
     }
 
     return out->data ? 0 : -1;
+}
+
+
+/* The line item in the snapshot's lis, added the first time a candidate
+ * needs it. */
+static uint32_t
+snap_li(build_t *b, li_rec_t *r)
+{
+    adserve_snapshot_t  *s = b->snap;
+    adserve_li_t        *li;
+    adserve_cap_t       *caps = NULL;
+
+    if (r->snap_li != NONE) {
+        return r->snap_li;
+    }
+
+    if (r->ncaps) {
+        caps = adserve_arena_alloc(&s->arena, r->ncaps * sizeof(adserve_cap_t));
+        if (caps == NULL) {
+            return NONE;
+        }
+        memcpy(caps, r->caps, r->ncaps * sizeof(adserve_cap_t));
+    }
+
+    li = &s->lis[s->nlis];
+    if (snap_id(b, r->id, &li->id) != 0) {
+        return NONE;
+    }
+
+    li->hash = adserve_hash(li->id.data, li->id.len);
+    li->start = r->start;
+    li->end = r->end;
+    li->goal = r->goal;
+    li->target = r->target;
+    li->caps = caps;
+    li->ncaps = (uint8_t) r->ncaps;
+    li->tier = (uint8_t) r->tier;
+    li->priority = (uint8_t) r->priority;
+    li->cost_type = (uint8_t) r->cost_type;
+    li->goal_type = (uint8_t) r->goal_type;
+    li->delivery = (uint8_t) r->delivery;
+    li->paced = r->goal_type != ADSERVE_GOAL_NONE;
+    adserve_pace_init(li);
+
+    if (r->max_cap > s->max_cap_seconds) {
+        s->max_cap_seconds = r->max_cap;
+    }
+
+    r->snap_li = s->nlis++;
+
+    return r->snap_li;
+}
+
+
+/* what a candidate bids per unit of its cost type: the line item's rate, or
+ * for CPC and CPA without one, the ad unit's default */
+static double
+cand_bid(const unit_rec_t *u, const li_rec_t *li)
+{
+    if (li->rate > 0 || li->cost_type == ADSERVE_COST_CPM) {
+        return li->rate;
+    }
+
+    return li->cost_type == ADSERVE_COST_CPC ? u->default_cpc : u->default_cpa;
 }
 
 
@@ -1025,40 +1222,70 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         return -1;
     }
 
+    out->max_cap_seconds = 0;
+
     for (i = 0; i < u->ncands; i++) {
         bc = &u->cands[i];
 
-        if (i > 0 && !same_rank(bc->li, u->cands[i - 1].li)) {
+        if (i > 0 && !same_group(bc->li, u->cands[i - 1].li)) {
             group++;
         }
 
-        c[i].start = bc->li->start;
-        c[i].end = bc->li->end;
+        c[i].li = snap_li(b, bc->li);
         c[i].weight = bc->weight;
         c[i].group = group;
-        c[i].cost_type = (uint8_t) bc->li->cost_type;
-        c[i].price_micros = (uint64_t) (bc->li->rate * 1e6 + 0.5);
+        c[i].bid = cand_bid(u, bc->li);
+        c[i].bid_micros = (uint64_t) (c[i].bid * 1e6 + 0.5);
         c[i].response_head = render_head(b, bc->cr, &c[i].response_head_len);
 
-        if (snap_id(b, bc->li->id, &bc->li->snap_id) != 0
-            || snap_id(b, bc->cr->id, &bc->cr->snap_id) != 0
+        if (c[i].li == NONE || snap_id(b, bc->cr->id, &bc->cr->snap_id) != 0
             || c[i].response_head == NULL)
         {
             return -1;
         }
 
-        c[i].line_item_id = bc->li->snap_id;
         c[i].creative_id = bc->cr->snap_id;
-        c[i].target = bc->li->target;
+        c[i].creative_hash = adserve_hash(c[i].creative_id.data, c[i].creative_id.len);
+
+        if (bc->li->max_cap > out->max_cap_seconds) {
+            out->max_cap_seconds = bc->li->max_cap;
+        }
     }
 
-    out->id = adserve_arena_memdup(a, u->id, strlen(u->id));
     out->id_len = strlen(u->id);
+    out->id = adserve_arena_memdup(a, u->id, out->id_len);
+    out->hash = adserve_hash(u->id, out->id_len);
     out->cands = c;
     out->ncands = u->ncands;
+    out->floor = u->target_ecpm;
+    out->impression_on_response = u->on_response ? 1 : 0;
     b->snap->stats.candidates += u->ncands;
 
-    return out->id ? 0 : -1;
+    return out->id && render_urls(b, u, out) == 0 ? 0 : -1;
+}
+
+
+/* id -> line item, for frequency cap replies and pacing */
+static int
+index_lis(adserve_snapshot_t *s)
+{
+    uint32_t  i, j, size = table_size(s->nlis);
+
+    s->li_index = adserve_arena_calloc(&s->arena, size * sizeof(uint32_t));
+    if (s->li_index == NULL) {
+        return -1;
+    }
+    s->li_mask = size - 1;
+
+    for (i = 0; i < s->nlis; i++) {
+        for (j = (uint32_t) s->lis[i].hash & s->li_mask; s->li_index[j];
+             j = (j + 1) & s->li_mask)
+        { /* void */ }
+
+        s->li_index[j] = i + 1;
+    }
+
+    return 0;
 }
 
 
@@ -1071,6 +1298,12 @@ build_table(build_t *b)
 
     for (i = 0; i < n; i++) {
         s->stats.active_units += b->units[i].active;
+    }
+
+    s->lis = adserve_arena_calloc(&s->arena,
+                 (b->n[ADSERVE_KIND_LINE_ITEMS] + 1) * sizeof(adserve_li_t));
+    if (s->lis == NULL) {
+        return -1;
     }
 
     size = table_size(s->stats.active_units);
@@ -1096,7 +1329,7 @@ build_table(build_t *b)
         }
     }
 
-    return 0;
+    return index_lis(s);
 }
 
 
@@ -1255,6 +1488,7 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
     adserve_target_builder_init(&b.tb, &s->arena);
     b.err = err;
     b.errlen = errlen;
+    b.public_url = in->public_url;
 
     if (build(&b, in) != 0) {
         build_cleanup(&b);
@@ -1330,43 +1564,191 @@ adserve_snapshot_creative(const adserve_snapshot_t *s, const char *id, size_t le
 }
 
 
-/* In flight, and its targeting (if any) true for the request: the common
- * case, no targeting, costs one pointer test. */
-static inline int
-serves_now(const adserve_cand_t *c, int64_t now, adserve_req_ctx_t *ctx)
+adserve_li_t *
+adserve_snapshot_li(const adserve_snapshot_t *s, const char *id, size_t len)
 {
-    return now >= c->start && now < c->end
-           && (c->target == NULL || adserve_target_match(c->target, ctx, now));
+    uint32_t       i, k;
+    adserve_li_t  *li;
+
+    if (s == NULL || s->li_index == NULL) {
+        return NULL;
+    }
+
+    for (i = (uint32_t) adserve_hash(id, len) & s->li_mask; (k = s->li_index[i]);
+         i = (i + 1) & s->li_mask)
+    {
+        li = &s->lis[k - 1];
+        if (li->id.len == len && memcmp(li->id.data, id, len) == 0) {
+            return li;
+        }
+    }
+
+    return NULL;
+}
+
+
+void
+adserve_snapshot_inherit(adserve_snapshot_t *s, const adserve_snapshot_t *old)
+{
+    const adserve_li_t  *o;
+    uint32_t             i;
+
+    for (i = 0; old != NULL && i < s->nlis; i++) {
+        o = adserve_snapshot_li(old, s->lis[i].id.data, s->lis[i].id.len);
+        if (o != NULL && o->pace.known) {
+            s->lis[i].pace = o->pace;
+        }
+    }
+}
+
+
+/* xorshift32: the decision's further random draws, from the caller's seed */
+static inline uint32_t
+next_rnd(adserve_decision_t *d)
+{
+    uint32_t  x = d->rnd ? d->rnd : 0x9e3779b9;
+
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    d->rnd = x;
+
+    return x;
+}
+
+
+/* Whether one more ad now would break a cap: the user's ads of this line
+ * item inside (now - seconds, now] must stay below max. Unknown (no user
+ * id, Redis late or down): the line item does not serve. */
+static int
+capped(uint32_t idx, const adserve_li_t *li, const adserve_decision_t *d)
+{
+    uint32_t  i, k, n;
+
+    if (!d->caps_known) {
+        return 1;
+    }
+
+    for (k = 0; k < li->ncaps; k++) {
+        n = 0;
+        for (i = 0; i < d->nseen; i++) {
+            if (d->seen[i].li == idx && d->seen[i].at > d->now - li->caps[k].seconds) {
+                n++;
+            }
+        }
+
+        if (n >= li->caps[k].max) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+adserve_reason_e
+adserve_li_check(const adserve_li_t *li, const adserve_unit_t *u,
+    const adserve_cand_t *c, adserve_decision_t *d)
+{
+    (void) u;
+
+    if (d->now < li->start || d->now >= li->end) {
+        return ADSERVE_NO_FLIGHT;
+    }
+
+    if (li->pace.stopped) {
+        return ADSERVE_NO_GOAL_REACHED;
+    }
+
+    if (li->tier == ADSERVE_TIER_PRICE_PRIORITY && c->bid * li->pace.factor < u->floor) {
+        return ADSERVE_NO_FLOOR;
+    }
+
+    if (li->ncaps && capped(c->li, li, d)) {
+        return ADSERVE_NO_FREQUENCY_CAP;
+    }
+
+    if (li->target != NULL && !adserve_target_match(li->target, d->facts, d->now)) {
+        return ADSERVE_NO_TARGETING;
+    }
+
+    return ADSERVE_OK;
+}
+
+
+/* a line item's creative, by LICA weight */
+static const adserve_cand_t *
+pick_creative(const adserve_cand_t *c, const adserve_cand_t *end, uint32_t rnd)
+{
+    const adserve_cand_t  *k;
+    uint64_t               total = 0, pick;
+
+    for (k = c; k < end; k++) {
+        total += k->weight;
+    }
+
+    pick = (uint64_t) rnd % total;
+
+    for (k = c; k < end - 1; k++) {
+        if (pick < k->weight) {
+            break;
+        }
+        pick -= k->weight;
+    }
+
+    return k;
 }
 
 
 const adserve_cand_t *
-adserve_decide(const adserve_unit_t *u, int64_t now, uint32_t rnd,
-    adserve_req_ctx_t *ctx)
+adserve_decide(adserve_snapshot_t *s, const adserve_unit_t *u, adserve_decision_t *d)
 {
-    const adserve_cand_t  *c = u->cands, *end = u->cands + u->ncands, *g;
-    uint64_t               total, pick;
+    const adserve_cand_t  *c = u->cands, *end = u->cands + u->ncands;
+    const adserve_cand_t  *g, *run_end, *best, *best_end = NULL;
+    adserve_li_t          *li;
+    uint32_t               seed = d->rnd, ties = 0;
+    double                 ecpm, best_ecpm = 0;
 
     while (c < end) {
-        /* the best group with a line item in flight and matching wins;
-         * within it, rotation by LICA weight */
-        total = 0;
-        for (g = c; g < end && g->group == c->group; g++) {
-            if (serves_now(g, now, ctx)) {
-                total += g->weight;
+        best = NULL;
+
+        for (g = c; g < end && g->group == c->group; g = run_end) {
+            for (run_end = g + 1; run_end < end && run_end->li == g->li; run_end++) {
+                /* void */
+            }
+
+            li = &s->lis[g->li];
+
+            if (adserve_li_check(li, u, g, d) != ADSERVE_OK) {
+                continue;
+            }
+
+            if (li->paced) {
+                li->pace.opp++;
+                if (!adserve_pace_allows(li, next_rnd(d))) {
+                    continue;
+                }
+            }
+
+            /* the highest eCPM; equals at random (reservoir of one) */
+            ecpm = g->bid * li->pace.factor;
+
+            if (best == NULL || ecpm > best_ecpm) {
+                best = g;
+                best_end = run_end;
+                best_ecpm = ecpm;
+                ties = 1;
+
+            } else if (ecpm == best_ecpm && next_rnd(d) % ++ties == 0) {
+                best = g;
+                best_end = run_end;
             }
         }
 
-        if (total > 0) {
-            pick = (uint64_t) rnd % total;
-            for (; c < g; c++) {
-                if (serves_now(c, now, ctx)) {
-                    if (pick < c->weight) {
-                        return c;
-                    }
-                    pick -= c->weight;
-                }
-            }
+        if (best != NULL) {
+            li = &s->lis[best->li];
+            li->pace.served += li->paced;
+            return pick_creative(best, best_end, seed);
         }
 
         c = g;

@@ -57,6 +57,8 @@ typedef struct {
     size_t          nrecords[ADSERVE_KIND_COUNT];
     size_t          cap[ADSERVE_KIND_COUNT];
     uint64_t        rev;
+    const char     *public_url;       /* default base of event URLs; NUL-
+                                       * terminated, no trailing slash */
     adserve_arena_t arena;            /* owns the arrays, not the texts */
 } adserve_input_t;
 
@@ -67,28 +69,125 @@ int adserve_input_ref(adserve_input_t *in, adserve_kind_e kind,
 void adserve_input_free(adserve_input_t *in);
 
 
-/* One way an ad unit can be filled: a line item showing one creative. */
+/* What a line item has delivered, over its whole life and every node: the
+ * fields of adserve:delivery (README "Events"), read by pacing. */
 typedef struct {
+    uint64_t        imp, clk, conv, ads, opp;
+} adserve_delivered_t;
+
+/* The state of a line item that changes while a snapshot serves: pacing and
+ * the observed rates that rank CPC and CPA, set from delivered counts by
+ * adserve_pace_update (adserve_pacing.c), carried over from one snapshot to
+ * the next. Per worker: nothing here is shared. */
+typedef struct {
+    double          factor;           /* eCPM per unit of bid: 1 for CPM,
+                                       * CTR x 1000 for CPC, CVR x 1000 for CPA */
+    uint32_t        allow;            /* serve when a random 32-bit value is
+                                       * below or equal; UINT32_MAX: always */
+    uint32_t        budget;           /* ads this worker may serve until the
+                                       * next update; UINT32_MAX: no limit */
+    uint32_t        opp, served;      /* this worker, since the last update */
+    uint32_t        pushed;           /* of opp, added to the counters */
+    uint8_t         stopped;          /* the goal is reached */
+    uint8_t         known;            /* an update has happened */
+    int64_t         read_at;          /* the last update: time and the */
+    uint64_t        read_opp;         /* global opportunities then */
+} adserve_pace_t;
+
+typedef enum {
+    ADSERVE_GOAL_NONE = 0,
+    ADSERVE_GOAL_IMPRESSIONS,
+    ADSERVE_GOAL_CLICKS
+} adserve_goal_e;
+
+typedef enum {
+    ADSERVE_DELIVERY_EVEN = 0,
+    ADSERVE_DELIVERY_ASAP
+} adserve_delivery_e;
+
+#define ADSERVE_CAPS_MAX  8
+
+typedef struct {
+    uint32_t        max;              /* ads at most */
+    uint32_t        seconds;          /* in any window this long */
+} adserve_cap_t;
+
+/* A line item that some ACTIVE ad unit can serve. */
+typedef struct {
+    adserve_str_t   id;
+    uint64_t        hash;             /* adserve_hash(id): counters, lookups */
     int64_t         start;            /* flight, unix seconds, [start, end) */
     int64_t         end;
-    uint32_t        weight;           /* LICA weight, for rotation */
-    uint32_t        group;            /* candidates of one group rank equal */
+    uint64_t        goal;             /* units of goal_type */
+    const adserve_target_t *target;   /* decided per request; NULL: none */
+    const adserve_cap_t    *caps;
+    uint8_t         ncaps;
+    uint8_t         tier;             /* adserve_tier_e */
+    uint8_t         priority;
     uint8_t         cost_type;        /* adserve_cost_e */
-    uint64_t        price_micros;     /* the line item's rate x 1e6 */
-    const char     *response_head;    /* body up to the ad_log value, */
-    size_t          response_head_len;  /* shared by a creative's candidates */
-    adserve_str_t   line_item_id;
+    uint8_t         goal_type;        /* adserve_goal_e */
+    uint8_t         delivery;         /* adserve_delivery_e */
+    uint8_t         paced;            /* has a goal: pacing decides */
+    adserve_pace_t  pace;
+} adserve_li_t;
+
+/* One way an ad unit can be filled: a line item showing one creative. */
+typedef struct {
+    uint32_t        li;               /* index in the snapshot's lis */
+    uint32_t        weight;           /* LICA weight, for rotation */
+    uint32_t        group;            /* same tier and priority: one group */
+    uint64_t        bid_micros;       /* the line item's rate, or the unit's
+                                       * default_cpc / default_cpa, x 1e6 */
+    double          bid;
+    const char     *response_head;    /* body up to the ad's URLs, shared */
+    size_t          response_head_len;  /* by a creative's candidates */
     adserve_str_t   creative_id;
-    const adserve_target_t *target;   /* the line item's rule decided per
-                                       * request; NULL: none */
+    uint64_t        creative_hash;
 } adserve_cand_t;
 
 typedef struct {
     const char     *id;
     size_t          id_len;
-    const adserve_cand_t *cands;      /* ranked: best group first */
+    uint64_t        hash;
+    const adserve_cand_t *cands;      /* by group, best first; a line item's
+                                       * candidates next to each other */
     uint32_t        ncands;
+    uint32_t        max_cap_seconds;  /* longest cap of its line items; 0: none */
+    double          floor;            /* ext.target_ecpm: PRICE_PRIORITY below
+                                       * it does not serve */
+    unsigned        impression_on_response:1;  /* recommendation placement,
+                                                * ad_log_tracking_mode
+                                                * on_ad_response */
+    adserve_str_t   impression_prefix;  /* ,"impression_url":"<base>...ad_log= */
+    adserve_str_t   click_prefix;       /* ","click_url":"<base>...ad_log= */
 } adserve_unit_t;
+
+/* One ad the user was shown by a capped line item, from Redis. */
+typedef struct {
+    uint32_t        li;               /* index in the snapshot's lis */
+    int64_t         at;
+} adserve_seen_t;
+
+/* Why a line item does not serve a request (the explainer names them). */
+typedef enum {
+    ADSERVE_OK = 0,
+    ADSERVE_NO_FLIGHT,
+    ADSERVE_NO_TARGETING,
+    ADSERVE_NO_GOAL_REACHED,
+    ADSERVE_NO_FREQUENCY_CAP,
+    ADSERVE_NO_FLOOR,
+    ADSERVE_NO_PACING
+} adserve_reason_e;
+
+/* One decision's inputs, and what it saw. */
+typedef struct {
+    int64_t         now;
+    uint32_t        rnd;              /* state of the decision's generator */
+    adserve_req_ctx_t *facts;         /* adserve_req_ctx_init */
+    const adserve_seen_t *seen;       /* the user's capped ads; */
+    uint32_t        nseen;
+    unsigned        caps_known:1;     /* else capped line items do not serve */
+} adserve_decision_t;
 
 typedef struct {
     size_t          records[ADSERVE_KIND_COUNT];
@@ -110,6 +209,11 @@ typedef struct {
 typedef struct {
     uint64_t        rev;
     adserve_stats_t stats;
+    adserve_li_t   *lis;              /* every line item some unit can serve */
+    uint32_t        nlis;
+    uint32_t       *li_index;         /* open addressing over lis, by id; */
+    uint32_t        li_mask;          /* entries are index + 1, 0 empty */
+    uint32_t        max_cap_seconds;  /* longest cap of all */
     adserve_unit_t *units;            /* open-addressing table of ACTIVE units */
     uint32_t        mask;             /* table size - 1 */
     adserve_creative_t *creatives;    /* open addressing, every creative */
@@ -118,8 +222,12 @@ typedef struct {
 } adserve_snapshot_t;
 
 
-/* The constant tail of every 200 body, after the ad_log value. */
+/* The constant parts of every 200 body: between the click URL and the
+ * ad_log value, and after it. */
+#define ADSERVE_RESPONSE_MIDDLE    "\"},\"ext\":{\"message\":\"ok\",\"ad_log\":\""
 #define ADSERVE_RESPONSE_TAIL      "\"}}"
+#define ADSERVE_IMPRESSION_PATH    "/app/v0/event/impression?ad_log="
+#define ADSERVE_CLICK_PATH         "/app/v0/event/click?ad_log="
 #define ADSERVE_RESPONSE_VERSION   "0.1.0"
 
 
@@ -136,13 +244,25 @@ const adserve_creative_t *adserve_snapshot_creative(const adserve_snapshot_t *s,
 const adserve_unit_t *adserve_snapshot_unit(const adserve_snapshot_t *s,
     const char *id, size_t len);
 
-/* The candidate to serve at time now, or NULL for no ad. rnd is a uniformly
- * random 32-bit value (the caller's generator, so tests are deterministic).
- * ctx holds the request's facts (adserve_req_ctx_init), computed only when
- * a candidate's targeting needs them: the best group with a candidate in
- * flight and matching the request wins, rotated by LICA weight. */
-const adserve_cand_t *adserve_decide(const adserve_unit_t *u, int64_t now,
-    uint32_t rnd, adserve_req_ctx_t *ctx);
+/* A line item by id, or NULL. */
+adserve_li_t *adserve_snapshot_li(const adserve_snapshot_t *s, const char *id,
+    size_t len);
+
+/* Carries pacing state over from the snapshot it replaces. */
+void adserve_snapshot_inherit(adserve_snapshot_t *s, const adserve_snapshot_t *old);
+
+/* Whether line item li may serve the decision's request, before pacing. */
+adserve_reason_e adserve_li_check(const adserve_li_t *li, const adserve_unit_t *u,
+    const adserve_cand_t *c, adserve_decision_t *d);
+
+/* The candidate to serve, or NULL for no ad. Groups are tried best first;
+ * in the first with a line item that may serve (adserve_li_check) and that
+ * pacing lets through, the highest eCPM wins, equals at random, then the
+ * creative by LICA weight. Counts opportunities and ads into paced line
+ * items' pace state. d->rnd seeds the decision's generator (the caller's
+ * random value: tests are deterministic). */
+const adserve_cand_t *adserve_decide(adserve_snapshot_t *s, const adserve_unit_t *u,
+    adserve_decision_t *d);
 
 /* RFC 3339 date-time to unix seconds in *t; 0, or -1 when it is not one. */
 int adserve_parse_time(const char *s, int64_t *t);

@@ -118,6 +118,7 @@ struct ngx_http_adserve_loader_s {
 
     ngx_msec_t                     refresh;
     ngx_msec_t                     timeout;
+    const char                    *public_url;    /* NUL-terminated */
     void                          *thread_pool;   /* ngx_thread_pool_t */
 };
 
@@ -205,9 +206,77 @@ u_char *ngx_http_adserve_events_status(ngx_http_adserve_events_t *ev,
 #define NGX_HTTP_ADSERVE_EVENTS_STATUS_LEN  512
 
 
+typedef struct ngx_http_adserve_main_conf_s  ngx_http_adserve_main_conf_t;
+
+
+/* ---- a serving request ------------------------------------------------- */
+
+/* per request, from the pool */
+typedef struct {
+    ngx_queue_t            queue;         /* in the loader's waiting list */
+    ngx_http_request_t    *request;
+    const adserve_unit_t  *unit;          /* found before the body was read, */
+    ngx_uint_t             loads;         /* in the snapshot of this load */
+    adserve_ad_request_t   req;           /* the parsed body */
+    time_t                 now;
+    ngx_event_t            caps_timer;    /* the frequency cap read's deadline */
+    ngx_uint_t             caps_slot;
+    adserve_seen_t        *seen;          /* the user's capped ads, */
+    uint32_t               nseen;         /* of the snapshot of loads */
+    unsigned               caps_known:1;
+    unsigned               caps_waiting:1;
+} ngx_http_adserve_ctx_t;
+
+/* The ACTIVE ad unit of the request's path, in the current snapshot. */
+const adserve_unit_t *ngx_http_adserve_unit(ngx_http_request_t *r,
+    ngx_http_adserve_ctx_t *ctx);
+
+/* Decides and answers, once caps are settled (src/ngx_http_adserve_caps.c
+ * calls it when a read ends). */
+ngx_int_t ngx_http_adserve_finish(ngx_http_request_t *r);
+
+
+/* ---- frequency caps: src/ngx_http_adserve_caps.c -------------------------
+ *
+ * adserve:fc:{user id}, a sorted set: one member "{line item id}:{request
+ * id}" per ad of a capped line item, scored by its time. A request on a unit
+ * with capped line items reads the user's members of the last
+ * max_seconds; the read has adserve_cap_timeout, and when it is late, fails
+ * or cannot be sent, the request goes on with caps unknown: capped line items
+ * do not serve it (the safe outcome: a cap is never broken for want of an
+ * answer; the ad slot goes to uncapped demand or stays empty). */
+
+/* NGX_AGAIN: the read is under way, ngx_http_adserve_finish() follows;
+ * NGX_DECLINED: caps stay unknown, go on. */
+ngx_int_t ngx_http_adserve_caps_read(ngx_http_request_t *r,
+    ngx_http_adserve_ctx_t *ctx, uint32_t max_seconds);
+
+/* An ad of a capped line item was served to log->user: record it, sent to
+ * Redis at once (so the user's next request, on any worker, sees it). */
+void ngx_http_adserve_caps_record(ngx_http_adserve_events_t *ev,
+    const adserve_li_t *li, const adserve_ad_log_t *log, time_t now,
+    uint32_t max_seconds);
+
+
+/* ---- pacing: src/ngx_http_adserve_pacing.c -------------------------------
+ *
+ * Every adserve_pacing_interval: the opportunities each paced line item had
+ * in this worker are added to the counters, the delivered counts of every
+ * paced, CPC or CPA line item are read from adserve:delivery (the loader's
+ * connection), and adserve_pace_update sets each one's pace. Also right
+ * after a snapshot swap that brought line items with no pace yet. */
+
+ngx_int_t ngx_http_adserve_pacing_init(ngx_cycle_t *cycle,
+    ngx_http_adserve_main_conf_t *amcf);
+void ngx_http_adserve_pacing_exit(void);
+/* the loader swapped snapshots */
+void ngx_http_adserve_pacing_swapped(adserve_snapshot_t *s,
+    adserve_snapshot_t *old);
+
+
 /* ---- the module's configuration, shared by its sources ---------------- */
 
-typedef struct {
+struct ngx_http_adserve_main_conf_s {
     ngx_http_adserve_redis_t    redis;         /* address, from the config */
     ngx_msec_t                  redis_timeout;
     ngx_msec_t                  refresh;
@@ -226,7 +295,7 @@ typedef struct {
     ngx_http_adserve_events_t  *events;        /* per worker */
     ngx_uint_t                  serving;       /* some location has adserve_ad */
     ngx_uint_t                  tracking;      /* some location has adserve_event */
-} ngx_http_adserve_main_conf_t;
+};
 
 extern ngx_module_t  ngx_http_adserve_module;
 

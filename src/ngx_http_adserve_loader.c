@@ -193,7 +193,9 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
                       "adserve: snapshot build failed: %s", bc->err);
 
     } else {
-        /* requests copy what they send, so the old one can go at once */
+        /* pacing carries over; requests copy what they send, so the old
+         * one can go at once */
+        ngx_http_adserve_pacing_swapped(s, ld->snapshot);
         adserve_snapshot_free(ld->snapshot);
         ld->snapshot = s;
         ld->loaded_at = ngx_current_msec;
@@ -251,6 +253,7 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     bc->loader = ld;
     adserve_input_init(&bc->input);
     bc->input.rev = ld->rev;
+    bc->input.public_url = ld->public_url;
 
     /* the input refers to the records: nothing changes them until the
      * build is done, since the loader does one thing at a time */

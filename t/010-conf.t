@@ -49,11 +49,23 @@ ok($ok, 'a unix socket for Redis is accepted') or diag $out;
 
 ($ok, $out) = nginx_t(variant('noredis', sub { s/^\s*adserve_redis .*$//m }));
 ok(!$ok, 'adserve_ad without adserve_redis is refused');
-like($out, qr/needs "adserve_redis"/, '... naming the missing directive');
+like($out, qr/need "adserve_redis"/, '... naming the missing directive');
 
 ($ok, $out) = nginx_t(variant('nokey', sub { s/^\s*adserve_ad_log_key .*$//m }));
 ok(!$ok, 'adserve_ad without an ad_log key is refused');
-like($out, qr/needs "adserve_ad_log_key"/, '... naming the missing directive');
+like($out, qr/need "adserve_ad_log_key"/, '... naming the missing directive');
+
+($ok, $out) = nginx_t(variant('nopublic', sub { s/^\s*adserve_public_url .*$//m }));
+ok(!$ok, 'adserve_ad without adserve_public_url is refused');
+like($out, qr/needs "adserve_public_url"/, '... naming the missing directive');
+
+($ok, $out) = nginx_t(variant('badpublic', sub { s/^(\s*adserve_public_url) .*$/$1 ftp:\/\/x\/;/m }));
+ok(!$ok, 'a public URL that is not http(s) is refused');
+like($out, qr/is not an http\(s\) URL/, '... saying why');
+
+($ok, $out) = nginx_t(variant('slowpacing', sub { s/^(\s*adserve_pacing_interval) .*$/$1 30s;/m }));
+ok(!$ok, 'pacing recomputed less often than every 10 s is refused');
+like($out, qr/adserve_pacing_interval must be between/, '... saying why');
 
 open $k, '>', "$v/secrets/bad.keys" or die;
 print $k "1 not-hex\n";

@@ -75,6 +75,9 @@ sub new {
         http  => HTTP::Tiny->new(timeout => 10, keep_alive => 0),
     }, $class;
     $self->{env}{ADSERVE_NGINX_TEMPLATE} = $opt{template} if $opt{template};
+    # pacing read often, so tests need not wait; the clock settable
+    $self->{env}{ADSERVE_PACING_INTERVAL} = $opt{pacing} // '500ms';
+    $self->{env}{ADSERVE_TEST_CLOCK} = 'on' if $opt{test_clock};
     $live{"$self"} = $self;
     Scalar::Util::weaken($live{"$self"});
 

@@ -1,0 +1,148 @@
+/*
+ * Pacing: see adserve_pacing.h for the model.
+ */
+
+#include <math.h>
+
+#include "adserve_pacing.h"
+
+
+static double
+rate_factor(const adserve_li_t *li, const adserve_delivered_t *d)
+{
+    double  imp = d ? (double) d->imp : 0;
+
+    switch (li->cost_type) {
+
+    case ADSERVE_COST_CPC:
+        return 1000.0 * ((d ? (double) d->clk : 0) + ADSERVE_CTR_PRIOR_CLICKS)
+               / (imp + ADSERVE_CTR_PRIOR_IMPRESSIONS);
+
+    case ADSERVE_COST_CPA:
+        return 1000.0 * ((d ? (double) d->conv : 0) + ADSERVE_CVR_PRIOR_CONVERSIONS)
+               / (imp + ADSERVE_CVR_PRIOR_IMPRESSIONS);
+
+    default:
+        return 1.0;
+    }
+}
+
+
+void
+adserve_pace_init(adserve_li_t *li)
+{
+    adserve_pace_t  *p = &li->pace;
+
+    p->factor = rate_factor(li, NULL);
+    p->allow = li->paced ? 0 : UINT32_MAX;
+    p->budget = li->paced ? 0 : UINT32_MAX;
+    p->opp = 0;
+    p->pushed = 0;
+    p->served = 0;
+    p->stopped = 0;
+    p->known = 0;
+    p->read_at = 0;
+    p->read_opp = 0;
+}
+
+
+/* units of the goal delivered per ad served: impressions per ad (not every
+ * ad is rendered), or clicks per ad, each once there is enough to tell */
+static double
+yield(const adserve_li_t *li, const adserve_delivered_t *d)
+{
+    double  y;
+
+    if (li->goal_type == ADSERVE_GOAL_CLICKS) {
+        y = ((double) d->clk + ADSERVE_CTR_PRIOR_CLICKS)
+            / ((double) d->ads + ADSERVE_CTR_PRIOR_IMPRESSIONS);
+        return y < 1e-5 ? 1e-5 : y > 1 ? 1 : y;
+    }
+
+    if (d->ads < 100) {
+        return 1;
+    }
+
+    y = (double) d->imp / (double) d->ads;
+
+    return y < 0.05 ? 0.05 : y > 1 ? 1 : y;
+}
+
+
+static uint32_t
+to_u32(double v)
+{
+    return v >= 4294967295.0 ? UINT32_MAX : v <= 0 ? 0 : (uint32_t) ceil(v);
+}
+
+
+void
+adserve_pace_update(adserve_li_t *li, const adserve_delivered_t *d, int64_t now,
+    double horizon)
+{
+    adserve_pace_t  *p = &li->pace;
+    double           delivered, want, ads, opp, frac, share;
+
+    p->factor = rate_factor(li, d);
+
+    if (!li->paced) {
+        goto done;
+    }
+
+    delivered = (double) (li->goal_type == ADSERVE_GOAL_CLICKS ? d->clk : d->imp);
+
+    if (delivered >= (double) li->goal) {
+        p->stopped = 1;
+        p->allow = 0;
+        p->budget = 0;
+        goto done;
+    }
+
+    p->stopped = 0;
+
+    if (p->known && now > p->read_at) {
+        horizon = (double) (now - p->read_at);
+    }
+
+    if (li->delivery == ADSERVE_DELIVERY_EVEN && li->start != INT64_MIN
+        && li->end != INT64_MAX)
+    {
+        frac = ((double) now + horizon - (double) li->start)
+               / ((double) li->end - (double) li->start);
+        frac = frac < 0 ? 0 : frac > 1 ? 1 : frac;
+        want = (double) li->goal * frac - delivered;
+
+    } else {
+        want = (double) li->goal - delivered;
+    }
+
+    if (want <= 0) {
+        p->allow = 0;
+        p->budget = 0;
+        goto done;
+    }
+
+    ads = want / yield(li, d);
+    opp = p->known && d->opp > p->read_opp ? (double) (d->opp - p->read_opp) : 0;
+
+    if (opp > 0) {
+        p->allow = ads >= opp ? UINT32_MAX : (uint32_t) (ads / opp * 4294967295.0);
+        share = (double) p->opp / opp;
+        share = share < 0.05 ? 0.05 : share > 1 ? 1 : share;
+        p->budget = to_u32(ads * share * 1.5 + 1);
+
+    } else {
+        /* nothing measured yet: take what comes, up to what is wanted */
+        p->allow = UINT32_MAX;
+        p->budget = to_u32(ads);
+    }
+
+done:
+
+    p->known = 1;
+    p->read_at = now;
+    p->read_opp = d->opp;
+    p->opp -= p->pushed;              /* what came after the push stays */
+    p->pushed = 0;
+    p->served = 0;
+}

@@ -1,0 +1,330 @@
+
+/*
+ * Frequency caps across workers and nodes: the user's recent ads of capped
+ * line items live in Redis (adserve:fc:{user id}, see ngx_http_adserve.h),
+ * read with a deadline when a request needs them, written when an ad of a
+ * capped line item is served.
+ *
+ * A read's reply may come after its request is gone (the deadline passed and
+ * the request was answered): callbacks do not point at requests but at a
+ * slot of a per-worker table, with a generation that the request's end
+ * bumps, so a late reply finds a stale generation and is dropped.
+ */
+
+
+#include "ngx_http_adserve.h"
+
+
+#define NGX_HTTP_ADSERVE_CAP_SLOTS  4096     /* reads in flight per worker */
+#define NGX_HTTP_ADSERVE_FC_PREFIX  "adserve:fc:"
+#define NGX_HTTP_ADSERVE_RID_HEX    (2 * ADSERVE_TOKEN_NONCE)
+
+
+typedef struct {
+    ngx_http_adserve_ctx_t  *ctx;
+    ngx_uint_t               gen;
+} ngx_http_adserve_cap_slot_t;
+
+
+static ngx_http_adserve_cap_slot_t  ngx_http_adserve_cap_slots[NGX_HTTP_ADSERVE_CAP_SLOTS];
+static ngx_uint_t                   ngx_http_adserve_cap_next;
+
+
+static void ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply,
+    void *data);
+static void ngx_http_adserve_caps_timeout(ngx_event_t *ev);
+static void ngx_http_adserve_caps_cleanup(void *data);
+
+
+/* the user's key, in the request's pool */
+static ngx_int_t
+ngx_http_adserve_caps_key(ngx_pool_t *pool, const adserve_str_t *user,
+    ngx_str_t *key)
+{
+    key->len = sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) - 1 + user->len;
+    key->data = ngx_pnalloc(pool, key->len);
+    if (key->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(ngx_cpymem(key->data, NGX_HTTP_ADSERVE_FC_PREFIX,
+                          sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) - 1),
+               user->data, user->len);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_adserve_caps_slot(ngx_http_adserve_ctx_t *ctx)
+{
+    ngx_uint_t  i, k;
+
+    for (k = 0; k < NGX_HTTP_ADSERVE_CAP_SLOTS; k++) {
+        i = (ngx_http_adserve_cap_next + k) % NGX_HTTP_ADSERVE_CAP_SLOTS;
+
+        if (ngx_http_adserve_cap_slots[i].ctx == NULL) {
+            ngx_http_adserve_cap_slots[i].ctx = ctx;
+            ngx_http_adserve_cap_next = i + 1;
+            return (ngx_int_t) i;
+        }
+    }
+
+    return NGX_ERROR;
+}
+
+
+static void
+ngx_http_adserve_caps_release(ngx_http_adserve_ctx_t *ctx)
+{
+    ngx_http_adserve_cap_slot_t  *slot;
+
+    if (!ctx->caps_waiting) {
+        return;
+    }
+
+    slot = &ngx_http_adserve_cap_slots[ctx->caps_slot];
+    slot->ctx = NULL;
+    slot->gen++;
+    ctx->caps_waiting = 0;
+
+    if (ctx->caps_timer.timer_set) {
+        ngx_del_timer(&ctx->caps_timer);
+    }
+}
+
+
+ngx_int_t
+ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    uint32_t max_seconds)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_redis_t      *rd;
+    ngx_pool_cleanup_t            *cln;
+    ngx_str_t                      key;
+    ngx_int_t                      slot;
+    u_char                         min[NGX_TIME_T_LEN + 2], *last;
+    const char                    *argv[6];
+    size_t                         argvlen[6];
+    uintptr_t                      data;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    rd = ngx_http_adserve_events_redis(amcf->events);
+
+    if (rd == NULL || !rd->connected) {
+        return NGX_DECLINED;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL || ngx_http_adserve_caps_key(r->pool, &ctx->req.user_id, &key) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    slot = ngx_http_adserve_caps_slot(ctx);
+    if (slot == NGX_ERROR) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "adserve: %d frequency cap reads in flight, "
+                      "serving without caps", NGX_HTTP_ADSERVE_CAP_SLOTS);
+        return NGX_DECLINED;
+    }
+
+    /* the ads inside the longest window: (now - max_seconds, +inf) */
+    last = ngx_sprintf(min, "(%T", ctx->now - (time_t) max_seconds);
+
+    argv[0] = "ZRANGEBYSCORE";     argvlen[0] = sizeof("ZRANGEBYSCORE") - 1;
+    argv[1] = (char *) key.data;   argvlen[1] = key.len;
+    argv[2] = (char *) min;        argvlen[2] = last - min;
+    argv[3] = "+inf";              argvlen[3] = 4;
+    argv[4] = "WITHSCORES";        argvlen[4] = sizeof("WITHSCORES") - 1;
+
+    data = (uintptr_t) slot
+           | (ngx_http_adserve_cap_slots[slot].gen << 12);
+
+    if (ngx_http_adserve_redis_command(rd, ngx_http_adserve_caps_reply, (void *) data,
+                                       5, argv, argvlen)
+        != NGX_OK)
+    {
+        ngx_http_adserve_cap_slots[slot].ctx = NULL;
+        return NGX_DECLINED;
+    }
+
+    ctx->caps_slot = (ngx_uint_t) slot;
+    ctx->caps_waiting = 1;
+
+    cln->handler = ngx_http_adserve_caps_cleanup;
+    cln->data = ctx;
+
+    ctx->caps_timer.handler = ngx_http_adserve_caps_timeout;
+    ctx->caps_timer.data = ctx;
+    ctx->caps_timer.log = r->connection->log;
+    ngx_add_timer(&ctx->caps_timer, amcf->cap_timeout);
+
+    /* the request stays open (as it does while its body is read) until the
+     * reply or the deadline finalizes it */
+    return NGX_AGAIN;
+}
+
+
+/* The reply's members into seen: "{line item id}:{request id}" and its
+ * time; members of line items this snapshot does not know are skipped. */
+static void
+ngx_http_adserve_caps_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    redisReply *reply)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    adserve_snapshot_t            *s;
+    adserve_li_t                  *li;
+    redisReply                    *m, *sc;
+    u_char                        *colon;
+    size_t                         i;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    s = amcf->loader->snapshot;
+
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY || s == NULL) {
+        return;
+    }
+
+    ctx->seen = ngx_palloc(r->pool, (reply->elements / 2 + 1) * sizeof(adserve_seen_t));
+    if (ctx->seen == NULL) {
+        return;
+    }
+
+    ctx->nseen = 0;
+
+    for (i = 0; i + 1 < reply->elements; i += 2) {
+        m = reply->element[i];
+        sc = reply->element[i + 1];
+
+        if (m->type != REDIS_REPLY_STRING || sc->type != REDIS_REPLY_STRING) {
+            continue;
+        }
+
+        colon = ngx_strlchr((u_char *) m->str + m->len - NGX_HTTP_ADSERVE_RID_HEX - 1,
+                            (u_char *) m->str + m->len, ':');
+        if (m->len <= NGX_HTTP_ADSERVE_RID_HEX + 1 || colon == NULL) {
+            continue;
+        }
+
+        li = adserve_snapshot_li(s, m->str, colon - (u_char *) m->str);
+        if (li == NULL || li->ncaps == 0) {
+            continue;
+        }
+
+        ctx->seen[ctx->nseen].li = (uint32_t) (li - s->lis);
+        ctx->seen[ctx->nseen].at = (int64_t) strtoll(sc->str, NULL, 10);
+        ctx->nseen++;
+    }
+
+    ctx->caps_known = 1;
+}
+
+
+static void
+ngx_http_adserve_caps_done(ngx_http_adserve_ctx_t *ctx)
+{
+    ngx_http_request_t  *r = ctx->request;
+    ngx_connection_t    *c = r->connection;
+
+    ngx_http_adserve_caps_release(ctx);
+
+    ngx_http_finalize_request(r, ngx_http_adserve_finish(r));
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply, void *data)
+{
+    ngx_http_adserve_cap_slot_t  *slot;
+    uintptr_t                     v = (uintptr_t) data;
+
+    (void) ac;
+
+    slot = &ngx_http_adserve_cap_slots[v & (NGX_HTTP_ADSERVE_CAP_SLOTS - 1)];
+
+    /* the request is gone: answered at its deadline */
+    if (slot->ctx == NULL || (slot->gen & (((uintptr_t) -1) >> 12)) != (v >> 12)) {
+        return;
+    }
+
+    ngx_http_adserve_caps_parse(slot->ctx->request, slot->ctx, reply);
+    ngx_http_adserve_caps_done(slot->ctx);
+}
+
+
+static void
+ngx_http_adserve_caps_timeout(ngx_event_t *ev)
+{
+    ngx_http_adserve_ctx_t  *ctx = ev->data;
+
+    ngx_log_error(NGX_LOG_INFO, ev->log, 0,
+                  "adserve: frequency caps not read in time, capped line items "
+                  "do not serve this request");
+
+    ngx_http_adserve_caps_done(ctx);
+}
+
+
+/* the request ended some other way (a worker exiting): forget the slot */
+static void
+ngx_http_adserve_caps_cleanup(void *data)
+{
+    ngx_http_adserve_caps_release(data);
+}
+
+
+void
+ngx_http_adserve_caps_record(ngx_http_adserve_events_t *ev, const adserve_li_t *li,
+    const adserve_ad_log_t *log, time_t now, uint32_t max_seconds)
+{
+    ngx_http_adserve_redis_t  *rd = ngx_http_adserve_events_redis(ev);
+    u_char                     key[sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) + ADSERVE_TOKEN_USER_MAX];
+    u_char                     member[ADSERVE_TOKEN_ID_MAX + 1 + NGX_HTTP_ADSERVE_RID_HEX];
+    u_char                     score[NGX_TIME_T_LEN], old[NGX_TIME_T_LEN + 1];
+    u_char                     ttl[NGX_INT_T_LEN], *p;
+    const char                *argv[5];
+    size_t                     argvlen[5], keylen;
+
+    if (rd == NULL || !rd->connected || log->user.len > ADSERVE_TOKEN_USER_MAX
+        || li->id.len > ADSERVE_TOKEN_ID_MAX)
+    {
+        return;
+    }
+
+    keylen = ngx_cpymem(ngx_cpymem(key, NGX_HTTP_ADSERVE_FC_PREFIX,
+                                   sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) - 1),
+                        log->user.data, log->user.len) - key;
+
+    p = ngx_cpymem(member, li->id.data, li->id.len);
+    *p++ = ':';
+    p = ngx_hex_dump(p, (u_char *) log->request_id, ADSERVE_TOKEN_NONCE);
+
+    argv[0] = "ZADD";             argvlen[0] = 4;
+    argv[1] = (char *) key;       argvlen[1] = keylen;
+    argv[2] = (char *) score;     argvlen[2] = ngx_sprintf(score, "%T", now) - score;
+    argv[3] = (char *) member;    argvlen[3] = p - member;
+    (void) ngx_http_adserve_redis_command(rd, NULL, NULL, 4, argv, argvlen);
+
+    /* what no cap looks at any more goes */
+    argv[0] = "ZREMRANGEBYSCORE"; argvlen[0] = sizeof("ZREMRANGEBYSCORE") - 1;
+    argv[2] = "-inf";             argvlen[2] = 4;
+    argv[3] = (char *) old;
+    argvlen[3] = ngx_sprintf(old, "(%T", now - (time_t) max_seconds) - old;
+    (void) ngx_http_adserve_redis_command(rd, NULL, NULL, 4, argv, argvlen);
+
+    /* and the key with the user's last ad: NX sets it on a new key, GT
+     * lengthens it */
+    argv[0] = "EXPIRE";           argvlen[0] = 6;
+    argv[2] = (char *) ttl;       argvlen[2] = ngx_sprintf(ttl, "%uD", max_seconds) - ttl;
+    argv[3] = "NX";               argvlen[3] = 2;
+    (void) ngx_http_adserve_redis_command(rd, NULL, NULL, 4, argv, argvlen);
+    argv[3] = "GT";
+    (void) ngx_http_adserve_redis_command(rd, NULL, NULL, 4, argv, argvlen);
+
+    /* on the wire now, before the response: the user's next request may
+     * come to another worker at once */
+    if (rd->ac != NULL) {
+        redisAsyncHandleWrite(rd->ac);
+    }
+}
