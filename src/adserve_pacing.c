@@ -81,7 +81,7 @@ adserve_pace_update(adserve_li_t *li, const adserve_delivered_t *d, int64_t now,
     double horizon)
 {
     adserve_pace_t  *p = &li->pace;
-    double           delivered, want, ads, opp, frac, share;
+    double           delivered, want, ads, rest, opp, frac, share, cap;
 
     p->factor = rate_factor(li, d);
 
@@ -123,18 +123,27 @@ adserve_pace_update(adserve_li_t *li, const adserve_delivered_t *d, int64_t now,
     }
 
     ads = want / yield(li, d);
+    rest = ((double) li->goal - delivered) / yield(li, d);
     opp = p->known && d->opp > p->read_opp ? (double) (d->opp - p->read_opp) : 0;
 
     if (opp > 0) {
         p->allow = ads >= opp ? UINT32_MAX : (uint32_t) (ads / opp * 4294967295.0);
         share = (double) p->opp / opp;
         share = share < 0.05 ? 0.05 : share > 1 ? 1 : share;
+
+        /* slack for the randomness of one interval, but never this
+         * worker's share of the rest of the goal: the goal is passed by
+         * at most one ad per worker */
+        cap = ceil(rest * (share * 1.1 > 1 ? 1 : share * 1.1));
         p->budget = to_u32(ads * share * 1.5 + 1);
+        if ((double) p->budget > cap) {
+            p->budget = to_u32(cap);
+        }
 
     } else {
         /* nothing measured yet: take what comes, up to what is wanted */
         p->allow = UINT32_MAX;
-        p->budget = to_u32(ads);
+        p->budget = to_u32(ads < rest ? ads : rest);
     }
 
 done:

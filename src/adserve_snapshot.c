@@ -1593,9 +1593,15 @@ adserve_snapshot_inherit(adserve_snapshot_t *s, const adserve_snapshot_t *old)
     const adserve_li_t  *o;
     uint32_t             i;
 
+    /* only what the same rules computed: a line item whose goal, delivery
+     * or cost type changed starts afresh (and is read at once) */
     for (i = 0; old != NULL && i < s->nlis; i++) {
         o = adserve_snapshot_li(old, s->lis[i].id.data, s->lis[i].id.len);
-        if (o != NULL && o->pace.known) {
+        if (o != NULL && o->pace.known && o->paced == s->lis[i].paced
+            && o->cost_type == s->lis[i].cost_type && o->goal_type == s->lis[i].goal_type
+            && o->goal == s->lis[i].goal && o->delivery == s->lis[i].delivery
+            && o->start == s->lis[i].start && o->end == s->lis[i].end)
+        {
             s->lis[i].pace = o->pace;
         }
     }
@@ -1650,8 +1656,6 @@ adserve_reason_e
 adserve_li_check(const adserve_li_t *li, const adserve_unit_t *u,
     const adserve_cand_t *c, adserve_decision_t *d)
 {
-    (void) u;
-
     if (d->now < li->start || d->now >= li->end) {
         return ADSERVE_NO_FLIGHT;
     }

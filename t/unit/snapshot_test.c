@@ -1,7 +1,10 @@
 /* snapshot_test.c -- TAP tests for the snapshot build and the serving
  * decision (adserve_snapshot.c): eligibility, targeting, ranking, rotation,
- * rendering, robustness against bad records, adserve_parse_time and a
- * scale check.
+ * per-request eCPM (CPC and CPA through pace.factor, default bids, the
+ * target_ecpm floor, ties), frequency caps, goals and pacing at decision
+ * time, adserve_li_check's reasons, line item and creative lookups,
+ * inheritance of pace across builds, rendering (public_url),
+ * robustness against bad records, adserve_parse_time and a scale check.
  *
  * Records are written with single quotes for readability; the helper turns
  * every ' into " before handing them to the build (a real single quote in a
@@ -9,6 +12,8 @@
  * under AddressSanitizer any pointer the snapshot kept into it is caught. */
 
 #include "adserve_snapshot.h"
+#include "adserve_pacing.h"
+#include "adserve_hash.h"
 #include "adserve_token.h"
 #include "tap.h"
 #include "kept.h"
@@ -72,6 +77,11 @@ static adserve_snapshot_t *build_input(adserve_input_t *in) {
     return s;
 }
 
+/* the default base of event URLs handed to every build (a test may change
+ * it for one build) */
+#define PUBLIC_URL "https://ads.example"
+static const char *public_url = PUBLIC_URL;
+
 static adserve_snapshot_t *build_recs(const rec_t *r, size_t n) {
     adserve_input_t in;
     adserve_snapshot_t *s;
@@ -79,6 +89,7 @@ static adserve_snapshot_t *build_recs(const rec_t *r, size_t n) {
 
     adserve_input_init(&in);
     in.rev = 42;
+    in.public_url = public_url;
     for (i = 0; i < n; i++) add(&in, r[i].kind, r[i].json);
     s = build_input(&in);
     adserve_input_free(&in);
@@ -107,14 +118,95 @@ static int is_id(adserve_str_t got, const char *expected, const char *name) {
     return ok(got.data != NULL && got.data[got.len] == '\0', "%s: NUL-terminated", name) && r;
 }
 
-/* The creative served on the unit, or NULL. */
-static const char *serve(const adserve_snapshot_t *s, const char *id, int64_t now,
-    uint32_t rnd)
+/* A decision at now with seed rnd, no request facts, and a user whose
+ * frequency cap history is known: seen[0 .. nseen - 1]. */
+static adserve_decision_t decision(int64_t now, uint32_t rnd, const adserve_seen_t *seen,
+    uint32_t nseen)
+{
+    adserve_decision_t d;
+
+    memset(&d, 0, sizeof(d));
+    d.now = now;
+    d.rnd = rnd;
+    d.facts = no_facts();
+    d.seen = seen;
+    d.nseen = nseen;
+    d.caps_known = 1;
+    return d;
+}
+
+/* The candidate served on the unit for decision d, or NULL. */
+static const adserve_cand_t *decide(adserve_snapshot_t *s, const char *id,
+    adserve_decision_t *d)
 {
     const adserve_unit_t *u = unit(s, id);
-    const adserve_cand_t *c = u ? adserve_decide(u, now, rnd, no_facts()) : NULL;
+
+    return u ? adserve_decide(s, u, d) : NULL;
+}
+
+/* The creative served on the unit, or NULL. */
+static const char *serve(adserve_snapshot_t *s, const char *id, int64_t now,
+    uint32_t rnd)
+{
+    adserve_decision_t d = decision(now, rnd, NULL, 0);
+    const adserve_cand_t *c = decide(s, id, &d);
 
     return c ? c->creative_id.data : NULL;
+}
+
+/* The creative served on the unit for decision d, or NULL. */
+static const char *serve_d(adserve_snapshot_t *s, const char *id, adserve_decision_t d) {
+    const adserve_cand_t *c = decide(s, id, &d);
+
+    return c ? c->creative_id.data : NULL;
+}
+
+/* A line item of the snapshot by id, or NULL. */
+static adserve_li_t *lookup(const adserve_snapshot_t *s, const char *id) {
+    return adserve_snapshot_li(s, id, strlen(id));
+}
+
+/* The line item of a candidate. */
+static const adserve_li_t *li_of(const adserve_snapshot_t *s, const adserve_cand_t *c) {
+    return &s->lis[c->li];
+}
+
+/* The first candidate of line item li on the unit, or NULL. */
+static const adserve_cand_t *cand_of(const adserve_snapshot_t *s, const char *unit_id,
+    const char *li)
+{
+    const adserve_unit_t *u = unit(s, unit_id);
+    uint32_t i;
+
+    for (i = 0; u && i < u->ncands; i++) {
+        if (strcmp(s->lis[u->cands[i].li].id.data, li) == 0) return &u->cands[i];
+    }
+    return NULL;
+}
+
+/* Sets what line item id has delivered, as a pacing read does at now. */
+static void deliver_at(adserve_snapshot_t *s, const char *id, uint64_t imp, uint64_t clk,
+    uint64_t conv, int64_t now)
+{
+    adserve_delivered_t d = { imp, clk, conv, imp, 0 };
+    adserve_li_t *li = lookup(s, id);
+
+    if (li == NULL) {
+        ok(0, "deliver: line item %s is in the snapshot", id);
+        return;
+    }
+    adserve_pace_update(li, &d, now, 60);
+}
+
+static void deliver(adserve_snapshot_t *s, const char *id, uint64_t imp, uint64_t clk,
+    uint64_t conv)
+{
+    deliver_at(s, id, imp, clk, conv, NOW);
+}
+
+static int near(double got, double want) {
+    return got > want - 1e-9 * (1 + (want < 0 ? -want : want))
+           && got < want + 1e-9 * (1 + (want < 0 ? -want : want));
 }
 
 /* Builds the base world with some records replaced (NULL keeps the
@@ -136,14 +228,21 @@ static const char *base_serve(const char *u, const char *o, const char *l,
     return got ? id : NULL;
 }
 
-/* a line item record; extra is appended inside the object */
+/* a line item record of any cost type; extra is appended inside the object */
+static const char *li_cost(const char *id, const char *type, int prio, const char *cost,
+    double rate, const char *extra)
+{
+    return fmt("{'id':'%s','order_id':'o1','status':'ACTIVE','type':'%s',"
+               "'priority':%d,'cost_type':'%s','rate':%g,"
+               "'targeting':{'ad_units':{'include':['u1']}}%s%s}",
+               id, type, prio, cost, rate, extra ? "," : "", extra ? extra : "");
+}
+
+/* a CPM line item record; extra is appended inside the object */
 static const char *li_rec(const char *id, const char *type, int prio, double rate,
     const char *extra)
 {
-    return fmt("{'id':'%s','order_id':'o1','status':'ACTIVE','type':'%s',"
-               "'priority':%d,'cost_type':'CPM','rate':%g,"
-               "'targeting':{'ad_units':{'include':['u1']}}%s%s}",
-               id, type, prio, rate, extra ? "," : "", extra ? extra : "");
+    return li_cost(id, type, prio, "CPM", rate, extra);
 }
 
 static const char *cr_rec(const char *id) {
@@ -265,8 +364,8 @@ static void test_flight(void) {
 
     ok(u != NULL && u->ncands == 1, "flighted line item is a candidate");
     if (u == NULL || u->ncands != 1) { adserve_snapshot_free(s); return; }
-    is_int(u->cands[0].start, NOW, "candidate start = start_at");
-    is_int(u->cands[0].end, JUL1, "candidate end = end_at");
+    is_int(s->lis[u->cands[0].li].start, NOW, "line item start = start_at");
+    is_int(s->lis[u->cands[0].li].end, JUL1, "line item end = end_at");
     is_str(serve(s, "u1", NOW - 1, 0), NULL, "flight: one second before start, no ad");
     is_str(serve(s, "u1", NOW, 0), "c1", "flight: at start (inclusive), serves");
     is_str(serve(s, "u1", NOW + 86400 * 10, 0), "c1", "flight: inside, serves");
@@ -278,7 +377,8 @@ static void test_flight(void) {
     /* no bounds at all: always in flight */
     s = BUILD(UNIT(U1_J), ORD(O1_J), LI(L1_J), CRE(C1_J), LICA(A1_J));
     u = unit(s, "u1");
-    ok(u && u->ncands == 1 && u->cands[0].start == INT64_MIN && u->cands[0].end == INT64_MAX,
+    ok(u && u->ncands == 1 && s->lis[u->cands[0].li].start == INT64_MIN
+       && s->lis[u->cands[0].li].end == INT64_MAX,
        "absent bounds: open flight [INT64_MIN, INT64_MAX)");
     is_str(serve(s, "u1", 0, 0), "c1", "absent bounds: serves at 0");
     is_str(serve(s, "u1", -4000000000LL, 0), "c1", "absent bounds: serves long ago");
@@ -522,10 +622,10 @@ static void test_ranking(void) {
     u = unit(s, "u1");
     ok(u && u->ncands == 4, "tiers: four candidates");
     if (u && u->ncands == 4) {
-        is_id(u->cands[0].line_item_id, "spon", "tiers: SPONSORSHIP first despite priority 12 and rate 0.01");
-        is_id(u->cands[1].line_item_id, "std", "tiers: STANDARD second");
-        is_id(u->cands[2].line_item_id, "pp", "tiers: PRICE_PRIORITY third");
-        is_id(u->cands[3].line_item_id, "house", "tiers: HOUSE last");
+        is_id(li_of(s, &u->cands[0])->id, "spon", "tiers: SPONSORSHIP first despite priority 12 and rate 0.01");
+        is_id(li_of(s, &u->cands[1])->id, "std", "tiers: STANDARD second");
+        is_id(li_of(s, &u->cands[2])->id, "pp", "tiers: PRICE_PRIORITY third");
+        is_id(li_of(s, &u->cands[3])->id, "house", "tiers: HOUSE last");
         ok(u->cands[0].group < u->cands[1].group && u->cands[1].group < u->cands[2].group
            && u->cands[2].group < u->cands[3].group, "tiers: four distinct ascending groups");
     }
@@ -533,15 +633,18 @@ static void test_ranking(void) {
     is_str(serve(s, "u1", NOW, UINT32_MAX), "c-spon", "tiers: SPONSORSHIP serves for any rnd");
     adserve_snapshot_free(s);
 
-    /* priority within a tier beats price; eCPM within a priority */
+    /* priority within a tier beats price; eCPM within a priority. The
+     * candidates of a group are no longer sorted by an eCPM fixed at build
+     * (they are in line item id order): each request computes bid x
+     * pace.factor, and the highest wins. A CPC line item with no observed
+     * rate yet ranks on the prior CTR (1 click in 1000 impressions, factor
+     * 1), not after every CPM one as it used to. */
     s = BUILD(UNIT(U1_J), ORD(O1_J),
               LI(li_rec("p2-rich", "STANDARD", 2, 500, NULL)),
               LI(li_rec("p1-cheap", "STANDARD", 1, 0.5, NULL)),
               LI(li_rec("p1-mid", "STANDARD", 1, 3, NULL)),
               LI(li_rec("p1-top", "STANDARD", 1, 3.25, NULL)),
-              LI(fmt("{'id':'p1-cpc','order_id':'o1','status':'ACTIVE','type':'STANDARD',"
-                     "'priority':1,'cost_type':'CPC','rate':100,"
-                     "'targeting':{'ad_units':{'include':['u1']}}}")),
+              LI(li_cost("p1-cpc", "STANDARD", 1, "CPC", 100, NULL)),
               CRE(cr_rec("c1")), CRE(cr_rec("c2")), CRE(cr_rec("c3")), CRE(cr_rec("c4")),
               CRE(cr_rec("c5")),
               LICA(lica_rec("p2-rich", "c1", 1)), LICA(lica_rec("p1-cheap", "c2", 1)),
@@ -550,17 +653,30 @@ static void test_ranking(void) {
     u = unit(s, "u1");
     ok(u && u->ncands == 5, "priority/eCPM: five candidates");
     if (u && u->ncands == 5) {
-        is_id(u->cands[0].line_item_id, "p1-top", "eCPM: 3.25 CPM first within priority 1");
-        is_id(u->cands[1].line_item_id, "p1-mid", "eCPM: 3 CPM second");
-        is_id(u->cands[2].line_item_id, "p1-cheap", "eCPM: 0.5 CPM third");
-        is_id(u->cands[3].line_item_id, "p1-cpc", "eCPM: CPC (no observed rate yet) after every CPM");
-        is_id(u->cands[4].line_item_id, "p2-rich", "priority: priority 2 after all of priority 1 despite rate 500");
-        is_int((long long) u->cands[0].price_micros, 3250000, "price_micros = rate x 1e6");
-        is_int(u->cands[0].cost_type, ADSERVE_COST_CPM, "cost_type CPM");
-        is_int(u->cands[3].cost_type, ADSERVE_COST_CPC, "cost_type CPC");
-        is_int((long long) u->cands[3].price_micros, 100000000, "CPC price_micros");
+        is_id(li_of(s, &u->cands[0])->id, "p1-cheap", "group order: line item ids (p1-cheap)");
+        is_id(li_of(s, &u->cands[1])->id, "p1-cpc", "group order: line item ids (p1-cpc)");
+        is_id(li_of(s, &u->cands[2])->id, "p1-mid", "group order: line item ids (p1-mid)");
+        is_id(li_of(s, &u->cands[3])->id, "p1-top", "group order: line item ids (p1-top)");
+        is_id(li_of(s, &u->cands[4])->id, "p2-rich", "priority: priority 2 after all of priority 1 despite rate 500");
+        ok(u->cands[0].group == 0 && u->cands[3].group == 0 && u->cands[4].group == 1,
+           "priority: priority 1 one group, priority 2 the next");
+        is_int((long long) u->cands[3].bid_micros, 3250000, "bid_micros = rate x 1e6");
+        ok(u->cands[3].bid == 3.25, "bid = rate");
+        is_int(li_of(s, &u->cands[3])->cost_type, ADSERVE_COST_CPM, "cost_type CPM");
+        is_int(li_of(s, &u->cands[1])->cost_type, ADSERVE_COST_CPC, "cost_type CPC");
+        is_int((long long) u->cands[1].bid_micros, 100000000, "CPC bid_micros");
+        ok(near(li_of(s, &u->cands[1])->pace.factor, 1), "CPC before any read: prior factor 1");
+        ok(near(li_of(s, &u->cands[3])->pace.factor, 1), "CPM: factor 1");
     }
-    is_str(serve(s, "u1", NOW, 7), "c4", "priority/eCPM: best candidate serves");
+    is_str(serve(s, "u1", NOW, 7), "c5", "priority/eCPM: CPC 100 at the prior CTR (eCPM 100) serves");
+    /* 1e6 impressions, no click: eCPM 100 x 1000 / 1001000 ~ 0.1 */
+    deliver(s, "p1-cpc", 1000000, 0, 0);
+    is_str(serve(s, "u1", NOW, 7), "c4", "priority/eCPM: CPC without clicks drops, 3.25 CPM serves");
+    for (i = 0, na = 0; i < 100; i++) {
+        const char *got = serve(s, "u1", NOW, (uint32_t) i * 2654435761u);
+        na += got == NULL || strcmp(got, "c4") != 0;
+    }
+    is_int(na, 0, "priority/eCPM: the highest eCPM serves for any rnd");
     adserve_snapshot_free(s);
 
     /* weighted rotation: one line item, two creatives, weights 1 and 3 */
@@ -578,7 +694,10 @@ static void test_ranking(void) {
     ok(na == 1 && nb == 3, "rotation: the top four rnd values split 1:3 (got %d:%d)", na, nb);
     adserve_snapshot_free(s);
 
-    /* rotation between two equal line items, and an out-of-flight member */
+    /* two equal line items (same group, same eCPM), and an out-of-flight
+     * member. The line item is drawn first, at random and evenly, then its
+     * creative by LICA weight; weights no longer pool across line items
+     * (this used to split 100:300 on weights 1 and 3). */
     s = BUILD(UNIT(U1_J), ORD(O1_J),
               LI(li_rec("la", "PRICE_PRIORITY", 3, 2, NULL)),
               LI(li_rec("lb", "PRICE_PRIORITY", 3, 2,
@@ -589,7 +708,8 @@ static void test_ranking(void) {
     ok(u && u->ncands == 2 && u->cands[0].group == u->cands[1].group,
        "equal line items: one group");
     split(s, NOW, 0, 400, &na, &nb);
-    ok(na == 100 && nb == 300, "equal line items: weights 1 and 3 split 100:300 (got %d:%d)", na, nb);
+    ok(na + nb == 400 && na >= 160 && na <= 240,
+       "equal line items: split about evenly whatever their LICA weights (got %d:%d)", na, nb);
     split(s, JUL1, 0, 400, &na, &nb);
     ok(na == 400 && nb == 0, "equal line items: the out-of-flight one never serves (got %d:%d)", na, nb);
     adserve_snapshot_free(s);
@@ -634,43 +754,891 @@ static void test_ranking(void) {
 }
 
 
+/* ---- eCPM per request --------------------------------------------------- */
+
+/* CPC and CPA line items rank on bid x pace.factor, the factor set from
+ * delivered counts by adserve_pace_update. */
+static void test_cost_ranking(void) {
+    adserve_snapshot_t *s;
+    const adserve_li_t *li;
+
+    /* CPM 2 against CPC 1 per click, one group */
+    s = BUILD(UNIT(U1_J), ORD(O1_J),
+              LI(li_rec("cpm", "STANDARD", 4, 2, NULL)),
+              LI(li_cost("cpc", "STANDARD", 4, "CPC", 1, NULL)),
+              CRE(cr_rec("c-cpm")), CRE(cr_rec("c-cpc")),
+              LICA(lica_rec("cpm", "c-cpm", 1)), LICA(lica_rec("cpc", "c-cpc", 1)));
+    if (s == NULL) return;
+    li = lookup(s, "cpc");
+    ok(li && li->cost_type == ADSERVE_COST_CPC && near(li->pace.factor, 1) && !li->pace.known,
+       "CPC: prior factor 1000 x 1 / 1000 = 1 before any read");
+    is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPC at the prior CTR: eCPM 1 < CPM 2, the CPM serves");
+    /* CTR 1 %: 1000 x 101 / 11000 = 9.18 */
+    deliver(s, "cpc", 10000, 100, 0);
+    ok(li && near(li->pace.factor, 1000.0 * 101 / 11000), "CPC: factor = 1000 x (clk + 1) / (imp + 1000)");
+    ok(li && li->pace.known, "CPC: known after the read");
+    is_str(serve(s, "u1", NOW, 1), "c-cpc", "CPC with a high observed CTR (eCPM 9.2) beats CPM 2");
+    /* CTR 0.1 %: 1000 x 11 / 11000 = 1 */
+    deliver(s, "cpc", 10000, 10, 0);
+    is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPC with a low observed CTR (eCPM 1) loses to CPM 2");
+    /* 0 clicks in 1e5: the prior fades */
+    deliver(s, "cpc", 100000, 0, 0);
+    ok(li && near(li->pace.factor, 1000.0 / 101000), "CPC without clicks: factor 1000 / 101000");
+    is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPC without clicks loses");
+    /* just above and just below CPM 2: CTR 0.21 % and 0.19 % over 1e6 */
+    deliver(s, "cpc", 1000000, 2100, 0);
+    is_str(serve(s, "u1", NOW, 1), "c-cpc", "CPC eCPM 2.1 beats CPM 2");
+    deliver(s, "cpc", 1000000, 1900, 0);
+    is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPC eCPM 1.9 loses to CPM 2");
+    /* a CPM line item's factor stays 1 whatever it delivers */
+    deliver(s, "cpm", 1000, 900, 900);
+    ok(near(lookup(s, "cpm")->pace.factor, 1), "CPM: factor 1 whatever the clicks");
+    adserve_snapshot_free(s);
+
+    /* CPM 2 against CPA 10 per conversion */
+    s = BUILD(UNIT(U1_J), ORD(O1_J),
+              LI(li_rec("cpm", "STANDARD", 4, 2, NULL)),
+              LI(li_cost("cpa", "STANDARD", 4, "CPA", 10, NULL)),
+              CRE(cr_rec("c-cpm")), CRE(cr_rec("c-cpa")),
+              LICA(lica_rec("cpm", "c-cpm", 1)), LICA(lica_rec("cpa", "c-cpa", 1)));
+    if (s == NULL) return;
+    li = lookup(s, "cpa");
+    ok(li && li->cost_type == ADSERVE_COST_CPA && near(li->pace.factor, 0.1),
+       "CPA: prior factor 1000 x 1 / 10000 = 0.1");
+    is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPA at the prior CVR: eCPM 1 < CPM 2");
+    /* 1000 x 101 / 20000 = 5.05: eCPM 50.5 */
+    deliver(s, "cpa", 10000, 500, 100);
+    ok(li && near(li->pace.factor, 1000.0 * 101 / 20000),
+       "CPA: factor = 1000 x (conv + 1) / (imp + 10000)");
+    is_str(serve(s, "u1", NOW, 1), "c-cpa", "CPA with a high observed CVR beats CPM 2");
+    deliver(s, "cpa", 1000000, 50000, 10);
+    is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPA with a low observed CVR (eCPM 0.11) loses");
+    adserve_snapshot_free(s);
+
+    /* a better eCPM in a lower group never wins over the group above */
+    s = BUILD(UNIT(U1_J), ORD(O1_J),
+              LI(li_rec("cpm", "STANDARD", 4, 2, NULL)),
+              LI(li_cost("cpc", "STANDARD", 5, "CPC", 1, NULL)),
+              CRE(cr_rec("c-cpm")), CRE(cr_rec("c-cpc")),
+              LICA(lica_rec("cpm", "c-cpm", 1)), LICA(lica_rec("cpc", "c-cpc", 1)));
+    if (s == NULL) return;
+    deliver(s, "cpc", 10000, 5000, 0);
+    is_str(serve(s, "u1", NOW, 1), "c-cpm", "eCPM ranks inside a group only: priority first");
+    adserve_snapshot_free(s);
+}
+
+/* CPC and CPA line items without a rate bid the unit's default_cpc or
+ * default_cpa. */
+static void test_default_bids(void) {
+    adserve_snapshot_t *s;
+    const adserve_cand_t *c;
+
+    s = BUILD(UNIT("{'id':'u1','status':'ACTIVE','ext':{'default_cpc':3,'default_cpa':7}}"),
+              UNIT("{'id':'u2','status':'ACTIVE'}"),
+              ORD(O1_J),
+              LI(li_rec("cpm", "STANDARD", 4, 2, NULL)),
+              LI(li_cost("cpc0", "STANDARD", 4, "CPC", 0, NULL)),
+              LI(li_cost("cpa0", "STANDARD", 5, "CPA", 0, NULL)),
+              LI(li_cost("cpc2", "STANDARD", 6, "CPC", 2, NULL)),
+              LI(li_rec("cpm0", "STANDARD", 7, 0, NULL)),
+              LI(fmt("{'id':'both','order_id':'o1','status':'ACTIVE','type':'STANDARD',"
+                     "'priority':8,'cost_type':'CPC','rate':0,"
+                     "'targeting':{'ad_units':{'include':['u1','u2']}}}")),
+              CRE(cr_rec("c1")),
+              LICA(lica_rec("cpm", "c1", 1)), LICA(lica_rec("cpc0", "c1", 1)),
+              LICA(lica_rec("cpa0", "c1", 1)), LICA(lica_rec("cpc2", "c1", 1)),
+              LICA(lica_rec("cpm0", "c1", 1)), LICA(lica_rec("both", "c1", 1)));
+    if (s == NULL) return;
+    c = cand_of(s, "u1", "cpc0");
+    ok(c && c->bid == 3 && c->bid_micros == 3000000, "CPC rate 0: bids the unit's default_cpc 3");
+    c = cand_of(s, "u1", "cpa0");
+    ok(c && c->bid == 7 && c->bid_micros == 7000000, "CPA rate 0: bids the unit's default_cpa 7");
+    c = cand_of(s, "u1", "cpc2");
+    ok(c && c->bid == 2 && c->bid_micros == 2000000, "CPC with a rate: bids its rate, not the default");
+    c = cand_of(s, "u1", "cpm0");
+    ok(c && c->bid == 0 && c->bid_micros == 0, "CPM rate 0: bids 0, no default");
+    c = cand_of(s, "u1", "both");
+    ok(c && c->bid == 3, "the default is the unit's: 3 on u1");
+    c = cand_of(s, "u2", "both");
+    ok(c && c->bid == 0 && c->bid_micros == 0, "the default is the unit's: 0 on a unit without one");
+    adserve_snapshot_free(s);
+
+    /* the default ranks: CPC 0 on u1 (default 3, eCPM 3) beats CPM 2; on
+     * u2 (no default) it bids 0 and the CPM serves */
+    s = BUILD(UNIT("{'id':'u1','status':'ACTIVE','ext':{'default_cpc':3}}"),
+              UNIT("{'id':'u2','status':'ACTIVE','ext':{'default_cpc':-5}}"),
+              ORD(O1_J),
+              LI(fmt("{'id':'cpm','order_id':'o1','status':'ACTIVE','type':'STANDARD',"
+                     "'priority':4,'cost_type':'CPM','rate':2,"
+                     "'targeting':{'ad_units':{'include':['u1','u2']}}}")),
+              LI(fmt("{'id':'cpc','order_id':'o1','status':'ACTIVE','type':'STANDARD',"
+                     "'priority':4,'cost_type':'CPC','rate':0,"
+                     "'targeting':{'ad_units':{'include':['u1','u2']}}}")),
+              CRE(cr_rec("c-cpm")), CRE(cr_rec("c-cpc")),
+              LICA(lica_rec("cpm", "c-cpm", 1)), LICA(lica_rec("cpc", "c-cpc", 1)));
+    if (s == NULL) return;
+    is_str(serve(s, "u1", NOW, 1), "c-cpc", "default_cpc 3 at the prior CTR beats CPM 2");
+    is_str(serve(s, "u2", NOW, 1), "c-cpm", "a negative default_cpc counts as none: the CPM serves");
+    c = cand_of(s, "u2", "cpc");
+    ok(c && c->bid == 0, "negative default_cpc: bid 0");
+    adserve_snapshot_free(s);
+}
+
+/* ext.target_ecpm: PRICE_PRIORITY line items below it do not serve. */
+static void test_floor(void) {
+    adserve_snapshot_t *s;
+    const adserve_unit_t *u;
+    adserve_decision_t d;
+
+    s = BUILD(UNIT("{'id':'u1','status':'ACTIVE','ext':{'target_ecpm':2}}"),
+              UNIT("{'id':'u2','status':'ACTIVE'}"),
+              ORD(O1_J),
+              LI(fmt("{'id':'pp-low','order_id':'o1','status':'ACTIVE','type':'PRICE_PRIORITY',"
+                     "'priority':4,'cost_type':'CPM','rate':1.5,"
+                     "'targeting':{'ad_units':{'include':['u1','u2']}}}")),
+              LI(li_rec("house", "HOUSE", 4, 0, NULL)),
+              CRE(cr_rec("c-pp")), CRE(cr_rec("c-house")),
+              LICA(lica_rec("pp-low", "c-pp", 1)), LICA(lica_rec("house", "c-house", 1)));
+    if (s == NULL) return;
+    u = unit(s, "u1");
+    ok(u && u->floor == 2, "unit floor = ext.target_ecpm");
+    ok(unit(s, "u2") && unit(s, "u2")->floor == 0, "no target_ecpm: floor 0");
+    is_str(serve(s, "u1", NOW, 1), "c-house", "PRICE_PRIORITY eCPM 1.5 under floor 2: skipped, the house serves");
+    is_str(serve(s, "u2", NOW, 1), "c-pp", "the same line item serves on a unit without a floor");
+    d = decision(NOW, 1, NULL, 0);
+    is_int(u && cand_of(s, "u1", "pp-low")
+           ? (int) adserve_li_check(lookup(s, "pp-low"), u, cand_of(s, "u1", "pp-low"), &d) : -1,
+           ADSERVE_NO_FLOOR, "li_check: PRICE_PRIORITY under the floor: ADSERVE_NO_FLOOR");
+    adserve_snapshot_free(s);
+
+    /* at the floor serves; STANDARD and SPONSORSHIP under it still serve;
+     * a CPC PRICE_PRIORITY is compared on its eCPM */
+    s = BUILD(UNIT("{'id':'u1','status':'ACTIVE','ext':{'target_ecpm':2}}"), ORD(O1_J),
+              LI(li_rec("pp-at", "PRICE_PRIORITY", 4, 2, NULL)),
+              LI(li_cost("pp-cpc", "PRICE_PRIORITY", 3, "CPC", 1, NULL)),
+              LI(li_rec("std", "STANDARD", 4, 0.5, NULL)),
+              LI(li_rec("spon", "SPONSORSHIP", 4, 0.1,
+                        "'start_at':'2025-06-01T00:00:00Z','end_at':'2025-06-02T00:00:00Z'")),
+              CRE(cr_rec("c-at")), CRE(cr_rec("c-cpc")), CRE(cr_rec("c-std")), CRE(cr_rec("c-spon")),
+              LICA(lica_rec("pp-at", "c-at", 1)), LICA(lica_rec("pp-cpc", "c-cpc", 1)),
+              LICA(lica_rec("std", "c-std", 1)), LICA(lica_rec("spon", "c-spon", 1)));
+    if (s == NULL) return;
+    is_str(serve(s, "u1", NOW, 1), "c-spon", "SPONSORSHIP eCPM 0.1 under the floor still serves");
+    is_str(serve(s, "u1", NOW + 86400, 1), "c-std", "STANDARD eCPM 0.5 under the floor still serves");
+    s->lis[cand_of(s, "u1", "std")->li].end = NOW;   /* std's flight ends */
+    is_str(serve(s, "u1", NOW + 86400, 1), "c-at",
+           "PRICE_PRIORITY at exactly the floor serves; CPC at eCPM 1 under it does not");
+    deliver(s, "pp-cpc", 10000, 100, 0);               /* eCPM 9.2 */
+    is_str(serve(s, "u1", NOW + 86400, 1), "c-cpc",
+           "the floor is on eCPM: the CPC line item above it once its CTR is known");
+    adserve_snapshot_free(s);
+}
+
+/* Equal eCPMs share at random, evenly per line item; then the creative by
+ * LICA weight. */
+static void test_ties(void) {
+    adserve_snapshot_t *s;
+    const char *got;
+    int n[4], i, other;
+    static const char *const names[4] = { "ca1", "ca2", "cb", "cc" };
+
+    s = BUILD(UNIT(U1_J), ORD(O1_J),
+              LI(li_rec("la", "STANDARD", 4, 2, NULL)),
+              LI(li_cost("lb", "STANDARD", 4, "CPC", 2, NULL)),     /* prior: eCPM 2 */
+              CRE(cr_rec("ca1")), CRE(cr_rec("ca2")), CRE(cr_rec("cb")),
+              LICA(lica_rec("la", "ca1", 1)), LICA(lica_rec("la", "ca2", 2)),
+              LICA(lica_rec("lb", "cb", 1)));
+    if (s == NULL) return;
+    memset(n, 0, sizeof(n));
+    for (i = 0, other = 0; i < 12000; i++) {
+        got = serve(s, "u1", NOW, (uint32_t) i * 2654435761u + 12345);
+        if (got == NULL) { other++; continue; }
+        if (strcmp(got, "ca1") == 0) n[0]++;
+        else if (strcmp(got, "ca2") == 0) n[1]++;
+        else if (strcmp(got, "cb") == 0) n[2]++;
+        else other++;
+    }
+    diag("ties: la %d (ca1 %d, ca2 %d), lb %d over 12000", n[0] + n[1], n[0], n[1], n[2]);
+    is_int(other, 0, "ties: every request served by la or lb");
+    ok(n[0] + n[1] >= 5700 && n[0] + n[1] <= 6300 && n[2] >= 5700 && n[2] <= 6300,
+       "ties: equal eCPM (CPM 2, CPC 2 at the prior) split evenly per line item, "
+       "not by LICA weight (la %d, lb %d)", n[0] + n[1], n[2]);
+    ok(n[1] >= 2 * n[0] * 0.9 && n[1] <= 2 * n[0] * 1.1,
+       "ties: inside la the creatives rotate 1:2 by LICA weight (%d:%d)", n[0], n[1]);
+    adserve_snapshot_free(s);
+
+    /* three ways */
+    s = BUILD(UNIT(U1_J), ORD(O1_J),
+              LI(li_rec("la", "STANDARD", 4, 2, NULL)), LI(li_rec("lb", "STANDARD", 4, 2, NULL)),
+              LI(li_rec("lc", "STANDARD", 4, 2, NULL)), LI(li_rec("ld", "STANDARD", 4, 1.99, NULL)),
+              CRE(cr_rec("ca1")), CRE(cr_rec("cb")), CRE(cr_rec("cc")), CRE(cr_rec("ca2")),
+              LICA(lica_rec("la", "ca1", 1)), LICA(lica_rec("lb", "cb", 1)),
+              LICA(lica_rec("lc", "cc", 1)), LICA(lica_rec("ld", "ca2", 100)));
+    if (s == NULL) return;
+    memset(n, 0, sizeof(n));
+    for (i = 0, other = 0; i < 9000; i++) {
+        int k;
+        got = serve(s, "u1", NOW, (uint32_t) i * 2654435761u + 777);
+        for (k = 0; k < 4; k++) {
+            if (got && strcmp(got, names[k]) == 0) { n[k]++; break; }
+        }
+        other += k == 4;
+    }
+    ok(other == 0 && n[1] == 0, "ties: a line item just below the best eCPM never serves");
+    ok(n[0] >= 2700 && n[0] <= 3300 && n[2] >= 2700 && n[2] <= 3300 && n[3] >= 2700
+       && n[3] <= 3300, "ties: three equal line items get a third each (%d / %d / %d)",
+       n[0], n[2], n[3]);
+    adserve_snapshot_free(s);
+}
+
+
+/* ---- frequency caps ----------------------------------------------------- */
+
+static void test_caps(void) {
+    adserve_snapshot_t *s;
+    const adserve_unit_t *u;
+    const adserve_li_t *cl;
+    adserve_decision_t d;
+    adserve_seen_t seen[8];
+    uint32_t ci, oi;
+
+    s = BUILD(UNIT(U1_J), UNIT("{'id':'u2','status':'ACTIVE'}"), ORD(O1_J),
+              LI(li_rec("capped", "STANDARD", 1, 1,
+                        "'frequency_caps':[{'max':2,'seconds':3600}]")),
+              LI(li_rec("open", "STANDARD", 2, 1, NULL)),
+              LI(fmt("{'id':'two','order_id':'o1','status':'ACTIVE','type':'STANDARD',"
+                     "'priority':1,'cost_type':'CPM','rate':1,'targeting':{'ad_units':"
+                     "{'include':['u2']}},'frequency_caps':[{'max':1,'seconds':60},"
+                     "{'max':3,'seconds':86400},{'max':0,'seconds':10},{'max':5,'seconds':0},"
+                     "{'max':'9','seconds':9},{'seconds':9}]}")),
+              CRE(cr_rec("c-capped")), CRE(cr_rec("c-open")), CRE(cr_rec("c-two")),
+              LICA(lica_rec("capped", "c-capped", 1)), LICA(lica_rec("open", "c-open", 1)),
+              LICA(lica_rec("two", "c-two", 1)));
+    if (s == NULL) return;
+    u = unit(s, "u1");
+    cl = lookup(s, "capped");
+    if (u == NULL || cl == NULL || lookup(s, "open") == NULL || lookup(s, "two") == NULL) {
+        ok(0, "caps: world builds");
+        adserve_snapshot_free(s);
+        return;
+    }
+    ci = (uint32_t) (cl - s->lis);
+    oi = (uint32_t) (lookup(s, "open") - s->lis);
+    ok(cl->ncaps == 1 && cl->caps[0].max == 2 && cl->caps[0].seconds == 3600,
+       "caps: frequency_caps parsed into the line item");
+    is_int(lookup(s, "open")->ncaps, 0, "caps: none on an uncapped line item");
+    ok(lookup(s, "two")->ncaps == 2 && lookup(s, "two")->caps[1].max == 3
+       && lookup(s, "two")->caps[1].seconds == 86400,
+       "caps: invalid caps (max 0, seconds 0, wrong types) are ignored");
+    is_int(u->max_cap_seconds, 3600, "caps: unit max_cap_seconds = longest cap of its line items");
+    is_int(unit(s, "u2")->max_cap_seconds, 86400, "caps: max_cap_seconds per unit");
+    is_int(s->max_cap_seconds, 86400, "caps: snapshot max_cap_seconds = longest of all");
+
+    d = decision(NOW, 1, NULL, 0);
+    d.caps_known = 0;
+    is_str(serve_d(s, "u1", d), "c-open", "caps unknown: the capped line item is skipped, the uncapped one serves");
+    is_int(adserve_li_check(cl, u, cand_of(s, "u1", "capped"), &d), ADSERVE_NO_FREQUENCY_CAP,
+           "caps unknown: li_check ADSERVE_NO_FREQUENCY_CAP");
+    is_int(adserve_li_check(lookup(s, "open"), u, cand_of(s, "u1", "open"), &d), ADSERVE_OK,
+           "caps unknown: an uncapped line item is OK");
+
+    is_str(serve_d(s, "u1", decision(NOW, 1, NULL, 0)), "c-capped",
+           "caps known, nothing seen: the capped line item serves");
+
+    seen[0] = (adserve_seen_t) { ci, NOW - 10 };
+    is_str(serve_d(s, "u1", decision(NOW, 1, seen, 1)), "c-capped",
+           "caps: 1 seen in the window, max 2: serves");
+
+    seen[1] = (adserve_seen_t) { ci, NOW - 3599 };
+    is_str(serve_d(s, "u1", decision(NOW, 1, seen, 2)), "c-open",
+           "caps: 2 seen in the window, max 2: skipped, the next serves");
+    d = decision(NOW, 1, seen, 2);
+    is_int(adserve_li_check(cl, u, cand_of(s, "u1", "capped"), &d), ADSERVE_NO_FREQUENCY_CAP,
+           "caps at max: li_check ADSERVE_NO_FREQUENCY_CAP");
+
+    seen[1] = (adserve_seen_t) { ci, NOW - 3600 };
+    is_str(serve_d(s, "u1", decision(NOW, 1, seen, 2)), "c-capped",
+           "caps: an ad at exactly now - seconds has left the window: serves");
+    seen[1] = (adserve_seen_t) { ci, NOW - 100000 };
+    is_str(serve_d(s, "u1", decision(NOW, 1, seen, 2)), "c-capped",
+           "caps: an old ad does not count");
+    seen[1] = (adserve_seen_t) { ci, NOW };
+    is_str(serve_d(s, "u1", decision(NOW, 1, seen, 2)), "c-open",
+           "caps: an ad at now counts");
+    /* the window slides: the same history, later */
+    seen[0] = (adserve_seen_t) { ci, NOW - 600 };
+    seen[1] = (adserve_seen_t) { ci, NOW - 100 };
+    is_str(serve_d(s, "u1", decision(NOW, 1, seen, 2)), "c-open", "caps: slide, both in the window");
+    is_str(serve_d(s, "u1", decision(NOW + 2999, 1, seen, 2)), "c-open",
+           "caps: slide, 1 s before the first leaves");
+    is_str(serve_d(s, "u1", decision(NOW + 3000, 1, seen, 2)), "c-capped",
+           "caps: slide, the first leaves the window at its time + seconds");
+
+    /* other line items' ads do not count */
+    seen[0] = (adserve_seen_t) { oi, NOW - 1 };
+    seen[1] = (adserve_seen_t) { oi, NOW - 2 };
+    seen[2] = (adserve_seen_t) { oi, NOW - 3 };
+    is_str(serve_d(s, "u1", decision(NOW, 1, seen, 3)), "c-capped",
+           "caps: the user's ads of other line items do not count");
+
+    /* several caps: each must hold */
+    ci = (uint32_t) (lookup(s, "two") - s->lis);
+    seen[0] = (adserve_seen_t) { ci, NOW - 100 };
+    seen[1] = (adserve_seen_t) { ci, NOW - 200 };
+    is_str(serve_d(s, "u2", decision(NOW, 1, seen, 2)), "c-two",
+           "caps: two caps, 0 in 60 s and 2 in a day: serves");
+    seen[2] = (adserve_seen_t) { ci, NOW - 30 };
+    is_str(serve_d(s, "u2", decision(NOW, 1, seen, 3)), NULL,
+           "caps: 1 in 60 s (max 1): no ad");
+    seen[2] = (adserve_seen_t) { ci, NOW - 3000 };
+    is_str(serve_d(s, "u2", decision(NOW, 1, seen, 3)), NULL,
+           "caps: 0 in 60 s but 3 in a day (max 3): no ad");
+    is_str(serve_d(s, "u2", decision(NOW + 86400 - 150, 1, seen, 3)), "c-two",
+           "caps: a day later the oldest left the day window: serves");
+    adserve_snapshot_free(s);
+}
+
+
+/* ---- goals and pacing at decision time ---------------------------------- */
+
+static void test_goals(void) {
+    adserve_snapshot_t *s;
+    const adserve_unit_t *u;
+    adserve_li_t *g;
+    adserve_decision_t d;
+    int i, n;
+
+    s = BUILD(UNIT(U1_J), ORD(O1_J),
+              LI(li_rec("goal", "STANDARD", 1, 1,
+                        "'goal':{'type':'IMPRESSIONS','units':100},'delivery':'ASAP'")),
+              LI(li_rec("open", "STANDARD", 2, 1, NULL)),
+              CRE(cr_rec("c-goal")), CRE(cr_rec("c-open")),
+              LICA(lica_rec("goal", "c-goal", 1)), LICA(lica_rec("open", "c-open", 1)));
+    if (s == NULL) return;
+    u = unit(s, "u1");
+    g = lookup(s, "goal");
+    if (u == NULL || g == NULL) { ok(0, "goals: world builds"); adserve_snapshot_free(s); return; }
+    ok(g->paced && g->goal == 100 && g->goal_type == ADSERVE_GOAL_IMPRESSIONS
+       && g->delivery == ADSERVE_DELIVERY_ASAP, "goals: goal and delivery parsed, paced");
+    ok(!lookup(s, "open")->paced && lookup(s, "open")->goal_type == ADSERVE_GOAL_NONE
+       && lookup(s, "open")->delivery == ADSERVE_DELIVERY_EVEN,
+       "goals: no goal: not paced; delivery EVEN by default");
+    ok(!g->pace.known && g->pace.allow == 0 && g->pace.budget == 0,
+       "goals: a paced line item starts with nothing allowed");
+
+    is_str(serve(s, "u1", NOW, 1), "c-open", "paced before its first update: does not serve");
+    d = decision(NOW, 1, NULL, 0);
+    is_int(adserve_li_check(g, u, cand_of(s, "u1", "goal"), &d), ADSERVE_OK,
+           "paced before its first update: li_check OK (pacing decides after it)");
+    is_int(g->pace.opp, 1, "paced: the opportunity is counted though pacing refused it");
+
+    /* 95 delivered: ASAP wants 5, no opportunities measured yet: budget 5 */
+    deliver(s, "goal", 95, 0, 0);
+    ok(g->pace.known && g->pace.allow == UINT32_MAX && g->pace.budget == 5,
+       "after an update: allow all, budget 5 (allow %u, budget %u)", g->pace.allow, g->pace.budget);
+    for (i = 0, n = 0; i < 8; i++) {
+        const char *got = serve(s, "u1", NOW, (uint32_t) i);
+        n += got && strcmp(got, "c-goal") == 0;
+    }
+    is_int(n, 5, "paced: serves its budget (5 of 8), then the next line item");
+    is_int(g->pace.served, 5, "paced: pace.served counts its ads");
+    /* nothing was pushed to the counters: the update kept the first one */
+    is_int(g->pace.opp, 1 + 8, "paced: pace.opp counts every eligible request reached");
+
+    g->pace.pushed = g->pace.opp - 2;       /* all but 2 pushed to the counters */
+    deliver(s, "goal", 100, 0, 0);
+    is_int(g->pace.opp, 2, "update: pace.opp keeps what came after the push");
+    is_int(g->pace.pushed + g->pace.served, 0, "update: pushed and served start again");
+    ok(g->pace.stopped && g->pace.allow == 0 && g->pace.budget == 0, "goal reached: stopped");
+    is_str(serve(s, "u1", NOW, 1), "c-open", "goal reached: not served");
+    is_int(adserve_li_check(g, u, cand_of(s, "u1", "goal"), &d), ADSERVE_NO_GOAL_REACHED,
+           "goal reached: li_check ADSERVE_NO_GOAL_REACHED");
+    is_int(g->pace.opp, 2, "goal reached: no opportunity counted any more");
+    deliver(s, "goal", 150, 0, 0);
+    ok(g->pace.stopped, "goal passed: still stopped");
+    deliver(s, "goal", 99, 0, 0);
+    ok(!g->pace.stopped, "below the goal again (a correction): not stopped");
+    is_str(serve(s, "u1", NOW, 1), "c-goal", "below the goal again: serves");
+    adserve_snapshot_free(s);
+
+    /* click goals count clicks; invalid goals do not pace */
+    s = BUILD(UNIT(U1_J), ORD(O1_J),
+              LI(li_cost("clicks", "STANDARD", 1, "CPC", 1,
+                         "'goal':{'type':'CLICKS','units':10}")),
+              LI(li_rec("g0", "STANDARD", 2, 1, "'goal':{'type':'IMPRESSIONS','units':0}")),
+              LI(li_rec("gbad", "STANDARD", 3, 1, "'goal':{'type':'VIEWS','units':10}")),
+              LI(li_rec("gstr", "STANDARD", 4, 1, "'goal':{'type':'IMPRESSIONS','units':'10'}")),
+              CRE(cr_rec("c-clicks")), CRE(cr_rec("c-g0")), CRE(cr_rec("c-gbad")),
+              CRE(cr_rec("c-gstr")),
+              LICA(lica_rec("clicks", "c-clicks", 1)), LICA(lica_rec("g0", "c-g0", 1)),
+              LICA(lica_rec("gbad", "c-gbad", 1)), LICA(lica_rec("gstr", "c-gstr", 1)));
+    if (s == NULL) return;
+    g = lookup(s, "clicks");
+    ok(g && g->paced && g->goal_type == ADSERVE_GOAL_CLICKS && g->goal == 10,
+       "click goal parsed");
+    ok(lookup(s, "g0") && !lookup(s, "g0")->paced, "goal of 0 units: not paced");
+    ok(lookup(s, "gbad") && !lookup(s, "gbad")->paced, "goal of an unknown type: not paced");
+    ok(lookup(s, "gstr") && !lookup(s, "gstr")->paced, "goal units not a number: not paced");
+    is_str(serve(s, "u1", NOW, 1), "c-g0", "the unpaced line items serve without any update");
+    deliver(s, "clicks", 1000000, 9, 0);
+    ok(g && !g->pace.stopped, "click goal: 9 clicks of 10, whatever the impressions: not stopped");
+    is_str(serve(s, "u1", NOW, 1), "c-clicks", "click goal not reached: serves");
+    deliver(s, "clicks", 1000, 10, 0);
+    ok(g && g->pace.stopped, "click goal: 10 clicks: stopped");
+    is_str(serve(s, "u1", NOW, 1), "c-g0", "click goal reached: the next serves");
+    adserve_snapshot_free(s);
+
+    /* EVEN: ahead of schedule, nothing is allowed until the schedule
+     * catches up */
+    s = BUILD(UNIT(U1_J), ORD(O1_J),
+              LI(li_rec("even", "STANDARD", 1, 1,
+                        "'goal':{'type':'IMPRESSIONS','units':1000},"
+                        "'start_at':'2025-06-01T00:00:00Z','end_at':'2025-06-01T00:16:40Z'")),
+              LI(li_rec("open", "STANDARD", 2, 1, NULL)),
+              CRE(cr_rec("c-even")), CRE(cr_rec("c-open")),
+              LICA(lica_rec("even", "c-even", 1)), LICA(lica_rec("open", "c-open", 1)));
+    if (s == NULL) return;
+    g = lookup(s, "even");
+    ok(g && g->paced && g->delivery == ADSERVE_DELIVERY_EVEN && g->end - g->start == 1000,
+       "EVEN line item over 1000 s");
+    deliver_at(s, "even", 600, 0, 0, NOW + 500);
+    ok(g && !g->pace.stopped && g->pace.budget == 0, "EVEN ahead of schedule: budget 0");
+    is_str(serve(s, "u1", NOW + 500, 1), "c-open", "EVEN ahead of schedule: not served");
+    deliver_at(s, "even", 400, 0, 0, NOW + 510);
+    ok(g && g->pace.budget > 0, "EVEN behind schedule: a budget");
+    is_str(serve(s, "u1", NOW + 510, 1), "c-even", "EVEN behind schedule: served");
+    adserve_snapshot_free(s);
+}
+
+
+/* ---- adserve_li_check --------------------------------------------------- */
+
+static void test_li_check(void) {
+    adserve_snapshot_t *s;
+    const adserve_unit_t *u;
+    adserve_decision_t d;
+
+#define CHECK(li, dd) adserve_li_check(lookup(s, li), u, cand_of(s, "u1", li), dd)
+
+    s = BUILD(UNIT("{'id':'u1','status':'ACTIVE','ext':{'target_ecpm':1}}"), ORD(O1_J),
+              LI(li_rec("ok", "STANDARD", 1, 0.5, NULL)),
+              LI(li_rec("flight", "STANDARD", 1, 1,
+                        "'start_at':'2025-06-01T00:00:00Z','end_at':'2025-07-01T00:00:00Z'")),
+              LI(fmt("{'id':'mobile','order_id':'o1','status':'ACTIVE','type':'STANDARD',"
+                     "'priority':1,'cost_type':'CPM','rate':1,'targeting':{'ad_units':"
+                     "{'include':['u1']},'device':{'types':['mobile']}}}")),
+              LI(li_rec("goal", "STANDARD", 1, 1, "'goal':{'type':'IMPRESSIONS','units':10}")),
+              LI(li_rec("capped", "STANDARD", 1, 1, "'frequency_caps':[{'max':1,'seconds':60}]")),
+              LI(li_rec("cheap", "PRICE_PRIORITY", 1, 0.5, NULL)),
+              LI(li_rec("all", "PRICE_PRIORITY", 1, 0.5,
+                        "'start_at':'2025-06-01T00:00:00Z','goal':{'type':'IMPRESSIONS',"
+                        "'units':10},'frequency_caps':[{'max':1,'seconds':60}]")),
+              CRE(cr_rec("c1")),
+              LICA(lica_rec("ok", "c1", 1)), LICA(lica_rec("flight", "c1", 1)),
+              LICA(lica_rec("mobile", "c1", 1)), LICA(lica_rec("goal", "c1", 1)),
+              LICA(lica_rec("capped", "c1", 1)), LICA(lica_rec("cheap", "c1", 1)),
+              LICA(lica_rec("all", "c1", 1)));
+    if (s == NULL) return;
+    u = unit(s, "u1");
+    if (u == NULL || u->ncands != 7) { ok(0, "li_check: world builds"); adserve_snapshot_free(s); return; }
+    deliver(s, "goal", 10, 0, 0);
+    deliver(s, "all", 10, 0, 0);
+
+    d = decision(NOW, 1, NULL, 0);
+    is_int(CHECK("ok", &d), ADSERVE_OK, "li_check: ADSERVE_OK (STANDARD under the floor too)");
+    is_int(CHECK("flight", &d), ADSERVE_OK, "li_check: in flight: ADSERVE_OK");
+    d.now = NOW - 1;
+    is_int(CHECK("flight", &d), ADSERVE_NO_FLIGHT, "li_check: before start: ADSERVE_NO_FLIGHT");
+    d.now = JUL1;
+    is_int(CHECK("flight", &d), ADSERVE_NO_FLIGHT, "li_check: at end: ADSERVE_NO_FLIGHT");
+    d.now = NOW;
+    is_int(CHECK("mobile", &d), ADSERVE_NO_TARGETING,
+           "li_check: targeting not met (mobile, no user agent): ADSERVE_NO_TARGETING");
+    is_int(CHECK("goal", &d), ADSERVE_NO_GOAL_REACHED, "li_check: ADSERVE_NO_GOAL_REACHED");
+    is_int(CHECK("capped", &d), ADSERVE_OK, "li_check: capped, nothing seen: ADSERVE_OK");
+    d.caps_known = 0;
+    is_int(CHECK("capped", &d), ADSERVE_NO_FREQUENCY_CAP,
+           "li_check: caps unknown: ADSERVE_NO_FREQUENCY_CAP");
+    is_int(CHECK("ok", &d), ADSERVE_OK, "li_check: caps unknown, uncapped: ADSERVE_OK");
+    d.caps_known = 1;
+    is_int(CHECK("cheap", &d), ADSERVE_NO_FLOOR, "li_check: ADSERVE_NO_FLOOR");
+    /* order: flight, goal, floor, caps, targeting */
+    d.now = NOW - 1;
+    d.caps_known = 0;
+    is_int(CHECK("all", &d), ADSERVE_NO_FLIGHT, "li_check: the flight is checked first");
+    d.now = NOW;
+    is_int(CHECK("all", &d), ADSERVE_NO_GOAL_REACHED, "li_check: then the goal");
+    deliver(s, "all", 0, 0, 0);
+    is_int(CHECK("all", &d), ADSERVE_NO_FLOOR, "li_check: then the floor");
+    is_str(serve(s, "u1", NOW, 3), "c1", "li_check: the unit still serves (ok, capped)");
+    is_str(serve_d(s, "u1", d), "c1", "li_check: ... and with caps unknown");
+    ok(1, "li_check: ADSERVE_NO_PACING (%d) is never returned by li_check: pacing comes "
+       "after it, in adserve_decide", ADSERVE_NO_PACING);
+#undef CHECK
+    adserve_snapshot_free(s);
+}
+
+
+/* ---- lookups and inheritance -------------------------------------------- */
+
+static void test_li_lookup(void) {
+    adserve_snapshot_t *s;
+    adserve_li_t *li;
+    const adserve_unit_t *u;
+    uint32_t i, found = 0;
+
+    s = BUILD(UNIT(U1_J), UNIT("{'id':'u2','status':'ACTIVE'}"), ORD(O1_J),
+              LI(li_rec("li1", "SPONSORSHIP", 3, 2,
+                        "'start_at':'2025-06-01T00:00:00Z','end_at':'2025-07-01T00:00:00Z',"
+                        "'goal':{'type':'IMPRESSIONS','units':1000},'delivery':'EVEN',"
+                        "'frequency_caps':[{'max':2,'seconds':600}]")),
+              LI(li_cost("li2", "HOUSE", 16, "CPA", 4, NULL)),
+              LI(li_rec("li-nolica", "STANDARD", 1, 1, NULL)),
+              LI(fmt("{'id':'li-nowhere','order_id':'o1','status':'ACTIVE','type':'STANDARD',"
+                     "'cost_type':'CPM','rate':1}")),
+              LI(fmt("{'id':'li-paused','order_id':'o1','status':'PAUSED','type':'STANDARD',"
+                     "'priority':1,'cost_type':'CPM','rate':1,"
+                     "'targeting':{'ad_units':{'include':['u1']}}}")),
+              CRE(cr_rec("c1")), CRE(cr_rec("c2")),
+              LICA(lica_rec("li1", "c1", 1)), LICA(lica_rec("li1", "c2", 1)),
+              LICA(lica_rec("li2", "c1", 1)), LICA(lica_rec("li-nowhere", "c1", 1)),
+              LICA(lica_rec("li-paused", "c1", 1)));
+    if (s == NULL) return;
+    is_int(s->nlis, 2, "lis: only line items some unit can serve");
+    li = lookup(s, "li1");
+    ok(li != NULL, "snapshot_li: found by id");
+    if (li) {
+        is_id(li->id, "li1", "snapshot_li: id");
+        ok(li->hash == adserve_hash("li1", 3), "snapshot_li: hash = adserve_hash(id)");
+        ok(li->start == NOW && li->end == JUL1, "snapshot_li: flight");
+        ok(li->tier == ADSERVE_TIER_SPONSORSHIP && li->priority == 3, "snapshot_li: tier, priority");
+        ok(li->cost_type == ADSERVE_COST_CPM && li->goal == 1000
+           && li->goal_type == ADSERVE_GOAL_IMPRESSIONS && li->delivery == ADSERVE_DELIVERY_EVEN
+           && li->paced, "snapshot_li: cost type, goal, delivery, paced");
+        ok(li->ncaps == 1 && li->caps[0].max == 2 && li->caps[0].seconds == 600,
+           "snapshot_li: caps");
+        ok(li->target == NULL, "snapshot_li: no request targeting: target NULL");
+    }
+    li = lookup(s, "li2");
+    ok(li && li->tier == ADSERVE_TIER_HOUSE && li->priority == 16 && li->cost_type == ADSERVE_COST_CPA
+       && !li->paced && li->start == INT64_MIN && li->end == INT64_MAX,
+       "snapshot_li: second line item");
+    ok(adserve_snapshot_li(s, "li1x", 3) == lookup(s, "li1"), "snapshot_li: uses len, not NUL");
+    ok(lookup(s, "li") == NULL && lookup(s, "li3") == NULL && lookup(s, "") == NULL,
+       "snapshot_li: unknown ids NULL");
+    ok(lookup(s, "li-nolica") == NULL, "snapshot_li: a line item without creatives is not there");
+    ok(lookup(s, "li-nowhere") == NULL, "snapshot_li: a line item targeting no unit is not there");
+    ok(lookup(s, "li-paused") == NULL, "snapshot_li: a PAUSED line item is not there");
+    ok(adserve_snapshot_li(NULL, "li1", 3) == NULL, "snapshot_li: NULL snapshot");
+
+    /* every candidate's li is the one snapshot_li finds by its id */
+    u = unit(s, "u1");
+    for (i = 0; u && i < u->ncands; i++) {
+        li = &s->lis[u->cands[i].li];
+        found += u->cands[i].li < s->nlis && adserve_snapshot_li(s, li->id.data, li->id.len) == li;
+    }
+    ok(u && u->ncands == 3 && found == 3, "snapshot_li: candidates index lis consistently");
+    adserve_snapshot_free(s);
+
+    /* many line items: the open-addressing index finds every one */
+    {
+        rec_t r[3 + 2 * 300];
+        int k, n = 0, bad = 0;
+        r[n++] = (rec_t) UNIT(U1_J);
+        r[n++] = (rec_t) ORD(O1_J);
+        r[n++] = (rec_t) CRE(cr_rec("c1"));
+        for (k = 0; k < 300; k++) {
+            r[n++] = (rec_t) LI(li_rec(fmt("l%d", k), "STANDARD", 1 + k % 16, k, NULL));
+            r[n++] = (rec_t) LICA(lica_rec(fmt("l%d", k), "c1", 1));
+        }
+        s = build_recs(r, (size_t) n);
+        for (k = 0; s && k < 300; k++) {
+            li = lookup(s, fmt("l%d", k));
+            bad += li == NULL || strcmp(li->id.data, fmt("l%d", k)) != 0;
+        }
+        ok(s && s->nlis == 300 && bad == 0, "snapshot_li: 300 line items all found (%d bad)", bad);
+        adserve_snapshot_free(s);
+    }
+}
+
+static void test_inherit(void) {
+    adserve_snapshot_t *s1, *s2;
+    adserve_li_t *a1, *a2, *g1, *g2;
+    const char *li_a = li_cost("li-a", "STANDARD", 4, "CPC", 1, NULL);
+    const char *li_g = li_rec("li-g", "STANDARD", 5, 1,
+                              "'goal':{'type':'IMPRESSIONS','units':1000},'delivery':'ASAP'");
+    const char *li_c = li_cost("li-c", "STANDARD", 6, "CPC", 1, NULL);
+
+    s1 = BUILD(UNIT(U1_J), ORD(O1_J), LI(li_rec("cpm", "STANDARD", 4, 2, NULL)),
+               LI(li_a), LI(li_g), LI(li_c),
+               CRE(cr_rec("c-cpm")), CRE(cr_rec("c-a")), CRE(cr_rec("c-g")), CRE(cr_rec("c-c")),
+               LICA(lica_rec("cpm", "c-cpm", 1)), LICA(lica_rec("li-a", "c-a", 1)),
+               LICA(lica_rec("li-g", "c-g", 1)), LICA(lica_rec("li-c", "c-c", 1)));
+    /* the next revision: a new line item ranks first, so indexes move */
+    s2 = BUILD(UNIT(U1_J), ORD(O1_J), LI(li_rec("aaa", "STANDARD", 1, 2, NULL)),
+               LI(li_rec("cpm", "STANDARD", 4, 2, NULL)), LI(li_a), LI(li_g), LI(li_c),
+               CRE(cr_rec("c-aaa")), CRE(cr_rec("c-cpm")), CRE(cr_rec("c-a")), CRE(cr_rec("c-g")),
+               CRE(cr_rec("c-c")),
+               LICA(lica_rec("aaa", "c-aaa", 1)), LICA(lica_rec("cpm", "c-cpm", 1)),
+               LICA(lica_rec("li-a", "c-a", 1)), LICA(lica_rec("li-g", "c-g", 1)),
+               LICA(lica_rec("li-c", "c-c", 1)));
+    if (s1 == NULL || s2 == NULL) {
+        ok(0, "inherit: worlds build");
+        adserve_snapshot_free(s1);
+        adserve_snapshot_free(s2);
+        return;
+    }
+    a1 = lookup(s1, "li-a"); a2 = lookup(s2, "li-a");
+    g1 = lookup(s1, "li-g"); g2 = lookup(s2, "li-g");
+    ok(a1 && a2 && g1 && g2 && (a1 - s1->lis) != (a2 - s2->lis),
+       "inherit: the line item's index differs between the snapshots");
+    if (!(a1 && a2 && g1 && g2)) { adserve_snapshot_free(s1); adserve_snapshot_free(s2); return; }
+
+    deliver(s1, "li-a", 10000, 100, 0);                 /* CTR 1 %: factor 9.18 */
+    deliver_at(s1, "li-g", 400, 0, 0, NOW - 60);
+    g1->pace.opp = 7;
+    g1->pace.served = 3;
+    ok(!g2->pace.known && !a2->pace.known, "inherit: before, the new snapshot knows nothing");
+    is_str(serve(s2, "u1", NOW, 1), "c-aaa", "inherit: (aaa serves on the new snapshot)");
+
+    adserve_snapshot_inherit(s2, s1);
+    ok(a2->pace.known && near(a2->pace.factor, a1->pace.factor),
+       "inherit: the observed CTR factor carries over by id");
+    ok(g2->pace.known && g2->pace.allow == g1->pace.allow && g2->pace.budget == g1->pace.budget
+       && g2->pace.read_at == NOW - 60 && g2->pace.opp == 7 && g2->pace.served == 3,
+       "inherit: the whole pace carries over (allow, budget, opp, served, read_at)");
+    ok(!lookup(s2, "li-c")->pace.known && near(lookup(s2, "li-c")->pace.factor, 1),
+       "inherit: a line item the old snapshot never read keeps its initial pace");
+    ok(!lookup(s2, "aaa")->pace.known, "inherit: a new line item keeps its initial pace");
+
+    /* it serves at once on what was read */
+    lookup(s2, "aaa")->end = NOW;
+    is_str(serve(s2, "u1", NOW, 1), "c-a", "inherit: the CPC line item ranks on its inherited CTR");
+    deliver(s2, "li-a", 1000000, 0, 0);
+    is_str(serve(s2, "u1", NOW, 1), "c-cpm", "inherit: and the next read updates it");
+    ok(near(a1->pace.factor, 1000.0 * 101 / 11000), "inherit: the old snapshot is not touched");
+
+    adserve_snapshot_inherit(s2, NULL);
+    ok(a2->pace.known, "inherit: from NULL, nothing changes");
+    adserve_snapshot_free(s2);
+
+    /* a changed goal, cost type or flight starts afresh: a stopped line
+     * item whose goal was raised must not stay stopped, a CPC line item
+     * made CPM must not keep its CTR factor */
+    deliver(s1, "li-g", 1000, 0, 0);
+    ok(g1->pace.stopped, "inherit: (li-g reached its goal of 1000)");
+    s2 = BUILD(UNIT(U1_J), ORD(O1_J),
+               LI(li_rec("li-g", "STANDARD", 5, 1, "'goal':{'type':'IMPRESSIONS','units':5000},'delivery':'ASAP'")),
+               LI(li_rec("li-a", "STANDARD", 4, 2, NULL)),
+               CRE(cr_rec("c-g")), CRE(cr_rec("c-a")),
+               LICA(lica_rec("li-g", "c-g", 1)), LICA(lica_rec("li-a", "c-a", 1)));
+    if (s2 != NULL) {
+        adserve_snapshot_inherit(s2, s1);
+        ok(!lookup(s2, "li-g")->pace.known && !lookup(s2, "li-g")->pace.stopped,
+           "inherit: a new goal: the pace starts afresh (not stopped, read again)");
+        ok(!lookup(s2, "li-a")->pace.known && near(lookup(s2, "li-a")->pace.factor, 1),
+           "inherit: CPC made CPM: factor 1, not the old CTR's");
+    }
+    adserve_snapshot_free(s1);
+    adserve_snapshot_free(s2);
+}
+
+static void test_creative_lookup(void) {
+    adserve_snapshot_t *s;
+    const adserve_creative_t *c;
+
+    s = BUILD(UNIT(U1_J), ORD(O1_J), LI(L1_J), CRE(C1_J), LICA(A1_J),
+              CRE("{'id':'c-pending','approval':'PENDING','type':'IMAGE','w':300,'h':250,"
+                  "'image_url':'https://cdn.example/p.png','landing_url':'https://adv.example/p'}"),
+              CRE("{'id':'c-rejected','approval':'REJECTED','landing_url':'https://adv.example/r?a=1&b=\\'q\\''}"),
+              CRE("{'id':'c-nolanding','approval':'APPROVED','type':'IMAGE','w':300,'h':250,"
+                  "'image_url':'https://cdn.example/n.png'}"),
+              CRE("{'id':'c-unlinked','approval':'APPROVED','type':'IMAGE','w':1,'h':1,"
+                  "'image_url':'https://cdn.example/u.png','landing_url':'https://adv.example/u'}"));
+    if (s == NULL) return;
+    c = adserve_snapshot_creative(s, "c1", 2);
+    ok(c != NULL, "creative: found");
+    if (c) {
+        is_id(c->id, "c1", "creative: id");
+        is_id(c->landing_url, "https://adv.example/", "creative: landing_url");
+    }
+    ok(adserve_snapshot_creative(s, "c1xyz", 2) == c, "creative: lookup uses len, not NUL");
+    c = adserve_snapshot_creative(s, "c-pending", 9);
+    ok(c && strcmp(c->landing_url.data, "https://adv.example/p") == 0,
+       "creative: a PENDING creative is found (clicks on old ads still land)");
+    c = adserve_snapshot_creative(s, "c-rejected", 10);
+    ok(c && strcmp(c->landing_url.data, "https://adv.example/r?a=1&b=\"q\"") == 0,
+       "creative: a REJECTED creative that cannot render is found too");
+    c = adserve_snapshot_creative(s, "c-unlinked", 10);
+    ok(c && strcmp(c->landing_url.data, "https://adv.example/u") == 0,
+       "creative: a creative no line item serves is found");
+    ok(adserve_snapshot_creative(s, "c-nolanding", 11) == NULL,
+       "creative: without a landing_url: NULL");
+    ok(adserve_snapshot_creative(s, "c2", 2) == NULL, "creative: unknown id: NULL");
+    ok(adserve_snapshot_creative(s, "", 0) == NULL, "creative: empty id: NULL");
+    ok(adserve_snapshot_creative(NULL, "c1", 2) == NULL, "creative: NULL snapshot: NULL");
+    adserve_snapshot_free(s);
+
+    s = BUILD(UNIT(U1_J));
+    ok(s && adserve_snapshot_creative(s, "c1", 2) == NULL, "creative: no creatives at all: NULL");
+    adserve_snapshot_free(s);
+}
+
+
+/* ---- units: public_url and impression_on_response ----------------------- */
+
+/* The impression and click URL prefixes of unit u1 built with unit record
+ * ur and the given default public_url. */
+static void unit_urls(const char *ur, const char *dflt, char *imp, char *clk, size_t n) {
+    adserve_snapshot_t *s;
+    const adserve_unit_t *u;
+
+    public_url = dflt;
+    s = BUILD(UNIT(ur));
+    public_url = PUBLIC_URL;
+    u = s ? unit(s, "u1") : NULL;
+    snprintf(imp, n, "%.*s", u ? (int) u->impression_prefix.len : 6,
+             u ? u->impression_prefix.data : "(none)");
+    snprintf(clk, n, "%.*s", u ? (int) u->click_prefix.len : 6,
+             u ? u->click_prefix.data : "(none)");
+    adserve_snapshot_free(s);
+}
+
+static void test_public_url(void) {
+    static const struct {
+        const char *unit, *dflt, *base, *name;
+    } cases[] = {
+        { "{'id':'u1','status':'ACTIVE'}", PUBLIC_URL, PUBLIC_URL, "no ext.public_url: the default" },
+        { "{'id':'u1','status':'ACTIVE','ext':{'public_url':'https://pub.example/ads'}}",
+          PUBLIC_URL, "https://pub.example/ads", "ext.public_url overrides the default" },
+        { "{'id':'u1','status':'ACTIVE','ext':{'public_url':'https://pub.example/'}}",
+          PUBLIC_URL, "https://pub.example", "ext.public_url: trailing slash dropped" },
+        { "{'id':'u1','status':'ACTIVE','ext':{'public_url':'https://pub.example///'}}",
+          PUBLIC_URL, "https://pub.example", "ext.public_url: trailing slashes dropped" },
+        { "{'id':'u1','status':'ACTIVE','ext':{'public_url':''}}",
+          PUBLIC_URL, PUBLIC_URL, "ext.public_url empty: the default" },
+        { "{'id':'u1','status':'ACTIVE','ext':{'public_url':7}}",
+          PUBLIC_URL, PUBLIC_URL, "ext.public_url not a string: the default" },
+        { "{'id':'u1','status':'ACTIVE','ext':{'public_url':null}}",
+          PUBLIC_URL, PUBLIC_URL, "ext.public_url null: the default" },
+        { "{'id':'u1','status':'ACTIVE'}", "https://ads.example/",
+          PUBLIC_URL, "default with a trailing slash: dropped" },
+        { "{'id':'u1','status':'ACTIVE','ext':{'public_url':'https://p.example/a\\'b\\\\c'}}",
+          PUBLIC_URL, "https://p.example/a\\\"b\\\\c", "ext.public_url JSON-escaped" },
+        { "{'id':'u1','status':'ACTIVE'}", NULL, "", "no default, no ext.public_url: empty base" },
+    };
+    char imp[512], clk[512];
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        unit_urls(cases[i].unit, cases[i].dflt, imp, clk, sizeof(imp));
+        is_str(imp, fmt(",\"impression_url\":\"%s" ADSERVE_IMPRESSION_PATH, cases[i].base),
+               "public_url: %s (impression prefix)", cases[i].name);
+        is_str(clk, fmt("\",\"click_url\":\"%s" ADSERVE_CLICK_PATH, cases[i].base),
+               "public_url: %s (click prefix)", cases[i].name);
+    }
+}
+
+static void test_on_response(void) {
+    static const struct {
+        const char *rec;
+        int want;
+    } cases[] = {
+        { "{'id':'u1','status':'ACTIVE','ext':{'recommendation':{'enabled':true}},"
+          "'recommendation':{'ad_log_tracking_mode':'on_ad_response'}}", 1 },
+        { "{'id':'u1','status':'ACTIVE','ext':{'recommendation':{'enabled':1}},"
+          "'recommendation':{'ad_log_tracking_mode':'on_ad_response'}}", 1 },
+        { "{'id':'u1','status':'ACTIVE','ext':{'recommendation':{'enabled':false}},"
+          "'recommendation':{'ad_log_tracking_mode':'on_ad_response'}}", 0 },
+        { "{'id':'u1','status':'ACTIVE','ext':{'recommendation':{'enabled':0}},"
+          "'recommendation':{'ad_log_tracking_mode':'on_ad_response'}}", 0 },
+        { "{'id':'u1','status':'ACTIVE','ext':{'recommendation':{'enabled':'yes'}},"
+          "'recommendation':{'ad_log_tracking_mode':'on_ad_response'}}", 0 },
+        { "{'id':'u1','status':'ACTIVE',"
+          "'recommendation':{'ad_log_tracking_mode':'on_ad_response'}}", 0 },
+        { "{'id':'u1','status':'ACTIVE','ext':{'recommendation':{'enabled':true}},"
+          "'recommendation':{'ad_log_tracking_mode':'on_event_tracker'}}", 0 },
+        { "{'id':'u1','status':'ACTIVE','ext':{'recommendation':{'enabled':true}},"
+          "'recommendation':{'ad_log_tracking_mode':null}}", 0 },
+        { "{'id':'u1','status':'ACTIVE','ext':{'recommendation':{'enabled':true}}}", 0 },
+        { "{'id':'u1','status':'ACTIVE','ext':{'recommendation':{'enabled':true,"
+          "'ad_log_tracking_mode':'on_ad_response'}}}", 0 },
+        { "{'id':'u1','status':'ACTIVE'}", 0 },
+    };
+    adserve_snapshot_t *s;
+    const adserve_unit_t *u;
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        s = BUILD(UNIT(cases[i].rec));
+        u = s ? unit(s, "u1") : NULL;
+        is_int(u ? (long long) u->impression_on_response : -1, cases[i].want,
+               "impression_on_response %d: %s", cases[i].want, cases[i].rec);
+        adserve_snapshot_free(s);
+    }
+}
+
+
 /* ---- rendering ---------------------------------------------------------- */
 
 static adserve_tokens_t tokens;
 
-/* Serves the unit and assembles the whole body as the module does; returns
- * the parsed JSON (or NULL), and the token in tok. */
-static cJSON *render(const adserve_snapshot_t *s, const char *id, char *tok,
+/* The body of the last render(), as the module sends it. */
+static char body[8192];
+static size_t body_len;
+
+/* Serves the unit and assembles the whole body as the module does
+ * (ngx_http_adserve_send_ad): the creative's response head, the unit's
+ * impression prefix, the token, the unit's click prefix, the token,
+ * ADSERVE_RESPONSE_MIDDLE, the token, ADSERVE_RESPONSE_TAIL. Returns the
+ * parsed JSON (or NULL); the token in tok, the body in body. */
+static cJSON *render(adserve_snapshot_t *s, const char *id, char *tok,
     const adserve_cand_t **cp)
 {
     const adserve_unit_t *u = unit(s, id);
-    const adserve_cand_t *c = u ? adserve_decide(u, NOW, 0, no_facts()) : NULL;
+    adserve_decision_t d = decision(NOW, 0, NULL, 0);
+    const adserve_cand_t *c = u ? adserve_decide(s, u, &d) : NULL;
+    const adserve_li_t *li;
     adserve_ad_log_t log;
-    char body[8192];
     size_t n, tl;
 
     *cp = c;
     tok[0] = '\0';
-    if (c == NULL || c->response_head_len + ADSERVE_TOKEN_MAX + 3 > sizeof(body)) return NULL;
+    body_len = 0;
+    if (c == NULL
+        || c->response_head_len + u->impression_prefix.len + u->click_prefix.len
+           + 3 * ADSERVE_TOKEN_MAX + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL)
+           > sizeof(body))
+    {
+        return NULL;
+    }
+    li = li_of(s, c);
 
     memset(&log, 0, sizeof(log));
     log.issued = NOW;
-    log.price_micros = c->price_micros;
-    log.cost_type = c->cost_type;
+    log.price_micros = c->bid_micros;
+    log.cost_type = li->cost_type;
     log.ad_unit.data = u->id;
     log.ad_unit.len = u->id_len;
-    log.line_item = c->line_item_id;
+    log.line_item = li->id;
     log.creative = c->creative_id;
     tl = adserve_token_encode(&tokens, &log, tok);
     if (tl == 0) return NULL;
     tok[tl] = '\0';
 
-    memcpy(body, c->response_head, c->response_head_len);
-    n = c->response_head_len;
-    memcpy(body + n, tok, tl);
-    n += tl;
-    memcpy(body + n, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
-    n += sizeof(ADSERVE_RESPONSE_TAIL) - 1;
+#define PUT(p, len) do { memcpy(body + n, p, len); n += len; } while (0)
+    n = 0;
+    PUT(c->response_head, c->response_head_len);
+    PUT(u->impression_prefix.data, u->impression_prefix.len);
+    PUT(tok, tl);
+    PUT(u->click_prefix.data, u->click_prefix.len);
+    PUT(tok, tl);
+    PUT(ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
+    PUT(tok, tl);
+    PUT(ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+#undef PUT
+    body[n] = '\0';
+    body_len = n;
 
     return cJSON_ParseWithLength(body, n);
 }
@@ -747,7 +1715,7 @@ static void test_rendering(void) {
     if (s == NULL) return;
 
     j = render(s, "u-img", tok, &c);
-    ok(j != NULL, "render IMAGE: head + token + tail is valid JSON");
+    ok(j != NULL, "render IMAGE: head + URLs + tokens + tail is valid JSON");
     is_str(jstr(j, "version"), ADSERVE_RESPONSE_VERSION, "render IMAGE: version");
     is_str(jstr(j, "version"), "0.1.0", "render IMAGE: version is 0.1.0");
     is_str(jstr(j, "ad.id"), "cr-img", "render IMAGE: ad.id is the creative id");
@@ -767,11 +1735,26 @@ static void test_rendering(void) {
        && dlog.creative.len == 6 && memcmp(dlog.creative.data, "cr-img", 6) == 0
        && dlog.price_micros == 1750000,
        "render IMAGE: ad_log decodes back to the creative and price");
+    is_str(jstr(j, "ad.impression_url"),
+           fmt(PUBLIC_URL ADSERVE_IMPRESSION_PATH "%s", tok),
+           "render IMAGE: ad.impression_url = public_url + impression path + token");
+    is_str(jstr(j, "ad.click_url"), fmt(PUBLIC_URL ADSERVE_CLICK_PATH "%s", tok),
+           "render IMAGE: ad.click_url = public_url + click path + token");
+    is_str(jstr(j, "ad.impression_url"),
+           fmt("https://ads.example/app/v0/event/impression?ad_log=%s", tok),
+           "render IMAGE: the impression URL spelled out");
+    is_str(jstr(j, "ad.click_url"), fmt("https://ads.example/app/v0/event/click?ad_log=%s", tok),
+           "render IMAGE: the click URL spelled out");
     ok(c && c->response_head_len == strlen("{\"version\":\"0.1.0\",\"ad\":") +
        strlen("{\"id\":\"cr-img\",\"display\":{\"w\":728,\"h\":90,\"banner\":"
-              "{\"img\":\"https://cdn.example/a.png?x=1&y=2\"}}}")
-       + strlen(",\"ext\":{\"message\":\"ok\",\"ad_log\":\""),
-       "render IMAGE: head is compact (no whitespace)");
+              "{\"img\":\"https://cdn.example/a.png?x=1&y=2\"}}"),
+       "render IMAGE: head is compact (no whitespace), the ad without its closing brace");
+    is_str(body, fmt("{\"version\":\"0.1.0\",\"ad\":{\"id\":\"cr-img\",\"display\":"
+           "{\"w\":728,\"h\":90,\"banner\":{\"img\":\"https://cdn.example/a.png?x=1&y=2\"}},"
+           "\"impression_url\":\"https://ads.example/app/v0/event/impression?ad_log=%s\","
+           "\"click_url\":\"https://ads.example/app/v0/event/click?ad_log=%s\"},"
+           "\"ext\":{\"message\":\"ok\",\"ad_log\":\"%s\"}}", tok, tok, tok),
+           "render IMAGE: the whole body, byte for byte");
     cJSON_Delete(j);
 
     j = render(s, "u-html", tok, &c);
@@ -785,7 +1768,12 @@ static void test_rendering(void) {
        "render HTML: no banner");
     is_str(jstr(j, "ext.ad_log"), tok, "render HTML: ext.ad_log");
     is_str(jstr(j, "ext.message"), "ok", "render HTML: ext.message");
-    is_int(c ? c->cost_type : -1, ADSERVE_COST_CPC, "render HTML: CPC candidate");
+    is_int(c ? li_of(s, c)->cost_type : -1, ADSERVE_COST_CPC, "render HTML: CPC candidate");
+    ok(c && c->bid_micros == 300000, "render HTML: CPC bid_micros 0.3 x 1e6");
+    is_str(jstr(j, "ad.impression_url"), fmt(PUBLIC_URL ADSERVE_IMPRESSION_PATH "%s", tok),
+           "render HTML: ad.impression_url");
+    is_str(jstr(j, "ad.click_url"), fmt(PUBLIC_URL ADSERVE_CLICK_PATH "%s", tok),
+           "render HTML: ad.click_url");
     cJSON_Delete(j);
 
     j = render(s, "u-esc", tok, &c);
@@ -796,9 +1784,49 @@ static void test_rendering(void) {
            "\xf0\x9f\x98\x80\x01/</script>",
            "render escaping: quote, backslash, newline, tab, unicode, control char survive");
     is_id(c ? c->creative_id : nostr, "cr-\"esc\"", "render escaping: candidate creative_id raw");
+    is_str(jstr(j, "ext.ad_log"), tok, "render escaping: ext.ad_log");
+    is_str(jstr(j, "ad.click_url"), fmt(PUBLIC_URL ADSERVE_CLICK_PATH "%s", tok),
+           "render escaping: ad.click_url");
     cJSON_Delete(j);
 
     adserve_snapshot_free(s);
+
+    /* the unit's ext.public_url, in the whole body: trailing slash dropped,
+     * and a quote and a backslash escaped so the body stays JSON */
+    s = BUILD(UNIT("{'id':'u-pub','status':'ACTIVE','ext':{'public_url':'https://pub.example/x/'}}"),
+              UNIT("{'id':'u-q','status':'ACTIVE','ext':{'public_url':'https://q.example/a\\'b\\\\c'}}"),
+              UNIT("{'id':'u-def','status':'ACTIVE','ext':{'public_url':''}}"),
+              ORD(O1_J),
+              LI(fmt("{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD',"
+                     "'priority':1,'cost_type':'CPM','rate':1,"
+                     "'targeting':{'ad_units':{'include':['u-pub','u-q','u-def']}}}")),
+              CRE(C1_J), LICA(A1_J));
+    ok(s != NULL, "render public_url: world builds");
+    if (s != NULL) {
+        j = render(s, "u-pub", tok, &c);
+        ok(j != NULL, "render ext.public_url: valid JSON");
+        is_str(jstr(j, "ad.impression_url"),
+               fmt("https://pub.example/x/app/v0/event/impression?ad_log=%s", tok),
+               "render ext.public_url: impression_url on the unit's base, slash dropped");
+        is_str(jstr(j, "ad.click_url"), fmt("https://pub.example/x/app/v0/event/click?ad_log=%s", tok),
+               "render ext.public_url: click_url on the unit's base");
+        is_str(jstr(j, "ext.ad_log"), tok, "render ext.public_url: ext.ad_log");
+        cJSON_Delete(j);
+
+        j = render(s, "u-q", tok, &c);
+        ok(j != NULL, "render escaped ext.public_url: valid JSON");
+        is_str(jstr(j, "ad.impression_url"),
+               fmt("https://q.example/a\"b\\c/app/v0/event/impression?ad_log=%s", tok),
+               "render escaped ext.public_url: the URL decodes to the configured text");
+        cJSON_Delete(j);
+
+        j = render(s, "u-def", tok, &c);
+        is_str(jstr(j, "ad.click_url"), fmt(PUBLIC_URL ADSERVE_CLICK_PATH "%s", tok),
+               "render empty ext.public_url: the default base");
+        cJSON_Delete(j);
+        adserve_snapshot_free(s);
+    }
+
     adserve_tokens_stop(&tokens);
 }
 
@@ -1047,8 +2075,10 @@ static void test_scale(void) {
             for (a = 1; a < (int) u->ncands; a++) {
                 if (u->cands[a].group < u->cands[a - 1].group) bad++;
             }
-            if (u->ncands && adserve_decide(u, NOW, (uint32_t) k, no_facts()) == NULL) bad++;
-            if (adserve_decide(u, JUL1 + 86400 * 365, (uint32_t) k, no_facts()) != NULL) bad++;
+            adserve_decision_t d = decision(NOW, (uint32_t) k, NULL, 0);
+            if (u->ncands && adserve_decide(s, u, &d) == NULL) bad++;
+            d = decision(JUL1 + 86400 * 365, (uint32_t) k, NULL, 0);
+            if (adserve_decide(s, u, &d) != NULL) bad++;
         }
     }
     is_int(bad, 0, "scale: every ACTIVE unit found, ranked, serving in flight only");
@@ -1066,7 +2096,19 @@ int main(void) {
     test_bcat();
     test_targeting();
     test_ranking();
+    test_cost_ranking();
+    test_default_bids();
+    test_floor();
+    test_ties();
+    test_caps();
+    test_goals();
+    test_li_check();
+    test_li_lookup();
+    test_inherit();
+    test_creative_lookup();
     test_rendering();
+    test_public_url();
+    test_on_response();
     test_robustness();
     test_parse_time();
     test_scale();
