@@ -41,6 +41,11 @@ struct ngx_http_adserve_redis_s {
     ngx_http_adserve_redis_handler_pt  on_down;
     void                              *data;
 
+    /* in the outage's log lines: what the connection is for (NULL: the
+     * loader's, unnamed) and what goes on meanwhile */
+    const char                        *name;
+    const char                        *outage;
+
     unsigned                           connected:1;
     unsigned                           down_logged:1;
     unsigned                           exiting:1;
