@@ -1049,11 +1049,16 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
 
         c[i].line_item_id = bc->li->snap_id;
         c[i].creative_id = bc->cr->snap_id;
+        c[i].line_item_hash = adserve_hash(c[i].line_item_id.data,
+                                           c[i].line_item_id.len);
+        c[i].creative_hash = adserve_hash(c[i].creative_id.data,
+                                          c[i].creative_id.len);
         c[i].target = bc->li->target;
     }
 
     out->id = adserve_arena_memdup(a, u->id, strlen(u->id));
     out->id_len = strlen(u->id);
+    out->hash = adserve_hash(u->id, out->id_len);
     out->cands = c;
     out->ncands = u->ncands;
     b->snap->stats.candidates += u->ncands;

@@ -79,6 +79,8 @@ typedef struct {
     size_t          response_head_len;  /* shared by a creative's candidates */
     adserve_str_t   line_item_id;
     adserve_str_t   creative_id;
+    uint64_t        line_item_hash;   /* adserve_hash() of the ids, for */
+    uint64_t        creative_hash;    /* the event counters */
     const adserve_target_t *target;   /* the line item's rule decided per
                                        * request; NULL: none */
 } adserve_cand_t;
@@ -86,6 +88,7 @@ typedef struct {
 typedef struct {
     const char     *id;
     size_t          id_len;
+    uint64_t        hash;             /* adserve_hash() of the id */
     const adserve_cand_t *cands;      /* ranked: best group first */
     uint32_t        ncands;
 } adserve_unit_t;
