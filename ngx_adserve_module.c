@@ -313,7 +313,7 @@ ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 
 
 /* The body as one mutable buffer: the JSON scanner unescapes in place. */
-static ngx_int_t
+ngx_int_t
 ngx_http_adserve_body(ngx_http_request_t *r, u_char **start, size_t *len)
 {
     ngx_http_request_body_t  *rb = r->request_body;

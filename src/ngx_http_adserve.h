@@ -242,6 +242,11 @@ time_t ngx_http_adserve_now(ngx_http_request_t *r);
  * worker, if any, else the clock */
 time_t ngx_http_adserve_clock(void);
 
+/* the request body read into memory, as one buffer (joined from the pool
+ * if it came in several); NGX_OK, or a status */
+ngx_int_t ngx_http_adserve_body(ngx_http_request_t *r, u_char **start,
+    size_t *len);
+
 /* a response with a body in memory (or none); the JSON type when there is */
 ngx_int_t ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
