@@ -400,6 +400,27 @@ ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
 }
 
 
+/* An ad answered: counted for its ad unit, line item and creative. */
+static void
+ngx_http_adserve_count_ad(ngx_http_adserve_events_t *ev, time_t now,
+    const adserve_unit_t *unit, const adserve_cand_t *c)
+{
+    adserve_str_t  id;
+
+    id.data = unit->id;
+    id.len = unit->id_len;
+
+    ngx_http_adserve_count(ev, now, NGX_HTTP_ADSERVE_DIM_UNIT, &id, unit->hash,
+                           NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_count(ev, now, NGX_HTTP_ADSERVE_DIM_LINE_ITEM,
+                           &c->line_item_id, c->line_item_hash,
+                           NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_count(ev, now, NGX_HTTP_ADSERVE_DIM_CREATIVE,
+                           &c->creative_id, c->creative_hash,
+                           NGX_HTTP_ADSERVE_M_ADS, 1);
+}
+
+
 /* Copies the rendered response around a fresh ad_log token. */
 static ngx_int_t
 ngx_http_adserve_send_ad(ngx_http_request_t *r, const adserve_unit_t *unit,
@@ -439,6 +460,8 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, const adserve_unit_t *unit,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    ngx_http_adserve_count_ad(amcf->events, ngx_http_adserve_now(r), unit, c);
+
     p = ngx_cpymem(p + n, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
 
     return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
@@ -465,15 +488,17 @@ ngx_http_adserve_park(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 static ngx_int_t
 ngx_http_adserve_decide(ngx_http_request_t *r)
 {
-    const adserve_unit_t    *unit;
-    const adserve_cand_t    *c;
-    adserve_ad_request_t     req;
-    adserve_req_ctx_t        facts;
-    ngx_http_adserve_ctx_t  *ctx;
-    const char              *err;
-    size_t                   len, off;
-    u_char                  *body;
-    ngx_int_t                rc;
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_unit_t          *unit;
+    const adserve_cand_t          *c;
+    adserve_ad_request_t           req;
+    adserve_req_ctx_t              facts;
+    ngx_http_adserve_ctx_t        *ctx;
+    adserve_str_t                  uid;
+    const char                    *err;
+    size_t                         len, off;
+    u_char                        *body;
+    ngx_int_t                      rc;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
 
@@ -498,6 +523,14 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
                       "adserve: malformed ad request at byte %uz: %s", off, err);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    /* an ad request: a well-formed one for an ACTIVE ad unit */
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    uid.data = unit->id;
+    uid.len = unit->id_len;
+    ngx_http_adserve_count(amcf->events, ngx_http_adserve_now(r),
+                           NGX_HTTP_ADSERVE_DIM_UNIT, &uid, unit->hash,
+                           NGX_HTTP_ADSERVE_M_REQUESTS, 1);
 
     adserve_req_ctx_init(&facts, &req);
     c = adserve_decide(unit, ngx_time(), (uint32_t) ngx_random(), &facts);
@@ -923,6 +956,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     ld->resume = ngx_http_adserve_resume;
     amcf->loader = ld;
 
+    amcf->redis.timeout = amcf->redis_timeout;
     ecf.redis = &amcf->redis;
     ecf.flush = amcf->flush;
     ecf.buffer = amcf->event_buffer;
