@@ -22,7 +22,7 @@
 
 
 #define NGX_HTTP_ADSERVE_FUTURE_SKEW  60          /* seconds of clock skew */
-#define NGX_HTTP_ADSERVE_VALUE_MAX    1e12        /* a conversion's value */
+#define NGX_HTTP_ADSERVE_VALUE_MAX    1e9         /* a conversion's value */
 
 #define ngx_http_adserve_detail(text)  ngx_string("{\"detail\":\"" text "\"}")
 
@@ -44,7 +44,7 @@ static ngx_str_t  ngx_http_adserve_not_json =
 static ngx_str_t  ngx_http_adserve_bad_type =
     ngx_http_adserve_detail("type must be \\\"conversion\\\"");
 static ngx_str_t  ngx_http_adserve_bad_value =
-    ngx_http_adserve_detail("value must be a non-negative number (at most 1e12)");
+    ngx_http_adserve_detail("value must be a non-negative number (at most 1e9)");
 
 
 static ngx_int_t

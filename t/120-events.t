@@ -148,6 +148,7 @@ my @bad = (
     [ 'a negative value',   qq({"ad_log":"$t3","type":"conversion","value":-1}) ],
     [ 'a string value',     qq({"ad_log":"$t3","type":"conversion","value":"3"}) ],
     [ 'an infinite value',  qq({"ad_log":"$t3","type":"conversion","value":1e999}) ],
+    [ 'a value over 1e9',   qq({"ad_log":"$t3","type":"conversion","value":1000000001}) ],
     [ 'an empty body',      '' ],
 );
 for my $b (@bad) {
