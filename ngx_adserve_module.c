@@ -304,7 +304,7 @@ ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 
 
 /* The body as one mutable buffer: the JSON scanner unescapes in place. */
-static ngx_int_t
+ngx_int_t
 ngx_http_adserve_body(ngx_http_request_t *r, u_char **start, size_t *len)
 {
     ngx_http_request_body_t  *rb = r->request_body;
@@ -1001,6 +1001,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     ld->resume = ngx_http_adserve_resume;
     amcf->loader = ld;
 
+    amcf->redis.timeout = amcf->redis_timeout;
     ecf.redis = &amcf->redis;
     ecf.flush = amcf->flush;
     ecf.buffer = amcf->event_buffer;

@@ -46,6 +46,9 @@ adserve_env() {
     # tests and scripts/simulate only: requests may carry X-Adserve-Clock
     export ADSERVE_TEST_CLOCK=${ADSERVE_TEST_CLOCK:-off}
     case $ADSERVE_TEST_CLOCK in on|off) ;; *) die "ADSERVE_TEST_CLOCK must be on or off" ;; esac
+    # raw tracking events each worker keeps while Redis cannot take them
+    export ADSERVE_EVENT_BUFFER=${ADSERVE_EVENT_BUFFER:-16384}
+    case $ADSERVE_EVENT_BUFFER in ''|*[!0-9]*) die "ADSERVE_EVENT_BUFFER must be a whole number (16 to 1048576)" ;; esac
     ADSERVE_VAR=${ADSERVE_VAR:-$ADSERVE_ROOT/var}
     mkdir -p "$ADSERVE_VAR"
     ADSERVE_VAR=$(cd "$ADSERVE_VAR" && pwd)

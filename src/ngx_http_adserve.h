@@ -41,6 +41,11 @@ struct ngx_http_adserve_redis_s {
     ngx_http_adserve_redis_handler_pt  on_down;
     void                              *data;
 
+    /* in the outage's log lines: what the connection is for (NULL: the
+     * loader's, unnamed) and what goes on meanwhile */
+    const char                        *name;
+    const char                        *outage;
+
     unsigned                           connected:1;
     unsigned                           down_logged:1;
     unsigned                           exiting:1;
@@ -305,6 +310,11 @@ time_t ngx_http_adserve_now(ngx_http_request_t *r);
 /* the same outside a request (timers): the latest test clock seen by this
  * worker, if any, else the clock */
 time_t ngx_http_adserve_clock(void);
+
+/* the request body read into memory, as one buffer (joined from the pool
+ * if it came in several); NGX_OK, or a status */
+ngx_int_t ngx_http_adserve_body(ngx_http_request_t *r, u_char **start,
+    size_t *len);
 
 /* a response with a body in memory (or none); the JSON type when there is */
 ngx_int_t ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status,

@@ -212,8 +212,10 @@ ngx_http_adserve_redis_log_down(ngx_http_adserve_redis_t *rd, const char *why)
     rd->down_logged = 1;
 
     ngx_log_error(NGX_LOG_ERR, rd->log, 0,
-                  "adserve: redis %V unavailable (%s): serving from the last "
-                  "snapshot, reconnecting with backoff", &rd->addr, why);
+                  "adserve: %s%sredis %V unavailable (%s): %s, reconnecting "
+                  "with backoff", rd->name ? rd->name : "", rd->name ? ": " : "",
+                  &rd->addr, why,
+                  rd->outage ? rd->outage : "serving from the last snapshot");
 }
 
 
@@ -251,7 +253,8 @@ ngx_http_adserve_redis_healthy(ngx_http_adserve_redis_t *rd)
     if (rd->down_logged) {
         rd->down_logged = 0;
         ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
-                      "adserve: redis %V connected again", &rd->addr);
+                      "adserve: %s%sredis %V connected again",
+                      rd->name ? rd->name : "", rd->name ? ": " : "", &rd->addr);
     }
 }
 

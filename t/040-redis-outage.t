@@ -29,6 +29,9 @@ is(scalar(grep { $_->{redis} eq 'down' } values %$all), 2, 'every worker reports
 my $log = $t->log_text('nginx-error.log');
 my $down = () = $log =~ /adserve: redis 127\.0\.0\.1:\d+ unavailable/g;
 is($down, scalar @workers, 'the outage is logged once per worker, not per retry');
+# each worker's second connection, the events', says so once too
+$down = () = $log =~ /adserve: events: redis 127\.0\.0\.1:\d+ unavailable \([^)]*\): events kept in worker memory/g;
+is($down, scalar @workers, "... and once per worker for the events' connection");
 unlike($log, qr/\[(?:alert|crit|emerg)\]/, 'no alert, crit or emerg in the error log');
 
 $t->start('redis');
@@ -60,7 +63,7 @@ unlike($log, qr/connected again/, 'a connection that is refused every command is
 $t->redis('-a', 'sekret', '--no-auth-warning', 'CONFIG', 'SET', 'requirepass', '');
 ok($t->wait_until(10, sub { $t->workers_connected }), 'the password gone: workers recover');
 ok($t->wait_until(5, sub {
-       my $up = () = $t->log_text('nginx-error.log') =~ /connected again/g;
+       my $up = () = $t->log_text('nginx-error.log') =~ /adserve: redis \S+ connected again/g;
        $up == 2 * @workers }), '... and say so once each');
 
 # Redis unavailable when nginx starts: nginx starts all the same

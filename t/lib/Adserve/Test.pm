@@ -73,11 +73,16 @@ sub new {
             UBSAN_OPTIONS          => 'print_stacktrace=1',
         },
         http  => HTTP::Tiny->new(timeout => 10, keep_alive => 0),
+        # for a redirect itself (clicks), not where it leads
+        http_noredirect => HTTP::Tiny->new(timeout => 10, keep_alive => 0,
+                                           max_redirect => 0),
     }, $class;
     $self->{env}{ADSERVE_NGINX_TEMPLATE} = $opt{template} if $opt{template};
-    # pacing read often, so tests need not wait; the clock settable
+    # pacing read often, so tests need not wait; X-Adserve-Clock sets a
+    # request's time (adserve_test_clock on)
     $self->{env}{ADSERVE_PACING_INTERVAL} = $opt{pacing} // '500ms';
-    $self->{env}{ADSERVE_TEST_CLOCK} = 'on' if $opt{test_clock};
+    $self->{env}{ADSERVE_TEST_CLOCK} = 'on' if $opt{test_clock} || $opt{clock};
+    $self->{env}{ADSERVE_EVENT_BUFFER} = $opt{event_buffer} if $opt{event_buffer};
     $live{"$self"} = $self;
     Scalar::Util::weaken($live{"$self"});
 
@@ -142,6 +147,7 @@ sub log_text {
 # ---- HTTP ---------------------------------------------------------------
 
 # request METHOD PATH [json => DATA | body => RAW] [headers => {...}]
+#         [redirect => 0]: a 3xx is returned, not followed
 sub request {
     my ($self, $method, $path, %o) = @_;
     my %headers = %{ $o{headers} // {} };
@@ -152,7 +158,8 @@ sub request {
     } elsif (exists $o{body}) {
         $args{content} = $o{body};
     }
-    my $res = $self->{http}->request($method, $self->base . $path, \%args);
+    my $http = exists $o{redirect} && !$o{redirect} ? $self->{http_noredirect} : $self->{http};
+    my $res = $http->request($method, $self->base . $path, \%args);
     if (($res->{headers}{'content-type'} // '') =~ m{^application/json}
         && length $res->{content})
     {
@@ -215,6 +222,40 @@ sub refused {
 }
 
 sub revision { $_[0]->redis('GET', 'adserve:rev') || 0 }
+
+# ---- events -------------------------------------------------------------
+
+# event TYPE TOKEN [headers => {...}]: GET .../impression or .../click (the
+# redirect not followed); TYPE conversion POSTs {ad_log, type, value?}
+sub event {
+    my ($self, $type, $token, %o) = @_;
+    if ($type eq 'conversion') {
+        my %body = (ad_log => $token, type => 'conversion');
+        $body{value} = $o{value} if exists $o{value};
+        return $self->request('POST', '/app/v0/event', json => \%body, headers => $o{headers} // {});
+    }
+    return $self->request($o{method} // 'GET', "/app/v0/event/$type?ad_log=$token",
+                          headers => $o{headers} // {}, redirect => 0);
+}
+
+# stat_sum FIELD: the sum of FIELD over every hour's adserve:stats:{YYYYMMDDHH}
+# (a test may straddle an hour, or set the clock); 0 when absent
+sub stat_sum {
+    my ($self, $field) = @_;
+    my $sum = 0;
+    for my $key (grep { length } split /\n/, $self->redis('--scan', '--pattern', 'adserve:stats:*')) {
+        $sum += $self->redis('HGET', $key, $field) || 0;
+    }
+    return $sum;
+}
+
+# stats FIELD => WANT, ...: true when every sum is what is wanted
+sub stats_are {
+    my ($self, %want) = @_;
+    return !grep { $self->stat_sum($_) != $want{$_} } keys %want;
+}
+
+sub delivery { $_[0]->redis('HGET', 'adserve:delivery', $_[1]) || 0 }
 
 # the id of an advertiser made through the API (one per stack), for users
 # of the advertiser role, which must belong to one that exists

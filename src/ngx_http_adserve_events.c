@@ -1,0 +1,1364 @@
+
+/*
+ * Events: counted in worker memory, flushed to Redis in idempotent batches.
+ *
+ * Two kinds of data, both in fixed memory allocated when the worker starts:
+ *
+ * - counters, per (UTC hour, ad unit | line item | creative, metric), that
+ *   serving bumps on every ad request (ngx_http_adserve_count) and that
+ *   tracking bumps for invalid tokens. Two open-addressing tables: the live
+ *   one takes the counts; at a flush it becomes the draining one, which
+ *   batches walk in slot order (nothing writes to it any more, so nothing
+ *   is ever deleted from a table that is probed). A full live table drops
+ *   what does not fit, counted.
+ *
+ * - raw tracking events (impressions, clicks, conversions whose ad_log
+ *   authenticated), in a ring of adserve_event_buffer slots. A full ring
+ *   drops the event, counted, with one log line when the overflow starts
+ *   and one with the count when it ends.
+ *
+ * Every adserve_flush_interval a batch is sealed: at most
+ * NGX_HTTP_ADSERVE_BATCH_INCRS counter increments and
+ * NGX_HTTP_ADSERVE_BATCH_EVENTS raw events, so that one script never holds
+ * Redis for long. It is formatted once into one EVAL of the script below
+ * and kept until Redis acknowledges it. One batch is in flight at a time;
+ * one that fails (an error reply, its deadline, the connection lost) is
+ * sent again, byte for byte, once the connection is back. When a batch was
+ * cut by those bounds, the next is sealed as soon as it is acknowledged.
+ *
+ * Exactly once: a batch carries (instance, seq). The instance is random
+ * per worker process; the script keeps the last seq it applied for it in
+ * adserve:flush:{instance} and applies a batch only if its seq is newer.
+ * A batch sent again after an ambiguous failure (the connection dropped
+ * before the reply) is thus applied once, whichever copy arrives first.
+ * The script's writes go through redis.pcall, so that a failing command
+ * (a key of the wrong type) cannot stop it halfway: it always runs to its
+ * end and records the seq, and reports how many commands failed.
+ *
+ * At worker exit, a last synchronous flush on a blocking connection sends
+ * the batch in flight again (if it was not acknowledged) and the rest.
+ */
+
+
+#include "ngx_http_adserve.h"
+
+#include <openssl/rand.h>
+
+#include "adserve_hash.h"
+
+
+#define NGX_HTTP_ADSERVE_COUNTER_SLOTS  16384          /* per table, 2^n */
+#define NGX_HTTP_ADSERVE_COUNTER_MAX    12288          /* 3/4: short probes */
+/* measured here: a script takes about 10 us per new raw event and 2 us
+ * per counter increment, so either bound holds Redis about 5 ms, well
+ * under adserve_cap_timeout (20 ms) for the reads that share it */
+#define NGX_HTTP_ADSERVE_BATCH_EVENTS   500
+#define NGX_HTTP_ADSERVE_BATCH_INCRS    2000
+#define NGX_HTTP_ADSERVE_EXTRA_INCRS    2              /* drops, after the fact */
+#define NGX_HTTP_ADSERVE_EVENT_ARGS     15
+#define NGX_HTTP_ADSERVE_HEAD_ARGS      8
+#define NGX_HTTP_ADSERVE_MAX_ARGS                                            \
+    (NGX_HTTP_ADSERVE_HEAD_ARGS                                              \
+     + 3 * (NGX_HTTP_ADSERVE_BATCH_INCRS + NGX_HTTP_ADSERVE_EXTRA_INCRS)      \
+     + NGX_HTTP_ADSERVE_EVENT_ARGS * NGX_HTTP_ADSERVE_BATCH_EVENTS)
+/* bytes made per increment (key, field, number) and per event (numbers,
+ * hours, the request id in hex), with room to spare */
+#define NGX_HTTP_ADSERVE_INCR_BYTES     128
+#define NGX_HTTP_ADSERVE_EVENT_BYTES    256
+#define NGX_HTTP_ADSERVE_SCRATCH                                             \
+    ((NGX_HTTP_ADSERVE_BATCH_INCRS + NGX_HTTP_ADSERVE_EXTRA_INCRS)            \
+     * NGX_HTTP_ADSERVE_INCR_BYTES                                            \
+     + NGX_HTTP_ADSERVE_BATCH_EVENTS * NGX_HTTP_ADSERVE_EVENT_BYTES + 256)
+
+/* counters that are not per id: invalid tokens, id "imp", "clk", "conv" */
+#define NGX_HTTP_ADSERVE_DIM_INVALID    3
+
+/* a batch the script itself fails on would fail forever and hold up
+ * every later one: given up after this many such refusals. Others (OOM,
+ * BUSY, LOADING, NOAUTH, READONLY) pass, and the batch waits them out. */
+#define NGX_HTTP_ADSERVE_REFUSALS       3
+#define NGX_HTTP_ADSERVE_HOUR_LEN       10             /* YYYYMMDDHH */
+#define NGX_HTTP_ADSERVE_INSTANCE_LEN   (16 + 1 + NGX_INT64_LEN)
+
+
+/*
+ * The flush script. KEYS[1] is adserve:flush:{instance}. ARGV:
+ *   seq, stream_max, nincr, nevents,
+ *   nincr x (key, field, n):          HINCRBY key field n
+ *   nevents x (type, ts, hour, issue_hour, seen_expireat, rid, unit, li, cr,
+ *              user, cost, price, value, spend, issued)
+ * Counter increments come made in C (adserve:stats:{YYYYMMDDHH}
+ * {u|li|cr}:{id}:{req|ads|opp}, adserve:delivery {li}:{metric},
+ * invalid:{type}, dropped:events, dropped:counters). Each raw event is
+ * deduplicated by its request id in adserve:seen:{type}:{issue hour}, a set
+ * that expires at the end of that hour plus the type's ttl: a repeat only
+ * counts dup:{type}. A first one counts {u|li|cr}:{id}:{type} in the hash of
+ * its hour, {li}:{type} in adserve:delivery, its spend (made in C: CPM on
+ * an impression, CPC on a click, CPA on a conversion) and a conversion's
+ * value as :spend and :convval in both, and goes to the stream
+ * adserve:events (capped at about stream_max; 0: no stream). Hours and
+ * spend are computed in C: Redis's Lua has no os.date. The events' counts
+ * and spend are summed per batch in Lua first, so that a batch costs one
+ * HINCRBY per field rather than per event (about half the script's time);
+ * those sums are exact in Lua's doubles. Conversion values pass through
+ * as strings, unsummed.
+ */
+static const char  ngx_http_adserve_flush_script[] =
+    "local seq = tonumber(ARGV[1])\n"
+    "local smax = ARGV[2]\n"
+    "local ni = tonumber(ARGV[3])\n"
+    "local ne = tonumber(ARGV[4])\n"
+    "if not seq or not ni or not ne or #ARGV ~= 4 + 3 * ni + 15 * ne then\n"
+    "  return redis.error_reply('ERR adserve: malformed events batch')\n"
+    "end\n"
+    "local last = tonumber(redis.call('GET', KEYS[1]) or '')\n"
+    "if last and last >= seq then\n"
+    "  return {'duplicate', 0}\n"
+    "end\n"
+    "local failed = 0\n"
+    "local function check(r)\n"
+    "  if type(r) == 'table' and r.err then failed = failed + 1 end\n"
+    "  return r\n"
+    "end\n"
+    "local i = 5\n"
+    "for _ = 1, ni do\n"
+    "  check(redis.pcall('HINCRBY', ARGV[i], ARGV[i + 1], ARGV[i + 2]))\n"
+    "  i = i + 3\n"
+    "end\n"
+    /* the events' increments are summed here first: one HINCRBY per
+     * field and batch, not per event (most of a call's cost is the call) */
+    "local sums, expiring = {}, {}\n"
+    "local function add(key, field, n)\n"
+    "  local h = sums[key]\n"
+    "  if not h then h = {} sums[key] = h end\n"
+    "  h[field] = (h[field] or 0) + n\n"
+    "end\n"
+    "for _ = 1, ne do\n"
+    "  local t, ts, hour, ihour, exp, rid = ARGV[i], ARGV[i + 1], ARGV[i + 2],\n"
+    "    ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]\n"
+    "  local unit, li, cr, user = ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9]\n"
+    "  local cost, price, value, spend, issued = ARGV[i + 10], ARGV[i + 11],\n"
+    "    ARGV[i + 12], ARGV[i + 13], ARGV[i + 14]\n"
+    "  i = i + 15\n"
+    "  local seen = 'adserve:seen:' .. t .. ':' .. ihour\n"
+    "  local stats = 'adserve:stats:' .. hour\n"
+    "  local added = check(redis.pcall('SADD', seen, rid))\n"
+    "  if added == 1 then\n"
+    "    if not expiring[seen] then\n"
+    "      expiring[seen] = true\n"
+    "      check(redis.pcall('EXPIREAT', seen, exp))\n"
+    "    end\n"
+    "    add(stats, 'u:' .. unit .. ':' .. t, 1)\n"
+    "    add(stats, 'li:' .. li .. ':' .. t, 1)\n"
+    "    add(stats, 'cr:' .. cr .. ':' .. t, 1)\n"
+    "    add('adserve:delivery', li .. ':' .. t, 1)\n"
+    "    local n = tonumber(spend)\n"
+    "    if n > 0 then\n"
+    "      add(stats, 'u:' .. unit .. ':spend', n)\n"
+    "      add(stats, 'li:' .. li .. ':spend', n)\n"
+    "      add(stats, 'cr:' .. cr .. ':spend', n)\n"
+    "      add('adserve:delivery', li .. ':spend', n)\n"
+    "    end\n"
+    "    if value ~= '0' then\n"
+    "      check(redis.pcall('HINCRBY', stats, 'u:' .. unit .. ':convval', value))\n"
+    "      check(redis.pcall('HINCRBY', stats, 'li:' .. li .. ':convval', value))\n"
+    "      check(redis.pcall('HINCRBY', stats, 'cr:' .. cr .. ':convval', value))\n"
+    "      check(redis.pcall('HINCRBY', 'adserve:delivery', li .. ':convval', value))\n"
+    "    end\n"
+    "    if smax ~= '0' then\n"
+    "      check(redis.pcall('XADD', 'adserve:events', 'MAXLEN', '~', smax, '*',\n"
+    "        'type', t, 'ts', ts, 'rid', rid, 'unit', unit, 'li', li, 'cr', cr,\n"
+    "        'user', user, 'cost', cost, 'price', price, 'value', value,\n"
+    "        'issued', issued))\n"
+    "    end\n"
+    "  elseif added == 0 then\n"
+    "    add(stats, 'dup:' .. t, 1)\n"
+    "  end\n"
+    "end\n"
+    /* sums stay exact in Lua's doubles: counts, and spend under 500 x
+     * 1e12 micros; conversion values (up to 1e15 micros) are not summed */
+    "for key, h in pairs(sums) do\n"
+    "  for field, n in pairs(h) do\n"
+    "    check(redis.pcall('HINCRBY', key, field, string.format('%d', n)))\n"
+    "  end\n"
+    "end\n"
+    "redis.call('SET', KEYS[1], ARGV[1], 'EX', 86400)\n"
+    "return {'applied', failed}\n";
+
+
+static const char  *ngx_http_adserve_ev_names[] = { "imp", "clk", "conv" };
+static const char  *ngx_http_adserve_dim_names[] = { "u:", "li:", "cr:" };
+static const char  *ngx_http_adserve_metric_names[] = { "req", "ads", "opp" };
+static const char  *ngx_http_adserve_cost_names[] = { "CPM", "CPC", "CPA" };
+
+
+typedef struct {
+    uint64_t      hash;               /* of hour, dim and id, never 0; 0: free */
+    uint64_t      n[NGX_HTTP_ADSERVE_M_COUNT];
+    uint32_t      hour;               /* unix time / 3600 */
+    uint8_t       dim;
+    uint8_t       len;
+    u_char        id[ADSERVE_TOKEN_ID_MAX];
+} ngx_http_adserve_counter_t;
+
+
+typedef struct {
+    ngx_http_adserve_counter_t  *slots;
+    ngx_uint_t                   used;
+} ngx_http_adserve_table_t;
+
+
+/* one raw event, as the flush needs it */
+typedef struct {
+    time_t        ts;
+    int64_t       issued;
+    uint64_t      price_micros;
+    int64_t       value_micros;
+    uint8_t       type;
+    uint8_t       cost_type;
+    uint8_t       unit_len;
+    uint8_t       li_len;
+    uint8_t       cr_len;
+    uint16_t      user_len;
+    u_char        rid[ADSERVE_TOKEN_NONCE];
+    u_char        unit[ADSERVE_TOKEN_ID_MAX];
+    u_char        li[ADSERVE_TOKEN_ID_MAX];
+    u_char        cr[ADSERVE_TOKEN_ID_MAX];
+    u_char        user[ADSERVE_TOKEN_USER_MAX];
+} ngx_http_adserve_event_t;
+
+
+/* a sealed batch: its command, kept until acknowledged */
+typedef struct {
+    char         *cmd;                /* RESP, from redisFormatCommandArgv */
+    size_t        len;
+    uint64_t      seq;
+    ngx_uint_t    incrs;
+    ngx_uint_t    events;
+    ngx_uint_t    refusals;           /* "ERR" replies: the script failed */
+    ngx_msec_t    sent;
+    unsigned      sending:1;
+} ngx_http_adserve_batch_t;
+
+
+struct ngx_http_adserve_events_s {
+    ngx_http_adserve_redis_t         redis;
+    ngx_http_adserve_events_conf_t   conf;
+    ngx_log_t                       *log;
+
+    ngx_event_t                      flush;        /* every conf.flush */
+    ngx_event_t                      kick;         /* posted: a full batch */
+    ngx_event_t                      deadline;     /* the batch in flight */
+
+    /* counters: tables[live] takes counts, tables[!live] is drained */
+    ngx_http_adserve_table_t         tables[2];
+    ngx_uint_t                       live;
+    ngx_uint_t                       cursor;       /* next slot to drain */
+    ngx_uint_t                       drain_left;   /* entries not yet sealed */
+
+    /* raw events */
+    ngx_http_adserve_event_t        *ring;
+    ngx_uint_t                       head;
+    ngx_uint_t                       queued;
+
+    ngx_http_adserve_batch_t         batch;
+    uint64_t                         seq;
+    char                             instance[NGX_HTTP_ADSERVE_INSTANCE_LEN];
+    u_char                           flush_key[sizeof("adserve:flush:")
+                                               + NGX_HTTP_ADSERVE_INSTANCE_LEN];
+    size_t                           flush_key_len;
+    unsigned                         backlog:1;    /* the last seal was cut */
+    unsigned                         exiting:1;
+    unsigned                         error_logged:1;
+    unsigned                         overflow:1;   /* events being dropped */
+    unsigned                         table_full:1; /* counts being dropped */
+
+    /* what a seal assembles, allocated once */
+    const char                     **argv;
+    size_t                          *argvlen;
+    u_char                          *scratch;
+
+    /* drops not yet reported to Redis (dropped:events, dropped:counters) */
+    uint64_t                         drop_pending;
+    uint64_t                         drop_counts_pending;
+    uint64_t                         overflow_dropped;  /* in this episode */
+
+    /* for the status */
+    uint64_t                         flushed_batches;
+    uint64_t                         duplicate_batches;
+    uint64_t                         flush_failures;
+    uint64_t                         events_flushed;
+    uint64_t                         dropped;
+    uint64_t                         dropped_counts;
+    uint64_t                         invalid[NGX_HTTP_ADSERVE_EV_TYPES];
+    uint64_t                         command_errors;
+};
+
+
+static void ngx_http_adserve_events_send(ngx_http_adserve_events_t *ev);
+
+
+/* ---- counting (the request path) --------------------------------------- */
+
+static ngx_inline uint64_t
+ngx_http_adserve_counter_hash(uint64_t hash, uint32_t hour, ngx_uint_t dim)
+{
+    return (hash ^ ((uint64_t) hour * 0x9e3779b97f4a7c15ULL)
+            ^ ((uint64_t) dim << 59)) | 1;
+}
+
+
+static void
+ngx_http_adserve_counter_add(ngx_http_adserve_events_t *ev, time_t now,
+    ngx_uint_t dim, const u_char *id, size_t len, uint64_t hash, ngx_uint_t m,
+    ngx_uint_t n)
+{
+    ngx_http_adserve_table_t    *t;
+    ngx_http_adserve_counter_t  *c;
+    uint32_t                     hour;
+    uint64_t                     h;
+    ngx_uint_t                   i;
+
+    hour = (uint32_t) (now / 3600);
+    h = ngx_http_adserve_counter_hash(hash, hour, dim);
+    t = &ev->tables[ev->live];
+
+    for (i = h & (NGX_HTTP_ADSERVE_COUNTER_SLOTS - 1); /* void */ ;
+         i = (i + 1) & (NGX_HTTP_ADSERVE_COUNTER_SLOTS - 1))
+    {
+        c = &t->slots[i];
+
+        if (c->hash == 0) {
+            break;
+        }
+
+        if (c->hash == h && c->hour == hour && c->dim == dim && c->len == len
+            && ngx_memcmp(c->id, id, len) == 0)
+        {
+            c->n[m] += n;
+            return;
+        }
+    }
+
+    if (t->used >= NGX_HTTP_ADSERVE_COUNTER_MAX) {
+        /* until a flush drains the table: counted, and said once */
+        ev->dropped_counts += n;
+        ev->drop_counts_pending += n;
+
+        if (!ev->table_full) {
+            ev->table_full = 1;
+            ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                          "adserve: events: counter table full (%ui entries): "
+                          "dropping counts until a flush drains it",
+                          (ngx_uint_t) NGX_HTTP_ADSERVE_COUNTER_MAX);
+        }
+        return;
+    }
+
+    c->hash = h;
+    c->hour = hour;
+    c->dim = (uint8_t) dim;
+    c->len = (uint8_t) len;
+    ngx_memcpy(c->id, id, len);
+    ngx_memzero(c->n, sizeof(c->n));
+    c->n[m] = n;
+    t->used++;
+}
+
+
+void
+ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
+    ngx_http_adserve_dim_e dim, const adserve_str_t *id, uint64_t hash,
+    ngx_http_adserve_metric_e m, ngx_uint_t n)
+{
+    if (ev == NULL || id->len == 0 || id->len > ADSERVE_TOKEN_ID_MAX
+        || (ngx_uint_t) m >= NGX_HTTP_ADSERVE_M_COUNT)
+    {
+        return;
+    }
+
+    ngx_http_adserve_counter_add(ev, now, dim, (const u_char *) id->data,
+                                 id->len, hash, m, n);
+}
+
+
+void
+ngx_http_adserve_track_invalid(ngx_http_adserve_events_t *ev,
+    ngx_http_adserve_ev_type_e type, time_t now)
+{
+    const char  *name;
+
+    if (ev == NULL || (ngx_uint_t) type >= NGX_HTTP_ADSERVE_EV_TYPES) {
+        return;
+    }
+
+    ev->invalid[type]++;
+    name = ngx_http_adserve_ev_names[type];
+
+    ngx_http_adserve_counter_add(ev, now, NGX_HTTP_ADSERVE_DIM_INVALID,
+                                 (const u_char *) name, ngx_strlen(name),
+                                 adserve_hash(name, ngx_strlen(name)), 0, 1);
+}
+
+
+static void
+ngx_http_adserve_copy_id(u_char *dst, uint8_t *len, const adserve_str_t *s)
+{
+    size_t  n = s->data ? ngx_min(s->len, ADSERVE_TOKEN_ID_MAX) : 0;
+
+    if (n) {
+        ngx_memcpy(dst, s->data, n);
+    }
+    *len = (uint8_t) n;
+}
+
+
+ngx_int_t
+ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
+    ngx_http_adserve_ev_type_e type, const adserve_ad_log_t *log, time_t now,
+    int64_t value_micros)
+{
+    ngx_http_adserve_event_t  *e;
+    size_t                     n;
+
+    if (ev == NULL || (ngx_uint_t) type >= NGX_HTTP_ADSERVE_EV_TYPES) {
+        return NGX_DECLINED;
+    }
+
+    if (ev->queued == ev->conf.buffer) {
+        ev->dropped++;
+        ev->drop_pending++;
+        ev->overflow_dropped++;
+
+        if (!ev->overflow) {
+            ev->overflow = 1;
+            ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                          "adserve: events: buffer full (%ui events): "
+                          "dropping events until Redis takes them",
+                          ev->conf.buffer);
+        }
+
+        return NGX_DECLINED;
+    }
+
+    e = &ev->ring[(ev->head + ev->queued) % ev->conf.buffer];
+
+    e->ts = now;
+    e->issued = log->issued;
+    e->price_micros = log->price_micros;
+    e->value_micros = value_micros;
+    e->type = (uint8_t) type;
+    e->cost_type = log->cost_type;
+    ngx_memcpy(e->rid, log->request_id, ADSERVE_TOKEN_NONCE);
+    ngx_http_adserve_copy_id(e->unit, &e->unit_len, &log->ad_unit);
+    ngx_http_adserve_copy_id(e->li, &e->li_len, &log->line_item);
+    ngx_http_adserve_copy_id(e->cr, &e->cr_len, &log->creative);
+
+    n = log->user.data ? ngx_min(log->user.len, ADSERVE_TOKEN_USER_MAX) : 0;
+    if (n) {
+        ngx_memcpy(e->user, log->user.data, n);
+    }
+    e->user_len = (uint16_t) n;
+
+    ev->queued++;
+
+    /* a full batch waits: no need to wait for the timer (a posted event,
+     * so that this request does not format it) */
+    if (ev->queued >= NGX_HTTP_ADSERVE_BATCH_EVENTS && ev->batch.cmd == NULL
+        && ev->redis.connected && !ev->kick.posted)
+    {
+        ngx_post_event(&ev->kick, &ngx_posted_events);
+    }
+
+    return NGX_OK;
+}
+
+
+/* ---- sealing a batch --------------------------------------------------- */
+
+typedef struct {
+    ngx_http_adserve_events_t  *ev;
+    int                         argc;
+    u_char                     *p;            /* in the scratch buffer */
+    u_char                     *end;
+    uint32_t                    key_hour;     /* the last stats key made */
+    const char                 *key;
+    size_t                      key_len;
+    ngx_uint_t                  incrs;
+} ngx_http_adserve_seal_t;
+
+
+static ngx_inline void
+ngx_http_adserve_arg(ngx_http_adserve_seal_t *s, const void *data, size_t len)
+{
+    s->ev->argv[s->argc] = data;
+    s->ev->argvlen[s->argc++] = len;
+}
+
+
+/* an argument made in the scratch buffer from p to the new end */
+static ngx_inline void
+ngx_http_adserve_arg_made(ngx_http_adserve_seal_t *s, u_char *end)
+{
+    ngx_http_adserve_arg(s, s->p, end - s->p);
+    s->p = end;
+}
+
+
+static ngx_inline u_char *
+ngx_http_adserve_hour(u_char *p, time_t t)
+{
+    ngx_tm_t  tm;
+
+    ngx_gmtime(t, &tm);
+
+    return ngx_sprintf(p, "%04d%02d%02d%02d", tm.ngx_tm_year, tm.ngx_tm_mon,
+                       tm.ngx_tm_mday, tm.ngx_tm_hour);
+}
+
+
+static void
+ngx_http_adserve_seal_key(ngx_http_adserve_seal_t *s, uint32_t hour)
+{
+    u_char  *p;
+
+    if (s->key != NULL && s->key_hour == hour) {
+        return;
+    }
+
+    p = ngx_cpymem(s->p, "adserve:stats:", sizeof("adserve:stats:") - 1);
+    p = ngx_http_adserve_hour(p, (time_t) hour * 3600);
+
+    s->key = (const char *) s->p;
+    s->key_len = p - s->p;
+    s->key_hour = hour;
+    s->p = p;
+}
+
+
+/* HINCRBY key field n, the field being a, id, b and c end to end */
+static void
+ngx_http_adserve_seal_incr(ngx_http_adserve_seal_t *s, const char *key,
+    size_t key_len, const char *a, const u_char *id, size_t len, const char *b,
+    const char *c, uint64_t n)
+{
+    u_char  *p;
+
+    ngx_http_adserve_arg(s, key, key_len);
+
+    p = ngx_cpymem(s->p, a, ngx_strlen(a));
+    if (len) {
+        p = ngx_cpymem(p, id, len);
+    }
+    p = ngx_cpymem(p, b, ngx_strlen(b));
+    p = ngx_cpymem(p, c, ngx_strlen(c));
+    ngx_http_adserve_arg_made(s, p);
+
+    ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%uL", n));
+
+    s->incrs++;
+}
+
+
+static void
+ngx_http_adserve_seal_counter(ngx_http_adserve_seal_t *s,
+    const ngx_http_adserve_counter_t *c)
+{
+    const char  *metric;
+    ngx_uint_t   m;
+
+    ngx_http_adserve_seal_key(s, c->hour);
+
+    if (c->dim == NGX_HTTP_ADSERVE_DIM_INVALID) {
+        ngx_http_adserve_seal_incr(s, s->key, s->key_len, "invalid:", c->id,
+                                   c->len, "", "", c->n[0]);
+        return;
+    }
+
+    for (m = 0; m < NGX_HTTP_ADSERVE_M_COUNT; m++) {
+        if (c->n[m] == 0) {
+            continue;
+        }
+
+        metric = ngx_http_adserve_metric_names[m];
+
+        /* {u|li|cr}:{id}:{metric} in the hour's hash */
+        ngx_http_adserve_seal_incr(s, s->key, s->key_len,
+                                   ngx_http_adserve_dim_names[c->dim], c->id,
+                                   c->len, ":", metric, c->n[m]);
+
+        if (c->dim == NGX_HTTP_ADSERVE_DIM_LINE_ITEM) {
+            /* lifetime, per line item: what pacing reads */
+            ngx_http_adserve_seal_incr(s, "adserve:delivery",
+                                       sizeof("adserve:delivery") - 1, "", c->id,
+                                       c->len, ":", metric, c->n[m]);
+        }
+    }
+}
+
+
+/* what a raw event costs: CPM on an impression (the rate is per mille),
+ * CPC on a click, CPA on a conversion */
+static uint64_t
+ngx_http_adserve_spend(const ngx_http_adserve_event_t *e)
+{
+    switch (e->cost_type) {
+
+    case ADSERVE_COST_CPM:
+        return e->type == NGX_HTTP_ADSERVE_EV_IMPRESSION ? e->price_micros / 1000 : 0;
+
+    case ADSERVE_COST_CPC:
+        return e->type == NGX_HTTP_ADSERVE_EV_CLICK ? e->price_micros : 0;
+
+    case ADSERVE_COST_CPA:
+        return e->type == NGX_HTTP_ADSERVE_EV_CONVERSION ? e->price_micros : 0;
+
+    default:
+        return 0;
+    }
+}
+
+
+static void
+ngx_http_adserve_seal_event(ngx_http_adserve_seal_t *s,
+    const ngx_http_adserve_event_t *e)
+{
+    ngx_http_adserve_events_t  *ev = s->ev;
+    const char                 *name;
+    time_t                      ttl, expire;
+
+    name = ngx_http_adserve_ev_names[e->type];
+    ttl = e->type == NGX_HTTP_ADSERVE_EV_CONVERSION ? ev->conf.conversion_ttl
+                                                    : ev->conf.event_ttl;
+    /* a token is accepted until issue + ttl: its request id must be
+     * remembered that long, from the end of its issue hour (the key) */
+    expire = (time_t) (e->issued / 3600 + 1) * 3600 + ttl;
+
+    ngx_http_adserve_arg(s, name, ngx_strlen(name));
+    ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%T", e->ts));
+    ngx_http_adserve_arg_made(s, ngx_http_adserve_hour(s->p, e->ts));
+    ngx_http_adserve_arg_made(s, ngx_http_adserve_hour(s->p, (time_t) e->issued));
+    ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%T", expire));
+    ngx_http_adserve_arg_made(s, ngx_hex_dump(s->p, (u_char *) e->rid,
+                                              ADSERVE_TOKEN_NONCE));
+    ngx_http_adserve_arg(s, e->unit, e->unit_len);
+    ngx_http_adserve_arg(s, e->li, e->li_len);
+    ngx_http_adserve_arg(s, e->cr, e->cr_len);
+    ngx_http_adserve_arg(s, e->user, e->user_len);
+    name = e->cost_type < 3 ? ngx_http_adserve_cost_names[e->cost_type] : "";
+    ngx_http_adserve_arg(s, name, ngx_strlen(name));
+    ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%uL", e->price_micros));
+    ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%L", e->value_micros));
+    ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%uL",
+                                             ngx_http_adserve_spend(e)));
+    ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%L", e->issued));
+}
+
+
+/* Seals the next batch from what is pending: NGX_OK, NGX_DECLINED when
+ * nothing is, NGX_ERROR when it could not be formatted (nothing is taken
+ * then: it stays pending). */
+static ngx_int_t
+ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
+{
+    ngx_http_adserve_seal_t      s;
+    ngx_http_adserve_table_t    *drain;
+    ngx_http_adserve_counter_t  *c;
+    ngx_uint_t                   i, k, taken, nevents, live;
+    u_char                      *seq, *nincr_p, *nev_p, *smax_p;
+    char                        *cmd;
+    uint32_t                     now_hour;
+    int                          len;
+
+    if (ev->batch.cmd != NULL) {
+        return NGX_OK;
+    }
+
+    ngx_memzero(&s, sizeof(ngx_http_adserve_seal_t));
+    s.ev = ev;
+    s.p = ev->scratch;
+    s.end = ev->scratch + NGX_HTTP_ADSERVE_SCRATCH;
+    s.argc = NGX_HTTP_ADSERVE_HEAD_ARGS;
+
+    now_hour = (uint32_t) (ngx_http_adserve_clock() / 3600);
+
+    /* drops are known after the fact: reported in the hour of the flush */
+    if (ev->drop_pending) {
+        ngx_http_adserve_seal_key(&s, now_hour);
+        ngx_http_adserve_seal_incr(&s, s.key, s.key_len, "dropped:events",
+                                   NULL, 0, "", "", ev->drop_pending);
+    }
+
+    if (ev->drop_counts_pending) {
+        ngx_http_adserve_seal_key(&s, now_hour);
+        ngx_http_adserve_seal_incr(&s, s.key, s.key_len, "dropped:counters",
+                                   NULL, 0, "", "", ev->drop_counts_pending);
+    }
+
+    /* counters: the draining table, or the live one's counts so far */
+    if (ev->drain_left == 0 && ev->tables[ev->live].used > 0) {
+        live = ev->live;
+        ev->live = !live;
+        ev->drain_left = ev->tables[live].used;
+        ev->tables[live].used = 0;
+        ev->cursor = 0;
+
+        if (ev->table_full) {
+            ev->table_full = 0;
+            ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                          "adserve: events: counter table drained, %uL counts "
+                          "were dropped in all", ev->dropped_counts);
+        }
+    }
+
+    drain = &ev->tables[!ev->live];
+    taken = 0;
+
+    for (i = ev->cursor;
+         i < NGX_HTTP_ADSERVE_COUNTER_SLOTS && taken < ev->drain_left;
+         i++)
+    {
+        c = &drain->slots[i];
+
+        if (c->hash == 0) {
+            continue;
+        }
+
+        if (s.incrs + 2 * NGX_HTTP_ADSERVE_M_COUNT
+            > NGX_HTTP_ADSERVE_BATCH_INCRS + NGX_HTTP_ADSERVE_EXTRA_INCRS)
+        {
+            break;
+        }
+
+        ngx_http_adserve_seal_counter(&s, c);
+        taken++;
+    }
+
+    /* raw events, oldest first */
+    nevents = ngx_min(ev->queued, NGX_HTTP_ADSERVE_BATCH_EVENTS);
+
+    for (k = 0; k < nevents; k++) {
+        ngx_http_adserve_seal_event(&s,
+                                    &ev->ring[(ev->head + k) % ev->conf.buffer]);
+    }
+
+    if (s.incrs == 0 && nevents == 0) {
+        return NGX_DECLINED;
+    }
+
+    if (s.p + 4 * NGX_INT64_LEN > s.end) {
+        /* the per-item bounds make this impossible */
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
+                      "adserve: events: batch scratch overflow");
+        return NGX_ERROR;
+    }
+
+    seq = s.p;
+    s.p = ngx_sprintf(s.p, "%uL", ev->seq + 1);
+    smax_p = s.p;
+    s.p = ngx_sprintf(s.p, "%ui", ev->conf.stream_max);
+    nincr_p = s.p;
+    s.p = ngx_sprintf(s.p, "%ui", s.incrs);
+    nev_p = s.p;
+    s.p = ngx_sprintf(s.p, "%ui", nevents);
+
+    ev->argv[0] = "EVAL";
+    ev->argvlen[0] = sizeof("EVAL") - 1;
+    ev->argv[1] = ngx_http_adserve_flush_script;
+    ev->argvlen[1] = sizeof(ngx_http_adserve_flush_script) - 1;
+    ev->argv[2] = "1";
+    ev->argvlen[2] = 1;
+    ev->argv[3] = (const char *) ev->flush_key;
+    ev->argvlen[3] = ev->flush_key_len;
+    ev->argv[4] = (const char *) seq;
+    ev->argvlen[4] = smax_p - seq;
+    ev->argv[5] = (const char *) smax_p;
+    ev->argvlen[5] = nincr_p - smax_p;
+    ev->argv[6] = (const char *) nincr_p;
+    ev->argvlen[6] = nev_p - nincr_p;
+    ev->argv[7] = (const char *) nev_p;
+    ev->argvlen[7] = s.p - nev_p;
+
+    /* hiredis allocates the command; it lives until acknowledged */
+    len = redisFormatCommandArgv(&cmd, s.argc, ev->argv, ev->argvlen);
+    if (len < 0) {
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
+                      "adserve: events: cannot format a batch (out of memory)");
+        return NGX_ERROR;
+    }
+
+    /* taken: only now may the sources forget it */
+    for (k = ev->cursor; k < i; k++) {
+        drain->slots[k].hash = 0;
+    }
+    ev->cursor = i;
+    ev->drain_left -= taken;
+
+    ev->head = (ev->head + nevents) % ev->conf.buffer;
+    ev->queued -= nevents;
+    ev->drop_pending = 0;
+    ev->drop_counts_pending = 0;
+
+    ev->batch.cmd = cmd;
+    ev->batch.len = (size_t) len;
+    ev->batch.seq = ++ev->seq;
+    ev->batch.incrs = s.incrs;
+    ev->batch.events = nevents;
+    ev->batch.sending = 0;
+
+    ev->backlog = (ev->drain_left > 0 || ev->queued > 0);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_adserve_batch_free(ngx_http_adserve_batch_t *b)
+{
+    if (b->cmd != NULL) {
+        redisFreeCommand(b->cmd);
+    }
+
+    ngx_memzero(b, sizeof(ngx_http_adserve_batch_t));
+}
+
+
+/* ---- acknowledgements -------------------------------------------------- */
+
+/* The script's answer: NGX_OK applied, NGX_DONE a duplicate (applied
+ * before), NGX_ERROR anything else (*err says what). */
+static ngx_int_t
+ngx_http_adserve_batch_reply(ngx_http_adserve_events_t *ev, redisReply *reply,
+    const char **err)
+{
+    redisReply  *st, *failed;
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        *err = reply->str;
+        return NGX_ERROR;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || reply->element[1]->type != REDIS_REPLY_INTEGER)
+    {
+        *err = "unexpected reply to an events batch";
+        return NGX_ERROR;
+    }
+
+    st = reply->element[0];
+    failed = reply->element[1];
+
+    if (ngx_strcmp(st->str, "duplicate") == 0) {
+        ev->duplicate_batches++;
+        return NGX_DONE;
+    }
+
+    if (ngx_strcmp(st->str, "applied") != 0) {
+        *err = "unexpected reply to an events batch";
+        return NGX_ERROR;
+    }
+
+    ev->flushed_batches++;
+    ev->events_flushed += ev->batch.events;
+
+    if (failed->integer > 0) {
+        /* the rest of the batch is applied; these are lost, and said */
+        ev->command_errors += failed->integer;
+        ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                      "adserve: events: %L commands of batch %uL failed in "
+                      "Redis (a key of the wrong type?)", failed->integer,
+                      ev->batch.seq);
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_adserve_overflow_over(ngx_http_adserve_events_t *ev)
+{
+    if (ev->overflow && ev->queued < ev->conf.buffer) {
+        ev->overflow = 0;
+        ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                      "adserve: events: buffer no longer full: %uL events "
+                      "were dropped", ev->overflow_dropped);
+        ev->overflow_dropped = 0;
+    }
+}
+
+
+static void
+ngx_http_adserve_events_on_reply(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_events_t  *ev = data;
+    redisReply                 *reply = r;
+    const char                 *err;
+    ngx_int_t                   rc;
+
+    if (!ev->batch.sending) {
+        return;                 /* already given up on (its deadline) */
+    }
+
+    ev->batch.sending = 0;
+
+    if (ev->deadline.timer_set) {
+        ngx_del_timer(&ev->deadline);
+    }
+
+    if (reply == NULL) {
+        /* the connection went away: kept, and sent again once it is back */
+        ev->flush_failures++;
+        return;
+    }
+
+    rc = ngx_http_adserve_batch_reply(ev, reply, &err);
+
+    if (rc == NGX_ERROR) {
+        ev->flush_failures++;
+
+        if (ngx_strncmp(err, "ERR", 3) == 0
+            && ++ev->batch.refusals >= NGX_HTTP_ADSERVE_REFUSALS)
+        {
+            ngx_log_error(NGX_LOG_ERR, ev->log, 0,
+                          "adserve: events: batch %uL refused %ui times (%s): "
+                          "given up, %ui events and %ui counter increments lost",
+                          ev->batch.seq, ev->batch.refusals, err,
+                          ev->batch.events, ev->batch.incrs);
+            ev->dropped += ev->batch.events;
+            ngx_http_adserve_batch_free(&ev->batch);
+            return;
+        }
+
+        if (!ev->error_logged) {
+            ev->error_logged = 1;
+            ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                          "adserve: events: batch %uL refused: %s; kept, to be "
+                          "sent again", ev->batch.seq, err);
+        }
+
+        /* as the loader does: a reconnect, with backoff, then again */
+        ngx_http_adserve_redis_drop(&ev->redis, err);
+        return;
+    }
+
+    ev->error_logged = 0;
+    ngx_http_adserve_redis_healthy(&ev->redis);
+    ngx_http_adserve_batch_free(&ev->batch);
+
+    if (ev->exiting) {
+        return;
+    }
+
+    ngx_http_adserve_overflow_over(ev);
+
+    /* the last seal was cut by the bounds, or a full batch is waiting: no
+     * need to wait for the timer */
+    if (ev->backlog || ev->queued >= NGX_HTTP_ADSERVE_BATCH_EVENTS) {
+        ngx_http_adserve_events_send(ev);
+    }
+}
+
+
+static void
+ngx_http_adserve_events_send(ngx_http_adserve_events_t *ev)
+{
+    ngx_http_adserve_redis_t  *rd = &ev->redis;
+    ngx_int_t                  rc;
+
+    if (ev->exiting || ev->batch.sending || rd->ac == NULL || !rd->connected) {
+        return;
+    }
+
+    rc = ngx_http_adserve_events_seal(ev);
+    if (rc != NGX_OK) {
+        return;
+    }
+
+    if (redisAsyncFormattedCommand(rd->ac, ngx_http_adserve_events_on_reply, ev,
+                                   ev->batch.cmd, ev->batch.len)
+        != REDIS_OK)
+    {
+        ev->flush_failures++;
+        return;
+    }
+
+    ev->batch.sending = 1;
+    ev->batch.sent = ngx_current_msec;
+
+    ngx_add_timer(&ev->deadline, rd->timeout);
+}
+
+
+/* ---- timers and connection events -------------------------------------- */
+
+static void
+ngx_http_adserve_events_flush(ngx_event_t *e)
+{
+    ngx_http_adserve_events_t  *ev = e->data;
+
+    if (ev->exiting) {
+        return;
+    }
+
+    ngx_add_timer(&ev->flush, ev->conf.flush);
+
+    ngx_http_adserve_events_send(ev);
+}
+
+
+static void
+ngx_http_adserve_events_kick(ngx_event_t *e)
+{
+    ngx_http_adserve_events_send(e->data);
+}
+
+
+static void
+ngx_http_adserve_events_deadline(ngx_event_t *e)
+{
+    ngx_http_adserve_events_t  *ev = e->data;
+
+    if (!ev->batch.sending) {
+        return;
+    }
+
+    /* the batch may yet be applied: it is sent again after the reconnect,
+     * and the script's seq check makes the second copy a no-op then */
+    ngx_http_adserve_redis_drop(&ev->redis, "an events batch timed out");
+}
+
+
+static void
+ngx_http_adserve_events_on_ping(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_events_t  *ev = data;
+    redisReply                 *reply = r;
+
+    if (reply == NULL || ev->exiting) {
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        ngx_http_adserve_redis_drop(&ev->redis, reply->str);
+        return;
+    }
+
+    ngx_http_adserve_redis_healthy(&ev->redis);
+}
+
+
+static void
+ngx_http_adserve_events_on_up(ngx_http_adserve_redis_t *rd)
+{
+    ngx_http_adserve_events_t  *ev = rd->data;
+    const char                 *ping[] = { "PING" };
+
+    if (ev->batch.cmd != NULL || ev->backlog) {
+        /* the batch that failed, same id, or the backlog */
+        ngx_http_adserve_events_send(ev);
+        return;
+    }
+
+    /* nothing to send: a PING tells whether this connection is usable */
+    (void) ngx_http_adserve_redis_command(rd, ngx_http_adserve_events_on_ping, ev,
+                                          1, ping, NULL);
+}
+
+
+static void
+ngx_http_adserve_events_on_down(ngx_http_adserve_redis_t *rd)
+{
+    ngx_http_adserve_events_t  *ev = rd->data;
+
+    /* the batch's callback has run (hiredis answers every pending command
+     * with NULL first); kept for on_up */
+    ev->batch.sending = 0;
+
+    if (ev->deadline.timer_set) {
+        ngx_del_timer(&ev->deadline);
+    }
+}
+
+
+/* ---- worker start and exit --------------------------------------------- */
+
+ngx_http_adserve_events_t *
+ngx_http_adserve_events_init(ngx_cycle_t *cycle,
+    ngx_http_adserve_events_conf_t *conf)
+{
+    ngx_http_adserve_events_t  *ev;
+    u_char                      rnd[8], *p;
+    size_t                      table;
+
+    ev = ngx_calloc(sizeof(ngx_http_adserve_events_t), cycle->log);
+    if (ev == NULL) {
+        return NULL;
+    }
+
+    ev->conf = *conf;
+    ev->log = cycle->log;
+
+    table = NGX_HTTP_ADSERVE_COUNTER_SLOTS * sizeof(ngx_http_adserve_counter_t);
+
+    ev->tables[0].slots = ngx_calloc(table, cycle->log);
+    ev->tables[1].slots = ngx_calloc(table, cycle->log);
+    ev->ring = ngx_alloc(conf->buffer * sizeof(ngx_http_adserve_event_t),
+                         cycle->log);
+    ev->argv = ngx_alloc(NGX_HTTP_ADSERVE_MAX_ARGS * sizeof(char *), cycle->log);
+    ev->argvlen = ngx_alloc(NGX_HTTP_ADSERVE_MAX_ARGS * sizeof(size_t),
+                            cycle->log);
+    ev->scratch = ngx_alloc(NGX_HTTP_ADSERVE_SCRATCH, cycle->log);
+
+    if (ev->tables[0].slots == NULL || ev->tables[1].slots == NULL
+        || ev->ring == NULL || ev->argv == NULL || ev->argvlen == NULL
+        || ev->scratch == NULL)
+    {
+        goto failed;
+    }
+
+    /* this process's batches: a random id, so that a new worker (even
+     * with a recycled pid) never passes for an old one */
+    if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "adserve: events: RAND_bytes() failed");
+        goto failed;
+    }
+
+    p = ngx_hex_dump((u_char *) ev->instance, rnd, sizeof(rnd));
+    p = ngx_sprintf(p, "-%P", ngx_pid);
+    *p = '\0';
+
+    p = ngx_sprintf(ev->flush_key, "adserve:flush:%s", ev->instance);
+    ev->flush_key_len = p - ev->flush_key;
+
+    /* the second connection: the loader's address, its own callbacks */
+    ev->redis = *conf->redis;
+    ev->redis.log = cycle->log;
+    ev->redis.timeout = conf->redis->timeout ? conf->redis->timeout : 1000;
+    ev->redis.data = ev;
+    ev->redis.on_up = ngx_http_adserve_events_on_up;
+    ev->redis.on_down = ngx_http_adserve_events_on_down;
+    ev->redis.name = "events";
+    ev->redis.outage = "events kept in worker memory";
+
+    ev->flush.handler = ngx_http_adserve_events_flush;
+    ev->flush.data = ev;
+    ev->flush.log = cycle->log;
+    ev->flush.cancelable = 1;     /* a graceful shutdown does not wait: */
+    ev->kick.handler = ngx_http_adserve_events_kick;
+    ev->kick.data = ev;
+    ev->kick.log = cycle->log;
+    ev->deadline.handler = ngx_http_adserve_events_deadline;
+    ev->deadline.data = ev;       /* the exit flushes synchronously */
+    ev->deadline.log = cycle->log;
+    ev->deadline.cancelable = 1;
+
+    ngx_http_adserve_redis_start(&ev->redis);
+    ngx_add_timer(&ev->flush, ev->conf.flush);
+
+    return ev;
+
+failed:
+
+    ngx_free(ev->tables[0].slots);
+    ngx_free(ev->tables[1].slots);
+    ngx_free(ev->ring);
+    ngx_free(ev->argv);
+    ngx_free(ev->argvlen);
+    ngx_free(ev->scratch);
+    ngx_free(ev);
+
+    return NULL;
+}
+
+
+static ngx_uint_t
+ngx_http_adserve_pending_counters(ngx_http_adserve_events_t *ev)
+{
+    return ev->tables[ev->live].used + ev->drain_left;
+}
+
+
+/* At exit: what is pending, over a blocking connection, each command
+ * bounded by the Redis timeout and the whole by a few of them. */
+static void
+ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
+{
+    redisContext  *c;
+    redisReply    *reply;
+    struct timeval tv;
+    ngx_msec_t     timeout, started, budget;
+    ngx_uint_t     batches = 0, events = 0, incrs = 0;
+    const char    *err = NULL;
+    ngx_int_t      rc;
+
+    if (ev->batch.cmd == NULL && ev->queued == 0
+        && ngx_http_adserve_pending_counters(ev) == 0
+        && ev->drop_pending == 0 && ev->drop_counts_pending == 0)
+    {
+        return;
+    }
+
+    timeout = ev->redis.timeout;
+    tv.tv_sec = timeout / 1000;
+    tv.tv_usec = (timeout % 1000) * 1000;
+
+    ngx_time_update();
+    started = ngx_current_msec;
+    budget = 5 * timeout;
+
+    c = ev->redis.port ? redisConnectWithTimeout(ev->redis.host, ev->redis.port, tv)
+                       : redisConnectUnixWithTimeout(ev->redis.host, tv);
+
+    if (c == NULL || c->err) {
+        err = c ? c->errstr : "out of memory";
+        goto done;
+    }
+
+    if (redisSetTimeout(c, tv) != REDIS_OK) {
+        err = "cannot set a timeout";
+        goto done;
+    }
+
+    for ( ;; ) {
+        /* the batch in flight first, if it was not acknowledged: same
+         * id, so that it applies once whether or not its first copy did */
+        rc = ngx_http_adserve_events_seal(ev);
+        if (rc == NGX_DECLINED) {
+            break;
+        }
+
+        if (rc == NGX_ERROR) {
+            err = "a batch could not be formatted";
+            break;
+        }
+
+        if (redisAppendFormattedCommand(c, ev->batch.cmd, ev->batch.len)
+            != REDIS_OK
+            || redisGetReply(c, (void **) &reply) != REDIS_OK
+            || reply == NULL)
+        {
+            err = c->errstr[0] ? c->errstr : "no reply";
+            break;
+        }
+
+        rc = ngx_http_adserve_batch_reply(ev, reply, &err);
+        if (rc == NGX_ERROR) {
+            ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                          "adserve: events: batch %uL refused at exit: %s",
+                          ev->batch.seq, err);
+            freeReplyObject(reply);
+            break;
+        }
+
+        freeReplyObject(reply);
+        err = NULL;
+
+        batches++;
+        events += ev->batch.events;
+        incrs += ev->batch.incrs;
+        ngx_http_adserve_batch_free(&ev->batch);
+
+        ngx_time_update();
+        if (ngx_current_msec - started > budget) {
+            err = "out of time";
+            break;
+        }
+    }
+
+done:
+
+    ngx_time_update();
+
+    if (batches) {
+        ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
+                      "adserve: events: flushed at exit: %ui batches, %ui events, "
+                      "%ui counter increments in %M ms", batches, events, incrs,
+                      ngx_current_msec - started);
+    }
+
+    if (err != NULL) {
+        ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                      "adserve: events: could not flush at exit (%s): %ui events "
+                      "and %ui counters lost", err,
+                      ev->queued + (ev->batch.cmd ? ev->batch.events : 0),
+                      ngx_http_adserve_pending_counters(ev)
+                      + (ev->batch.cmd ? ev->batch.incrs : 0));
+    }
+
+    if (c != NULL) {
+        redisFree(c);
+    }
+}
+
+
+void
+ngx_http_adserve_events_exit(ngx_http_adserve_events_t *ev)
+{
+    ev->exiting = 1;
+
+    if (ev->flush.timer_set) {
+        ngx_del_timer(&ev->flush);
+    }
+
+    if (ev->deadline.timer_set) {
+        ngx_del_timer(&ev->deadline);
+    }
+
+    if (ev->kick.posted) {
+        ngx_delete_posted_event(&ev->kick);
+    }
+
+    /* a batch in flight is answered NULL here, and kept */
+    ngx_http_adserve_redis_stop(&ev->redis);
+
+    ngx_http_adserve_events_last_flush(ev);
+
+    if (ev->overflow_dropped) {
+        ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                      "adserve: events: %uL events were dropped (buffer full)",
+                      ev->overflow_dropped);
+    }
+
+    ngx_http_adserve_batch_free(&ev->batch);
+    ngx_free(ev->tables[0].slots);
+    ngx_free(ev->tables[1].slots);
+    ngx_free(ev->ring);
+    ngx_free(ev->argv);
+    ngx_free(ev->argvlen);
+    ngx_free(ev->scratch);
+    ngx_free(ev);
+}
+
+
+ngx_http_adserve_redis_t *
+ngx_http_adserve_events_redis(ngx_http_adserve_events_t *ev)
+{
+    return &ev->redis;
+}
+
+
+u_char *
+ngx_http_adserve_events_status(ngx_http_adserve_events_t *ev, u_char *p,
+    u_char *last)
+{
+    return ngx_slprintf(p, last,
+                        ",\"events\":{\"redis\":\"%s\",\"instance\":\"%s\","
+                        "\"queued\":%ui,\"pending_counters\":%ui,"
+                        "\"unacknowledged\":%ui,\"in_flight\":%ui,"
+                        "\"flushed_batches\":%uL,"
+                        "\"duplicate_batches\":%uL,\"flush_failures\":%uL,"
+                        "\"events_flushed\":%uL,\"dropped\":%uL,"
+                        "\"dropped_counts\":%uL,\"invalid\":%uL,"
+                        "\"command_errors\":%uL}",
+                        ev->redis.connected ? "up" : "down", ev->instance,
+                        ev->queued, ngx_http_adserve_pending_counters(ev),
+                        (ngx_uint_t) (ev->batch.cmd != NULL),
+                        (ngx_uint_t) (ev->batch.cmd ? ev->batch.events : 0),
+                        ev->flushed_batches, ev->duplicate_batches,
+                        ev->flush_failures, ev->events_flushed, ev->dropped,
+                        ev->dropped_counts,
+                        ev->invalid[0] + ev->invalid[1] + ev->invalid[2],
+                        ev->command_errors);
+}

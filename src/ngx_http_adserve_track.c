@@ -1,0 +1,422 @@
+
+/*
+ * Tracking: impressions, clicks and conversions, each authenticated by its
+ * ad_log token, then queued raw in the worker (ngx_http_adserve_events.c).
+ *
+ *   GET|HEAD {location}/impression?ad_log=T  -> 204
+ *   GET|HEAD {location}/click?ad_log=T       -> 302 to the creative's
+ *                                               landing page
+ *   POST {location}  {"ad_log": T, "type": "conversion", "value": n?} -> 204
+ *
+ * A forged, altered, truncated or unknown-key token, or one issued longer
+ * ago than its type's ttl (or more than a minute ahead), is a 400 counted as
+ * invalid, never as an event. A valid repeat answers as the first did: the
+ * flush script deduplicates by request id. Nothing here waits on Redis.
+ */
+
+
+#include "ngx_http_adserve.h"
+
+#include <math.h>
+#include <cjson/cJSON.h>
+
+
+#define NGX_HTTP_ADSERVE_FUTURE_SKEW  60          /* seconds of clock skew */
+#define NGX_HTTP_ADSERVE_VALUE_MAX    1e9         /* a conversion's value */
+
+#define ngx_http_adserve_detail(text)  ngx_string("{\"detail\":\"" text "\"}")
+
+
+static ngx_str_t  ngx_http_adserve_invalid = ngx_http_adserve_detail("invalid ad_log");
+static ngx_str_t  ngx_http_adserve_expired = ngx_http_adserve_detail("expired ad_log");
+static ngx_str_t  ngx_http_adserve_missing = ngx_http_adserve_detail("missing ad_log");
+static ngx_str_t  ngx_http_adserve_unknown_creative =
+    ngx_http_adserve_detail("unknown creative");
+static ngx_str_t  ngx_http_adserve_bad_landing =
+    ngx_http_adserve_detail("the creative has no valid landing page");
+static ngx_str_t  ngx_http_adserve_not_found =
+    ngx_http_adserve_detail("no such event endpoint: use impression, click, "
+                            "or POST a conversion");
+static ngx_str_t  ngx_http_adserve_use_get = ngx_http_adserve_detail("use GET");
+static ngx_str_t  ngx_http_adserve_use_post = ngx_http_adserve_detail("use POST");
+static ngx_str_t  ngx_http_adserve_not_json =
+    ngx_http_adserve_detail("malformed request: the body must be a JSON object");
+static ngx_str_t  ngx_http_adserve_bad_type =
+    ngx_http_adserve_detail("type must be \\\"conversion\\\"");
+static ngx_str_t  ngx_http_adserve_bad_value =
+    ngx_http_adserve_detail("value must be a non-negative number (at most 1e9)");
+
+
+static ngx_int_t
+ngx_http_adserve_track_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *body)
+{
+    return ngx_http_adserve_send(r, status, body ? body->data : NULL,
+                                 body ? body->len : 0);
+}
+
+
+static ngx_int_t
+ngx_http_adserve_track_not_allowed(ngx_http_request_t *r, char *allow,
+    ngx_str_t *body)
+{
+    ngx_table_elt_t  *h;
+    ngx_int_t         rc;
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Allow");
+    h->value.data = (u_char *) allow;
+    h->value.len = ngx_strlen(allow);
+
+    return ngx_http_adserve_track_send(r, NGX_HTTP_NOT_ALLOWED, body);
+}
+
+
+/* Decodes and checks a token: NGX_OK with *log (its strings in buf), or
+ * the detail of a 400, counted as invalid. */
+static ngx_str_t *
+ngx_http_adserve_track_token(ngx_http_request_t *r,
+    ngx_http_adserve_ev_type_e type, u_char *tok, size_t len, time_t now,
+    adserve_ad_log_t *log, u_char *buf)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    time_t                         ttl;
+    size_t                         i;
+    u_char                         ch;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    if (len == 0 || len > ADSERVE_TOKEN_MAX) {
+        goto invalid;
+    }
+
+    /* base64url only: nothing to unescape, nothing else to accept */
+    for (i = 0; i < len; i++) {
+        ch = tok[i];
+
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z')
+              || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_'))
+        {
+            goto invalid;
+        }
+    }
+
+    if (adserve_token_decode(amcf->tokens, (const char *) tok, len, log, buf)
+        != 0)
+    {
+        goto invalid;
+    }
+
+    ttl = type == NGX_HTTP_ADSERVE_EV_CONVERSION ? amcf->conversion_ttl
+                                                 : amcf->event_ttl;
+
+    if (log->issued < (int64_t) now - ttl
+        || log->issued > (int64_t) now + NGX_HTTP_ADSERVE_FUTURE_SKEW)
+    {
+        ngx_http_adserve_track_invalid(amcf->events, type, now);
+        return &ngx_http_adserve_expired;
+    }
+
+    return NULL;
+
+invalid:
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "adserve: invalid ad_log token (%uz bytes)", len);
+
+    ngx_http_adserve_track_invalid(amcf->events, type, now);
+
+    return &ngx_http_adserve_invalid;
+}
+
+
+/* Absolute http(s), and nothing that could end or split a header line:
+ * the API checked it, this is the last line of defence. */
+static ngx_int_t
+ngx_http_adserve_landing_ok(const adserve_str_t *url)
+{
+    size_t  i;
+    u_char  ch;
+
+    if (url->data == NULL
+        || !((url->len > 7 && ngx_strncasecmp((u_char *) url->data,
+                                              (u_char *) "http://", 7) == 0)
+             || (url->len > 8 && ngx_strncasecmp((u_char *) url->data,
+                                                 (u_char *) "https://", 8) == 0)))
+    {
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; i < url->len; i++) {
+        ch = (u_char) url->data[i];
+
+        if (ch < 0x20 || ch == 0x7f) {
+            return NGX_DECLINED;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* 302 to the creative's stored landing page, never to anything the
+ * request says */
+static ngx_int_t
+ngx_http_adserve_track_redirect(ngx_http_request_t *r,
+    const adserve_creative_t *cr)
+{
+    ngx_table_elt_t  *h;
+    u_char           *url;
+
+    url = ngx_pnalloc(r->pool, cr->landing_url.len);
+    if (url == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(url, cr->landing_url.data, cr->landing_url.len);
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Location");
+    h->value.data = url;
+    h->value.len = cr->landing_url.len;
+    r->headers_out.location = h;
+
+    return ngx_http_adserve_send(r, NGX_HTTP_MOVED_TEMPORARILY, NULL, 0);
+}
+
+
+/* GET|HEAD .../impression and .../click */
+static ngx_int_t
+ngx_http_adserve_track_get(ngx_http_request_t *r, ngx_http_adserve_ev_type_e type)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_creative_t      *cr;
+    adserve_snapshot_t            *s;
+    adserve_ad_log_t               log;
+    ngx_str_t                      arg, *detail;
+    u_char                         buf[ADSERVE_TOKEN_BUF];
+    time_t                         now;
+    ngx_int_t                      rc;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return ngx_http_adserve_track_not_allowed(r, "GET, HEAD",
+                                                  &ngx_http_adserve_use_get);
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (ngx_http_arg(r, (u_char *) "ad_log", sizeof("ad_log") - 1, &arg)
+        != NGX_OK)
+    {
+        return ngx_http_adserve_track_send(r, NGX_HTTP_BAD_REQUEST,
+                                           &ngx_http_adserve_missing);
+    }
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    now = ngx_http_adserve_now(r);
+
+    detail = ngx_http_adserve_track_token(r, type, arg.data, arg.len, now, &log,
+                                          buf);
+    if (detail != NULL) {
+        return ngx_http_adserve_track_send(r, NGX_HTTP_BAD_REQUEST, detail);
+    }
+
+    if (type == NGX_HTTP_ADSERVE_EV_IMPRESSION) {
+        (void) ngx_http_adserve_track(amcf->events, type, &log, now, 0);
+        return ngx_http_adserve_track_send(r, NGX_HTTP_NO_CONTENT, NULL);
+    }
+
+    /* any creative of the inventory, approved or not: an ad served just
+     * before a change still lands */
+    s = amcf->loader ? amcf->loader->snapshot : NULL;
+    cr = adserve_snapshot_creative(s, log.creative.data, log.creative.len);
+
+    if (cr == NULL) {
+        return ngx_http_adserve_track_send(r, NGX_HTTP_NOT_FOUND,
+                                           &ngx_http_adserve_unknown_creative);
+    }
+
+    if (ngx_http_adserve_landing_ok(&cr->landing_url) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "adserve: creative \"%*s\" has a landing_url that cannot "
+                      "be sent in a Location header", cr->id.len, cr->id.data);
+        return ngx_http_adserve_track_send(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                           &ngx_http_adserve_bad_landing);
+    }
+
+    (void) ngx_http_adserve_track(amcf->events, type, &log, now, 0);
+
+    return ngx_http_adserve_track_redirect(r, cr);
+}
+
+
+/* The conversion in the body: NGX_OK, or a 400's detail. cJSON allocates
+ * (the body is at most 4 KiB) and is freed before this returns. */
+static ngx_str_t *
+ngx_http_adserve_conversion_parse(ngx_http_request_t *r, u_char *body,
+    size_t len, time_t now, adserve_ad_log_t *log, u_char *buf, int64_t *value)
+{
+    cJSON      *root, *type, *token, *v;
+    ngx_str_t  *detail = NULL;
+
+    root = cJSON_ParseWithLength((const char *) body, len);
+
+    if (root == NULL || !cJSON_IsObject(root)) {
+        detail = &ngx_http_adserve_not_json;
+        goto done;
+    }
+
+    type = cJSON_GetObjectItemCaseSensitive(root, "type");
+    if (!cJSON_IsString(type) || ngx_strcmp(type->valuestring, "conversion") != 0) {
+        detail = &ngx_http_adserve_bad_type;
+        goto done;
+    }
+
+    v = cJSON_GetObjectItemCaseSensitive(root, "value");
+    if (v == NULL || cJSON_IsNull(v)) {
+        *value = 0;
+
+    } else if (cJSON_IsNumber(v) && isfinite(v->valuedouble)
+               && v->valuedouble >= 0
+               && v->valuedouble <= NGX_HTTP_ADSERVE_VALUE_MAX)
+    {
+        *value = (int64_t) (v->valuedouble * 1e6 + 0.5);   /* >= 0: rounded */
+
+    } else {
+        detail = &ngx_http_adserve_bad_value;
+        goto done;
+    }
+
+    token = cJSON_GetObjectItemCaseSensitive(root, "ad_log");
+    if (!cJSON_IsString(token)) {
+        detail = &ngx_http_adserve_missing;
+        goto done;
+    }
+
+    /* the log's strings point into buf, not into the document */
+    detail = ngx_http_adserve_track_token(r, NGX_HTTP_ADSERVE_EV_CONVERSION,
+                                          (u_char *) token->valuestring,
+                                          ngx_strlen(token->valuestring), now,
+                                          log, buf);
+
+done:
+
+    cJSON_Delete(root);
+
+    return detail;
+}
+
+
+static ngx_int_t
+ngx_http_adserve_conversion(ngx_http_request_t *r)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    adserve_ad_log_t               log;
+    ngx_str_t                     *detail;
+    u_char                         buf[ADSERVE_TOKEN_BUF], *body;
+    int64_t                        value;
+    size_t                         len;
+    time_t                         now;
+    ngx_int_t                      rc;
+
+    rc = ngx_http_adserve_body(r, &body, &len);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    now = ngx_http_adserve_now(r);
+
+    detail = ngx_http_adserve_conversion_parse(r, body, len, now, &log, buf,
+                                               &value);
+    if (detail != NULL) {
+        return ngx_http_adserve_track_send(r, NGX_HTTP_BAD_REQUEST, detail);
+    }
+
+    (void) ngx_http_adserve_track(amcf->events, NGX_HTTP_ADSERVE_EV_CONVERSION,
+                                  &log, now, value);
+
+    return ngx_http_adserve_track_send(r, NGX_HTTP_NO_CONTENT, NULL);
+}
+
+
+static void
+ngx_http_adserve_conversion_handler(ngx_http_request_t *r)
+{
+    ngx_http_finalize_request(r, ngx_http_adserve_conversion(r));
+}
+
+
+ngx_int_t
+ngx_http_adserve_track_handler(ngx_http_request_t *r)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_str_t                  rest;
+    ngx_int_t                  rc;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    /* what follows the location's prefix */
+    rest = r->uri;
+    if (r->uri.len >= clcf->name.len
+        && ngx_strncmp(r->uri.data, clcf->name.data, clcf->name.len) == 0)
+    {
+        rest.data += clcf->name.len;
+        rest.len -= clcf->name.len;
+    }
+
+    if (rest.len == sizeof("/impression") - 1
+        && ngx_strncmp(rest.data, "/impression", rest.len) == 0)
+    {
+        return ngx_http_adserve_track_get(r, NGX_HTTP_ADSERVE_EV_IMPRESSION);
+    }
+
+    if (rest.len == sizeof("/click") - 1
+        && ngx_strncmp(rest.data, "/click", rest.len) == 0)
+    {
+        return ngx_http_adserve_track_get(r, NGX_HTTP_ADSERVE_EV_CLICK);
+    }
+
+    if (rest.len > 1 || (rest.len == 1 && rest.data[0] != '/')) {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        return ngx_http_adserve_track_send(r, NGX_HTTP_NOT_FOUND,
+                                           &ngx_http_adserve_not_found);
+    }
+
+    /* the location itself: conversions */
+    if (!(r->method & NGX_HTTP_POST)) {
+        return ngx_http_adserve_track_not_allowed(r, "POST",
+                                                  &ngx_http_adserve_use_post);
+    }
+
+    r->request_body_in_single_buf = 1;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_adserve_conversion_handler);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}

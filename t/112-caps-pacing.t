@@ -1,0 +1,196 @@
+# Frequency caps and pacing on the real stack. Caps hold per user.id across
+# both workers (two keep-alive connections pinned to different workers,
+# requests alternating), slide with time (the injectable clock), and when
+# they cannot be known (no user id, Redis down) capped demand does not
+# serve: the safe outcome. A goal reached stops a line item; an EVEN line
+# item ahead of its schedule waits, behind it serves; impressions counted
+# through impression_url reach the goal and stop it.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use HTTP::Tiny;
+use JSON::PP;
+use Time::HiRes qw(sleep);
+use Adserve::Test;
+
+my $t = Adserve::Test->new(test_clock => 1);
+my $uuid = \&Adserve::Test::uuid;
+my $JSON = JSON::PP->new->canonical;
+my $clock = time;
+
+# two keep-alive connections on different workers (each a pid of its own)
+my (%by_pid, @conns);
+for (1 .. 200) {
+    my $http = HTTP::Tiny->new(keep_alive => 1, timeout => 10);
+    my $res = $http->get($t->base . '/app/v0/status');
+    my $pid = $res->{success} ? eval { decode_json($res->{content})->{pid} } : undef;
+    if (!$pid) {
+        diag "status: $res->{status} $res->{content}";
+        sleep 0.05;
+        next;
+    }
+    $by_pid{$pid} //= $http;
+    last if keys %by_pid == 2;
+}
+@conns = values %by_pid;
+is(scalar @conns, 2, 'two connections, one on each worker');
+
+my $turn = 0;
+# the creative served to USER (undef: no user id) at the test clock, or ''
+sub served {
+    my ($unit, $user, %o) = @_;
+    my $http = $conns[ $turn++ % 2 ];
+    my $body = { version => '0.1.0', device => { ua => 'Mozilla/5.0' }, defined $user ? (user => { id => $user }) : () };
+    my $res = $http->request('POST', $t->base . "/app/v0/ad/$unit", {
+        headers => { 'content-type' => 'application/json', 'x-adserve-clock' => $o{at} // $clock },
+        content => encode_json($body) });
+    return '' if $res->{status} == 204;
+    return "status $res->{status}" unless $res->{status} == 200;
+    my $ad = decode_json($res->{content});
+    $o{keep}->($ad) if $o{keep};
+    return $ad->{ad}{id};
+}
+
+my $unit = $uuid->();
+my $order = $uuid->();
+$t->put(ad_units => { id => $unit, status => 'ACTIVE', display => { w => 300, h => 250 } },
+        orders => { id => $order, status => 'APPROVED' });
+
+my %li;
+sub line {
+    my ($name, $fields) = @_;
+    my $li = $li{$name} = { id => $uuid->(), order_id => $order, status => 'ACTIVE', type => 'STANDARD',
+                            priority => 8, cost_type => 'CPM', rate => 2,
+                            targeting => { ad_units => { include => [ $unit ] } }, %$fields };
+    my $cr = $uuid->();
+    my $rev = $t->put(line_items => { %$li },
+                   creatives => { id => $cr, approval => 'APPROVED', type => 'IMAGE', w => 300, h => 250,
+                                  image_url => "https://cdn.example/$name.png", landing_url => 'https://adv.example/' },
+                   licas => { id => $uuid->(), line_item_id => $li->{id}, creative_id => $cr, status => 'ACTIVE' });
+    $li->{creative} = $cr;
+    return $rev;
+}
+sub set_status {
+    my ($name, $status) = @_;
+    my %rec = %{ $li{$name} };
+    delete $rec{creative};
+    $rec{status} = $status;
+    my $rev = $t->put(line_items => \%rec);
+    ok($t->wait_until(5, sub { $t->workers_at($rev) }), "$name $status everywhere");
+}
+sub cr { $li{ $_[0] }{creative} }
+
+line(house => { type => 'HOUSE' });
+my $rev = line(capped => { type => 'SPONSORSHIP', frequency_caps => [ { max => 2, seconds => 3600 } ] });
+ok($t->wait_until(5, sub { $t->workers_at($rev) }), 'both workers loaded the line items');
+
+# ---- frequency caps -----------------------------------------------------------------------------
+my @got = map { served($unit, 'alice') } 1 .. 4;
+is_deeply(\@got, [ cr('capped'), cr('capped'), cr('house'), cr('house') ],
+          'max 2 per hour for alice, whichever worker answers: then the HOUSE line item');
+is(served($unit, 'bob'), cr('capped'), 'bob has his own count');
+is(served($unit, undef), cr('house'), 'no user id: a capped line item cannot be counted, so it does not serve');
+is(served($unit, 'alice', at => $clock + 1800), cr('house'), 'half an hour later alice is still capped');
+is(served($unit, 'alice', at => $clock + 3601), cr('capped'),
+   'an hour after her first two ads the window has slid past them');
+is(served($unit, 'alice', at => $clock + 3602), cr('capped'), '... and past the second');
+is(served($unit, 'alice', at => $clock + 3603), cr('house'), '... then two in the new hour are the cap again');
+my @members = split /\n/, $t->redis('ZRANGE', 'adserve:fc:alice', 0, -1);
+is(scalar @members, 2, "alice's last two ads are in adserve:fc:alice (older ones trimmed)");
+like($members[0], qr/^\Q$li{capped}{id}\E:[0-9a-f]{24}$/, '... as {line item id}:{request id}');
+cmp_ok($t->redis('TTL', 'adserve:fc:alice'), '>', 3000, '... with the longest cap as its TTL');
+
+# from here on the clock stays past those requests: a worker's timers go by
+# the latest clock it has seen
+$clock += 3700;
+
+# many users at once over both workers: never over the cap
+my $over = 0;
+for my $u (map { "user-$_" } 1 .. 20) {
+    my $n = grep { $_ eq cr('capped') } map { served($unit, $u) } 1 .. 4;
+    $over++ if $n != 2;
+}
+is($over, 0, '20 users x 4 requests alternating workers: each saw the capped line item exactly twice');
+
+# Redis down: caps cannot be read, capped demand holds back, serving goes on
+$t->stop('redis');
+is(served($unit, 'carol'), cr('house'), 'Redis down: capped line items do not serve (the safe outcome)');
+is(served($unit, undef), cr('house'), '... and the rest serves on');
+$t->start('redis');
+ok($t->wait_until(10, sub { $t->workers_connected }), 'Redis back, both workers reconnected');
+ok($t->wait_until(5, sub { served($unit, 'carol') eq cr('capped') }), '... carol is served the capped line item again');
+set_status(capped => 'PAUSED');
+
+# ---- goals and pacing ---------------------------------------------------------------------------
+$rev = line(goal => { type => 'SPONSORSHIP', delivery => 'ASAP', goal => { type => 'IMPRESSIONS', units => 3 } });
+ok($t->wait_until(5, sub { served($unit, 'dave') eq cr('goal') }), 'an ASAP line item with a goal serves');
+$t->redis('HSET', 'adserve:delivery', "$li{goal}{id}:imp", 3);
+ok($t->wait_until(5, sub { served($unit, 'dave') eq cr('house') }),
+   'its goal reached in adserve:delivery: it stops within a pacing interval');
+set_status(goal => 'PAUSED');
+
+# through the tracking endpoint: impressions of served ads reach the goal
+$rev = line(goal2 => { type => 'SPONSORSHIP', delivery => 'ASAP', goal => { type => 'IMPRESSIONS', units => 5 } });
+my @urls;
+ok($t->wait_until(5, sub { served($unit, 'erin') eq cr('goal2') }), 'a second ASAP line item with a goal of 5');
+my $fired = 0;
+for (1 .. 40) {
+    my $url;
+    my $got = served($unit, "viewer-$_", keep => sub { $url = $_[0]{ad}{impression_url} });
+    last if $got ne cr('goal2');
+    $fired++ if HTTP::Tiny->new->get($url, { headers => { 'x-adserve-clock' => $clock } })->{status} == 204;
+    last if $fired >= 5;
+}
+is($fired, 5, 'five impressions counted through impression_url');
+ok($t->wait_until(10, sub { ($t->redis('HGET', 'adserve:delivery', "$li{goal2}{id}:imp") || 0) >= 5 }),
+   '... flushed into adserve:delivery');
+sleep 1.5;                                   # two pacing reads
+my %after;
+$after{ served($unit, "after-$_") }++ for 1 .. 10;
+is_deeply(\%after, { cr('house') => 10 }, '... and the line item has stopped at its goal');
+set_status(goal2 => 'PAUSED');
+
+# EVEN: a goal of 1000 over 1000 s, half the flight gone
+$rev = line(even => { type => 'SPONSORSHIP', goal => { type => 'IMPRESSIONS', units => 1000 },
+                      start_at => iso($clock - 500), end_at => iso($clock + 500) });
+$t->redis('HSET', 'adserve:delivery', "$li{even}{id}:imp", 700);
+ok($t->wait_until(5, sub { $t->workers_at($rev) }), 'an EVEN line item');
+sleep 1.5;
+my %seen;
+$seen{ served($unit, "even-$_") }++ for 1 .. 10;
+is_deeply(\%seen, { cr('house') => 10 }, 'EVEN, 700 of 1000 delivered at half time: ahead, it waits');
+$t->redis('HSET', 'adserve:delivery', "$li{even}{id}:imp", 100);
+ok($t->wait_until(5, sub { served($unit, 'even-x') eq cr('even') }), 'EVEN, 100 of 1000 at half time: behind, it serves');
+
+set_status(even => 'PAUSED');
+
+# ---- recommendation placements: when the impression is recorded --------------------------------
+my $hour = do { my @g = gmtime $clock; sprintf '%04d%02d%02d%02d', $g[5] + 1900, $g[4] + 1, @g[3, 2] };
+for my $mode ('on_ad_response', 'on_event_tracker', undef) {
+    my $c = $t->chain(unit => { ext => { recommendation => { enabled => 1 } },
+                                recommendation => { topn => 10, ext => {}, ad_log_tracking_mode => $mode } });
+    ok($t->wait_until(5, sub { $t->workers_at($c->{rev}) }), 'a recommendation placement, ' . ($mode // 'mode null'));
+    my $url;
+    is(served($c->{unit}, 'rec-user', keep => sub { $url = $_[0]{ad}{impression_url} }), $c->{creative}, '... serves');
+    my $field = "u:$c->{unit}:imp";
+    if (($mode // '') eq 'on_ad_response') {
+        ok($t->wait_until(5, sub { ($t->redis('HGET', "adserve:stats:$hour", $field) || 0) == 1 }),
+           'on_ad_response: the impression is counted with the response, no tracker called');
+        is(HTTP::Tiny->new->get($url, { headers => { 'x-adserve-clock' => $clock } })->{status}, 204,
+           '... the tracker still answers 204');
+        sleep 1.5;
+        is($t->redis('HGET', "adserve:stats:$hour", $field), 1, '... and does not count it twice');
+    } else {
+        sleep 1.5;
+        is($t->redis('HGET', "adserve:stats:$hour", $field), '', ($mode // 'null') . ': nothing counted before the tracker');
+        is(HTTP::Tiny->new->get($url, { headers => { 'x-adserve-clock' => $clock } })->{status}, 204, '... the tracker');
+        ok($t->wait_until(5, sub { ($t->redis('HGET', "adserve:stats:$hour", $field) || 0) == 1 }),
+           '... counts it');
+    }
+}
+
+done_testing;
+
+sub iso { my @g = gmtime $_[0]; sprintf '%04d-%02d-%02dT%02d:%02d:%02dZ', $g[5] + 1900, $g[4] + 1, @g[3, 2, 1, 0] }
