@@ -45,7 +45,14 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_adserve_redis,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_adserve_main_conf_t, redis),
+      NULL },
+
+    { ngx_string("adserve_redis_write"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_adserve_redis,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, redis_write),
       NULL },
 
     { ngx_string("adserve_redis_timeout"),
@@ -874,24 +881,27 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
 }
 
 
+/* adserve_redis and adserve_redis_write: an address into the member at
+ * cmd->offset */
 static char *
 ngx_http_adserve_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_adserve_main_conf_t  *amcf = conf;
-    ngx_str_t                     *value = cf->args->elts;
-    ngx_int_t                      rc;
+    ngx_http_adserve_redis_t  *rd = (ngx_http_adserve_redis_t *)
+                                    ((u_char *) conf + cmd->offset);
+    ngx_str_t                 *value = cf->args->elts;
+    ngx_int_t                  rc;
 
-    if (amcf->redis.host != NULL) {
+    if (rd->host != NULL) {
         return "is duplicate";
     }
 
-    rc = ngx_http_adserve_redis_parse_addr(cf, &value[1], &amcf->redis);
+    rc = ngx_http_adserve_redis_parse_addr(cf, &value[1], rd);
 
     if (rc == NGX_DECLINED) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "adserve_redis: \"%V\" is not \"IP:port\" or "
+                           "%V: \"%V\" is not \"IP:port\" or "
                            "\"unix:/path\" (names would need a blocking lookup)",
-                           &value[1]);
+                           &cmd->name, &value[1]);
         return NGX_CONF_ERROR;
     }
 
@@ -1001,8 +1011,12 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     ld->resume = ngx_http_adserve_resume;
     amcf->loader = ld;
 
-    amcf->redis.timeout = amcf->redis_timeout;
-    ecf.redis = &amcf->redis;
+    /* events and caps go to the primary, by default the one address */
+    if (amcf->redis_write.host == NULL) {
+        amcf->redis_write = amcf->redis;
+    }
+    amcf->redis_write.timeout = amcf->redis_timeout;
+    ecf.redis = &amcf->redis_write;
     ecf.flush = amcf->flush;
     ecf.buffer = amcf->event_buffer;
     ecf.stream_max = amcf->stream_max;

@@ -283,6 +283,7 @@ void ngx_http_adserve_pacing_swapped(adserve_snapshot_t *s,
 
 struct ngx_http_adserve_main_conf_s {
     ngx_http_adserve_redis_t    redis;         /* address, from the config */
+    ngx_http_adserve_redis_t    redis_write;   /* the primary: events, caps */
     ngx_msec_t                  redis_timeout;
     ngx_msec_t                  refresh;
     ngx_msec_t                  flush;         /* adserve_flush_interval */

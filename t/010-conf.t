@@ -44,6 +44,13 @@ like($out, qr/syntax is ok/, 'nginx says the syntax is ok');
 ok(!$ok, 'a host name for Redis is refused (hiredis would resolve it blocking)');
 like($out, qr/is not "IP:port" or "unix:\/path"/, '... with a message that says why');
 
+($ok, $out) = nginx_t(variant('writename', sub { s/^(\s*adserve_redis 127\.0\.0\.1:\d+;)/$1\n    adserve_redis_write redis-primary:6379;/m }));
+ok(!$ok, 'a host name for the primary (adserve_redis_write) is refused too');
+like($out, qr/adserve_redis_write: "redis-primary:6379" is not "IP:port"/, '... naming the directive');
+
+($ok, $out) = nginx_t(variant('write', sub { s/^(\s*adserve_redis 127\.0\.0\.1:(\d+);)/$1\n    adserve_redis_write 127.0.0.1:$2;/m }));
+ok($ok, 'an address for the primary is accepted') or diag $out;
+
 ($ok, $out) = nginx_t(variant('unix', sub { s/adserve_redis 127\.0\.0\.1:\d+/adserve_redis unix:\/run\/redis.sock/ }));
 ok($ok, 'a unix socket for Redis is accepted') or diag $out;
 

@@ -215,7 +215,9 @@ $t->refused($t->event(click => $fresh, headers => { 'X-Adserve-Clock' => $issued
 # a landing page that would split the header is never sent
 my $bad = $t->chain(creative => { landing_url => "https://x.example/\r\nSet-Cookie: a=b" });
 ok($t->wait_until(5, sub { $t->workers_at($bad->{rev}) }), 'a creative with CR LF in its landing_url');
-my $btok = $t->ad($bad->{unit}, undef)->{json}{ext}{ad_log};
+# (at the clock of the click: a worker's clock is the latest it has seen)
+my $btok = $t->request('POST', "/app/v0/ad/$bad->{unit}", json => { version => '0.1.0' },
+                       headers => { 'X-Adserve-Clock' => $issued })->{json}{ext}{ad_log};
 $res = $t->event(click => $btok, headers => { 'X-Adserve-Clock' => $issued });
 is($res->{status}, 500, '... its click: 500');
 ok(!exists $res->{headers}{'set-cookie'} && !$res->{headers}{location}, '... no header injected');
