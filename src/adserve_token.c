@@ -11,6 +11,8 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/crypto.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 
 #include "adserve_token.h"
 
@@ -390,6 +392,7 @@ adserve_token_encode(adserve_tokens_t *t, adserve_ad_log_t *log, char *out)
 {
     unsigned char         raw[ADSERVE_TOKEN_RAW_MAX], *nonce, *ct;
     adserve_token_key_t  *k = &t->keys[0];
+    OSSL_PARAM            iv[2], tag[2];
     size_t                n;
     int                   outl;
 
@@ -418,12 +421,37 @@ adserve_token_encode(adserve_tokens_t *t, adserve_ad_log_t *log, char *out)
     ct = nonce + ADSERVE_TOKEN_NONCE;
     n = pack(log, ct);
 
+    /*
+     * The new IV and the tag go through the provider's parameters: with
+     * OpenSSL 3.0, EVP_EncryptInit_ex() asks the provider for the IV length
+     * on each call, and the GET_TAG control converts to the same parameters,
+     * which together cost more than the encryption of a token. The length
+     * (size_t) -1 of the TLS fixed IV parameter sets the whole IV, as
+     * EVP_CTRL_GCM_SET_IV_FIXED with -1 does. Either way may fall back.
+     */
+    iv[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED,
+                                              nonce, (size_t) -1);
+    iv[1] = OSSL_PARAM_construct_end();
+    tag[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                               ct + n, ADSERVE_TOKEN_TAG);
+    tag[1] = OSSL_PARAM_construct_end();
+
+    if (EVP_CIPHER_CTX_set_params(k->enc, iv) != 1
+        && EVP_EncryptInit_ex(k->enc, NULL, NULL, NULL, nonce) != 1)
+    {
+        return 0;
+    }
+
     /* the key id is authenticated too: it cannot be swapped to another key */
-    if (EVP_EncryptInit_ex(k->enc, NULL, NULL, NULL, nonce) != 1
-        || EVP_EncryptUpdate(k->enc, NULL, &outl, raw, 1) != 1
+    if (EVP_EncryptUpdate(k->enc, NULL, &outl, raw, 1) != 1
         || EVP_EncryptUpdate(k->enc, ct, &outl, ct, (int) n) != 1
-        || EVP_EncryptFinal_ex(k->enc, ct + n, &outl) != 1
-        || EVP_CIPHER_CTX_ctrl(k->enc, EVP_CTRL_GCM_GET_TAG, ADSERVE_TOKEN_TAG,
+        || EVP_EncryptFinal_ex(k->enc, ct + n, &outl) != 1)
+    {
+        return 0;
+    }
+
+    if (EVP_CIPHER_CTX_get_params(k->enc, tag) != 1
+        && EVP_CIPHER_CTX_ctrl(k->enc, EVP_CTRL_GCM_GET_TAG, ADSERVE_TOKEN_TAG,
                                ct + n) != 1)
     {
         return 0;
