@@ -27,6 +27,7 @@
 
 
 
+static ngx_int_t ngx_http_adserve_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_adserve_init_process(ngx_cycle_t *cycle);
 static void ngx_http_adserve_exit_process(ngx_cycle_t *cycle);
 static void *ngx_http_adserve_create_main_conf(ngx_conf_t *cf);
@@ -166,7 +167,7 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
 
 static ngx_http_module_t  ngx_http_adserve_module_ctx = {
     NULL,                                  /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_adserve_init,                 /* postconfiguration */
 
     ngx_http_adserve_create_main_conf,     /* create main configuration */
     ngx_http_adserve_init_main_conf,       /* init main configuration */
@@ -657,6 +658,37 @@ ngx_http_adserve_ad_handler(ngx_http_request_t *r)
 }
 
 
+/* The CORS preflight of an adserve_ad or adserve_event location, for any
+ * path: 204 with the location's add_header lines. In the rewrite phase, where a `return
+ * 204` in the location would answer it: before limit_req, which does not
+ * count preflights. */
+static ngx_int_t
+ngx_http_adserve_preflight_handler(ngx_http_request_t *r)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_int_t                  rc;
+
+    if (r->method != NGX_HTTP_OPTIONS) {
+        return NGX_DECLINED;
+    }
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (clcf->handler != ngx_http_adserve_ad_handler
+        && clcf->handler != ngx_http_adserve_track_handler)
+    {
+        return NGX_DECLINED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+}
+
+
 /* ---- status ------------------------------------------------------------ */
 
 static ngx_int_t
@@ -878,6 +910,31 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
 #endif
 
     return ngx_http_adserve_load_keys(cf, amcf);
+}
+
+
+static ngx_int_t
+ngx_http_adserve_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt           *h;
+    ngx_http_core_main_conf_t     *cmcf;
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
+    if (!amcf->serving && !amcf->tracking) {
+        return NGX_OK;
+    }
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_adserve_preflight_handler;
+
+    return NGX_OK;
 }
 
 

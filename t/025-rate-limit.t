@@ -14,6 +14,11 @@ my $c = $t->chain;
 ok($t->wait_until(5, sub { $t->workers_at($c->{rev}) }), 'fixtures loaded')
     or BAIL_OUT('no snapshot');
 
+# CORS preflights are answered before limit_req: they use none of the burst
+my %pre;
+$pre{ $t->request('OPTIONS', "/app/v0/ad/$c->{unit}")->{status} }++ for 1 .. 150;
+is_deeply(\%pre, { 204 => 150 }, 'preflights are not rate limited');
+
 my %seen;
 my $limited;
 for (1 .. 150) {
