@@ -304,28 +304,47 @@ unpack(const unsigned char *p, size_t len, adserve_ad_log_t *log)
 
 /* ---- base64url without padding ----------------------------------------- */
 
+/* The two characters of each 12-bit value, so that three bytes take two
+ * lookups instead of four (8 KiB, built by the preprocessor). */
+#define B64C(x)                                                               \
+    ((x) < 26 ? 'A' + (x) : (x) < 52 ? 'a' + (x) - 26                          \
+     : (x) < 62 ? '0' + (x) - 52 : (x) == 62 ? '-' : '_')
+#define B64P1(i)     { B64C((i) >> 6), B64C((i) & 63) }
+#define B64P4(i)     B64P1(i), B64P1(i + 1), B64P1(i + 2), B64P1(i + 3)
+#define B64P16(i)    B64P4(i), B64P4(i + 4), B64P4(i + 8), B64P4(i + 12)
+#define B64P64(i)    B64P16(i), B64P16(i + 16), B64P16(i + 32), B64P16(i + 48)
+#define B64P256(i)   B64P64(i), B64P64(i + 64), B64P64(i + 128), B64P64(i + 192)
+#define B64P1024(i)  B64P256(i), B64P256(i + 256), B64P256(i + 512),         \
+                     B64P256(i + 768)
+
+static const char  b64pairs[4096][2] = {
+    B64P1024(0), B64P1024(1024), B64P1024(2048), B64P1024(3072)
+};
+
+
 static size_t
 b64_encode(const unsigned char *in, size_t len, char *out)
 {
-    char      *p = out;
-    uint32_t   v;
-    size_t     i;
+    const unsigned char  *last = in + len - len % 3;
+    char                 *p = out;
+    uint32_t              v;
 
-    for (i = 0; i + 2 < len; i += 3) {
-        v = (uint32_t) in[i] << 16 | (uint32_t) in[i + 1] << 8 | in[i + 2];
-        *p++ = b64url[v >> 18];
-        *p++ = b64url[(v >> 12) & 63];
-        *p++ = b64url[(v >> 6) & 63];
-        *p++ = b64url[v & 63];
+    while (in != last) {
+        v = (uint32_t) in[0] << 16 | (uint32_t) in[1] << 8 | in[2];
+        in += 3;
+
+        memcpy(p, b64pairs[v >> 12], 2);
+        memcpy(p + 2, b64pairs[v & 0xfff], 2);
+        p += 4;
     }
 
-    if (len - i == 1) {
-        v = (uint32_t) in[i] << 16;
+    if (len % 3 == 1) {
+        v = (uint32_t) in[0] << 16;
         *p++ = b64url[v >> 18];
         *p++ = b64url[(v >> 12) & 63];
 
-    } else if (len - i == 2) {
-        v = (uint32_t) in[i] << 16 | (uint32_t) in[i + 1] << 8;
+    } else if (len % 3 == 2) {
+        v = (uint32_t) in[0] << 16 | (uint32_t) in[1] << 8;
         *p++ = b64url[v >> 18];
         *p++ = b64url[(v >> 12) & 63];
         *p++ = b64url[(v >> 6) & 63];
