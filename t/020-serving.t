@@ -87,6 +87,12 @@ is($res->{status}, 204, 'CORS preflight answers 204');
 is($res->{headers}{'access-control-allow-origin'}, '*', '... allowing any origin');
 is($t->ad($img->{unit})->{headers}{'access-control-allow-origin'}, '*',
    'the ad response carries CORS too');
+for my $path ('/app/v0/event', '/app/v0/event/impression?ad_log=x') {
+    $res = $t->request('OPTIONS', $path, headers => { Origin => 'https://publisher.example',
+                                                      'Access-Control-Request-Method' => 'POST' });
+    is($res->{status}, 204, "CORS preflight of $path: 204");
+    like($res->{headers}{'access-control-allow-methods'} // '', qr/GET, POST/, '... GET and POST allowed');
+}
 
 $res = $t->request('POST', "/app/v0/ad/$img->{unit}",
                    headers => { Authorization => 'Bearer forged' }, body => '{}');
