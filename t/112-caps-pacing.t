@@ -121,6 +121,18 @@ is(served($unit, undef), cr('house'), '... and the rest serves on');
 $t->start('redis');
 ok($t->wait_until(10, sub { $t->workers_connected }), 'Redis back, both workers reconnected');
 ok($t->wait_until(5, sub { served($unit, 'carol') eq cr('capped') }), '... carol is served the capped line item again');
+
+# Redis stalled (a 2 s script holds it): the caps read misses its 20 ms
+# deadline, the request is answered at once without capped demand, and the
+# late reply is dropped
+my $port = $t->env->{ADSERVE_REDIS_PORT};
+system("redis-cli -p $port EVAL 'local s = redis.call(\"TIME\")[1] + 2; "
+       . "while tonumber(redis.call(\"TIME\")[1]) < s do end return 1' 0 >/dev/null 2>&1 &");
+sleep 0.3;
+my $t0 = Time::HiRes::time();
+is(served($unit, 'dan'), cr('house'), 'Redis stalled: capped line items do not serve');
+cmp_ok(Time::HiRes::time() - $t0, '<', 0.5, '... and the answer does not wait for Redis');
+ok($t->wait_until(10, sub { served($unit, 'dan') eq cr('capped') }), '... once Redis answers, caps are read again');
 set_status(capped => 'PAUSED');
 
 # ---- goals and pacing ---------------------------------------------------------------------------
