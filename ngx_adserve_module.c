@@ -38,6 +38,12 @@ static char *ngx_http_adserve_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_adserve_event(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_adserve_explain(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_adserve_ad_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_adserve_explain_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_adserve_explain_send(ngx_http_request_t *r,
+    ngx_http_adserve_ctx_t *ctx, const adserve_unit_t *unit, adserve_decision_t *d);
 
 
 static ngx_command_t  ngx_http_adserve_commands[] = {
@@ -143,6 +149,13 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
     { ngx_string("adserve_ad"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_adserve_ad,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("adserve_explain"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_adserve_explain,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -520,6 +533,10 @@ ngx_http_adserve_finish(ngx_http_request_t *r)
     d.nseen = ctx->nseen;
     d.caps_known = ctx->caps_known;
 
+    if (ctx->explain) {
+        return ngx_http_adserve_explain_send(r, ctx, unit, &d);
+    }
+
     c = adserve_decide(amcf->loader->snapshot, unit, &d);
     if (c == NULL) {
         return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
@@ -567,9 +584,11 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
 
     ctx->now = ngx_http_adserve_now(r);
 
-    ngx_http_adserve_count(amcf->events, ctx->now, NGX_HTTP_ADSERVE_DIM_UNIT,
-                           &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
-                           NGX_HTTP_ADSERVE_M_REQUESTS, 1);
+    if (!ctx->explain) {
+        ngx_http_adserve_count(amcf->events, ctx->now, NGX_HTTP_ADSERVE_DIM_UNIT,
+                               &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
+                               NGX_HTTP_ADSERVE_M_REQUESTS, 1);
+    }
 
     /* a unit with capped line items needs what this user has seen: an
      * async read with a deadline; without a user id caps stay unknown, and
@@ -623,7 +642,7 @@ ngx_http_adserve_resume(ngx_queue_t *q)
 
 
 static ngx_int_t
-ngx_http_adserve_ad_handler(ngx_http_request_t *r)
+ngx_http_adserve_start(ngx_http_request_t *r, ngx_uint_t explain)
 {
     ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
     ngx_http_adserve_ctx_t     *ctx;
@@ -639,6 +658,7 @@ ngx_http_adserve_ad_handler(ngx_http_request_t *r)
     }
 
     ctx->request = r;
+    ctx->explain = explain;
     ngx_http_set_ctx(r, ctx, ngx_http_adserve_module);
 
     /* unknown or inactive: 404 at once, the body is discarded unread;
@@ -686,6 +706,154 @@ ngx_http_adserve_preflight_handler(ngx_http_request_t *r)
     }
 
     return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+}
+
+
+static ngx_int_t
+ngx_http_adserve_ad_handler(ngx_http_request_t *r)
+{
+    return ngx_http_adserve_start(r, 0);
+}
+
+
+/* ---- the explainer ----------------------------------------------------- */
+
+/* The same request as serving, answered with what the decision would make
+ * of each line item of the unit instead of an ad; nothing is counted, no
+ * cap recorded, no pacing state touched. Operators only: the shipped
+ * configuration puts it behind the API's auth (auth_request). */
+static ngx_int_t
+ngx_http_adserve_explain_handler(ngx_http_request_t *r)
+{
+    return ngx_http_adserve_start(r, 1);
+}
+
+
+static u_char *
+ngx_http_adserve_json_str(u_char *p, const adserve_str_t *s)
+{
+    *p++ = '"';
+    p = (u_char *) ngx_escape_json(p, (u_char *) s->data, s->len);
+    *p++ = '"';
+
+    return p;
+}
+
+
+static ngx_int_t
+ngx_http_adserve_explain_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, adserve_decision_t *d)
+{
+    static const char *const  types[] = {
+        "SPONSORSHIP", "STANDARD", "PRICE_PRIORITY", "HOUSE"
+    };
+    static const char *const  costs[] = { "CPM", "CPC", "CPA" };
+    static const char *const  verdicts[] = {
+        "won", "tied", "outranked", "lower_priority", "held_back"
+    };
+    static const char *const  reasons[] = {
+        "", "flight", "targeting", "goal_reached", "frequency_cap", "floor", "pacing"
+    };
+    static const char *const  excluded[] = { "", "size", "bcat" };
+
+    ngx_http_adserve_main_conf_t  *amcf;
+    adserve_explained_t           *x;
+    const adserve_excl_t          *e;
+    const adserve_li_t            *li;
+    adserve_str_t                  id;
+    const char                    *winner = NULL;
+    u_char                        *body, *p;
+    size_t                         len;
+    uint32_t                       n, i;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    x = ngx_palloc(r->pool, (unit->ncands + 1) * sizeof(adserve_explained_t));
+    if (x == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    n = adserve_explain(amcf->loader->snapshot, unit, d, x);
+
+    /* ids escaped as JSON take at most 6 bytes a byte */
+    len = 256 + 6 * unit->id_len
+          + n * (512 + 6 * ADSERVE_TOKEN_ID_MAX)
+          + unit->nexcluded * (128 + 12 * ADSERVE_TOKEN_ID_MAX);
+
+    body = ngx_pnalloc(r->pool, len);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    id.data = unit->id;
+    id.len = unit->id_len;
+
+    p = ngx_cpymem(body, "{\"ad_unit_id\":", sizeof("{\"ad_unit_id\":") - 1);
+    p = ngx_http_adserve_json_str(p, &id);
+    p = ngx_sprintf(p, ",\"time\":%T,\"caps\":\"%s\",\"line_items\":[",
+                    ctx->now, unit->max_cap_seconds == 0 ? "none"
+                              : d->caps_known ? "known" : "unknown");
+
+    for (i = 0; i < n; i++) {
+        li = x[i].li;
+
+        if (x[i].verdict == ADSERVE_X_WON) {
+            winner = li->id.data;
+        }
+
+        p = ngx_cpymem(p, i ? ",{\"line_item_id\":" : "{\"line_item_id\":",
+                       i ? sizeof(",{\"line_item_id\":") - 1
+                         : sizeof("{\"line_item_id\":") - 1);
+        p = ngx_http_adserve_json_str(p, &li->id);
+        p = ngx_sprintf(p, ",\"type\":\"%s\",\"priority\":%d,\"cost_type\":\"%s\","
+                        "\"bid\":%.6f,\"ecpm\":%.6f,\"creatives\":%uD,"
+                        "\"decision\":\"%s\"",
+                        types[li->tier & 3], (int) li->priority,
+                        costs[li->cost_type % 3], x[i].cand->bid, x[i].ecpm,
+                        x[i].ncands, verdicts[x[i].verdict]);
+
+        if (x[i].verdict == ADSERVE_X_RULE) {
+            p = ngx_sprintf(p, ",\"reason\":\"%s\"", reasons[x[i].reason % 7]);
+        }
+
+        if (li->paced) {
+            p = ngx_sprintf(p, ",\"pacing\":{\"share\":%.4f,\"budget_left\":%uD,"
+                            "\"goal_reached\":%s}",
+                            li->pace.allow == UINT32_MAX ? 1.0
+                                : (double) li->pace.allow / 4294967295.0,
+                            li->pace.budget > li->pace.served
+                                ? li->pace.budget - li->pace.served : 0,
+                            li->pace.stopped ? "true" : "false");
+        }
+
+        *p++ = '}';
+    }
+
+    p = ngx_cpymem(p, "],\"winner\":", sizeof("],\"winner\":") - 1);
+    if (winner != NULL) {
+        id.data = winner;
+        id.len = ngx_strlen(winner);
+        p = ngx_http_adserve_json_str(p, &id);
+    } else {
+        p = ngx_cpymem(p, "null", 4);
+    }
+
+    p = ngx_cpymem(p, ",\"excluded\":[", sizeof(",\"excluded\":[") - 1);
+
+    for (i = 0; i < unit->nexcluded; i++) {
+        e = &unit->excluded[i];
+        p = ngx_cpymem(p, i ? ",{\"line_item_id\":" : "{\"line_item_id\":",
+                       i ? sizeof(",{\"line_item_id\":") - 1
+                         : sizeof("{\"line_item_id\":") - 1);
+        p = ngx_http_adserve_json_str(p, &e->line_item_id);
+        p = ngx_cpymem(p, ",\"creative_id\":", sizeof(",\"creative_id\":") - 1);
+        p = ngx_http_adserve_json_str(p, &e->creative_id);
+        p = ngx_sprintf(p, ",\"reason\":\"%s\"}", excluded[e->reason % 3]);
+    }
+
+    p = ngx_cpymem(p, "]}", 2);
+
+    return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
 }
 
 
@@ -990,6 +1158,26 @@ ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
     amcf->serving = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_adserve_explain(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    /* the tagid is what follows the prefix, as for adserve_ad */
+    if (clcf->named || clcf->name.len == 0
+        || clcf->name.data[clcf->name.len - 1] != '/')
+    {
+        return "needs a prefix location that ends with \"/\"";
+    }
+
+    clcf->handler = ngx_http_adserve_explain_handler;
 
     return NGX_CONF_OK;
 }

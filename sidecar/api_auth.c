@@ -461,6 +461,15 @@ static void api_auth_me(struct request *req, struct reply *rep)
     schema_auth_reply(rep, 200, &schema_user, user_to_json(req->user));
 }
 
+/* nginx's auth_request for operator tools served by the module (the
+ * decision explainer, /api/explain/): the router has already checked the
+ * token and the role, so reaching here is the yes. */
+static void api_auth_check_operator(struct request *req, struct reply *rep)
+{
+    (void) req;
+    reply_json(rep, 204, NULL);
+}
+
 /* Bumps the caller's api_token_ver, which revokes earlier API tokens. */
 static enum store_status bump_api_version(struct store_conn *c, const struct user *actor,
                                           struct user *u)
@@ -558,6 +567,11 @@ static const struct route_doc me_doc = {
     .tag = "Auth", .summary = "The caller's user",
     .response = &schema_user, .status = 200, .errors = me_errors,
 };
+static const int check_errors[] = { 401, 403, 503, 0 };
+static const struct route_doc check_operator_doc = {
+    .tag = "Auth", .summary = "204 when the token may use operator tools (admin, operator)",
+    .status = 204, .errors = check_errors,
+};
 static const struct route_doc api_token_doc = {
     .tag = "Settings", .summary = "Issue a long-lived API token; earlier ones stop working",
     .response = &schema_api_token, .status = 200, .errors = me_errors,
@@ -569,6 +583,8 @@ const struct route auth_routes[] = {
     { "POST", "/api/auth/forgot-password", api_auth_forgot_password, 0, BODY_JSON, &forgot_doc },
     { "POST", "/api/auth/reset-password", api_auth_reset_password, 0, BODY_JSON, &reset_doc },
     { "GET", "/api/auth/me", api_auth_me, ROLES_ANY, BODY_NONE, &me_doc },
+    { "GET", "/api/auth/check/operator", api_auth_check_operator, ROLE_ADMIN | ROLE_OPERATOR,
+      BODY_NONE, &check_operator_doc },
     { "POST", "/api/settings/api-token", api_settings_api_token, ROLES_ANY, BODY_NONE,
       &api_token_doc },
 };

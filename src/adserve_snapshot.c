@@ -70,6 +70,8 @@ typedef struct {
     int           on_response;        /* recommendation, on_ad_response */
     bcand_t      *cands;              /* grows during the build */
     uint32_t      ncands, cap;
+    bcand_t      *excl;               /* targeted, but size or bcat says no; */
+    uint32_t      nexcl, xcap;        /* the weight holds the reason */
 } unit_rec_t;
 
 typedef struct {
@@ -948,22 +950,23 @@ mark_subtree(build_t *b, uint32_t *marks, uint32_t u, uint32_t stamp)
 
 
 static int
-add_cand(unit_rec_t *u, li_rec_t *li, creative_rec_t *cr, uint32_t weight)
+push_bcand(bcand_t **v, uint32_t *n, uint32_t *cap, li_rec_t *li, creative_rec_t *cr,
+    uint32_t weight)
 {
     bcand_t   *c;
-    uint32_t   cap;
+    uint32_t   size;
 
-    if (u->ncands == u->cap) {
-        cap = u->cap ? u->cap * 2 : 8;
-        c = realloc(u->cands, cap * sizeof(bcand_t));
+    if (*n == *cap) {
+        size = *cap ? *cap * 2 : 8;
+        c = realloc(*v, size * sizeof(bcand_t));
         if (c == NULL) {
             return -1;
         }
-        u->cands = c;
-        u->cap = cap;
+        *v = c;
+        *cap = size;
     }
 
-    c = &u->cands[u->ncands++];
+    c = &(*v)[(*n)++];
     c->li = li;
     c->cr = cr;
     c->weight = weight;
@@ -973,12 +976,30 @@ add_cand(unit_rec_t *u, li_rec_t *li, creative_rec_t *cr, uint32_t weight)
 
 
 static int
+add_cand(unit_rec_t *u, li_rec_t *li, creative_rec_t *cr, uint32_t weight)
+{
+    return push_bcand(&u->cands, &u->ncands, &u->cap, li, cr, weight);
+}
+
+
+/* for the explainer: a creative of a line item that targets the unit but
+ * cannot serve there; the reason is the weight */
+static int
+add_excl(unit_rec_t *u, li_rec_t *li, creative_rec_t *cr, adserve_excl_e why)
+{
+    return push_bcand(&u->excl, &u->nexcl, &u->xcap, li, cr, why);
+}
+
+
+static int
 join_line_item(build_t *b, uint32_t i)
 {
-    li_rec_t      *li = &b->lis[i];
-    lica_rec_t    *l;
-    unit_rec_t    *u;
-    uint32_t       k, j, stamp = i + 1;
+    li_rec_t        *li = &b->lis[i];
+    lica_rec_t      *l;
+    unit_rec_t      *u;
+    creative_rec_t  *cr;
+    uint32_t         k, j, stamp = i + 1;
+    int              rc;
 
     for (k = 0; k < li->include.n; k++) {
         mark_subtree(b, b->stamp, li->include.v[k], stamp);
@@ -1005,10 +1026,19 @@ join_line_item(build_t *b, uint32_t i)
         for (k = li->first_lica; k != NONE; k = l->next) {
             l = &b->licas[k];
 
-            if (size_fits(u, b->crs[l->cr].size)
-                && !category_blocked(&u->bcat, &b->crs[l->cr].categories)
-                && add_cand(u, li, &b->crs[l->cr], l->weight) != 0)
-            {
+            cr = &b->crs[l->cr];
+
+            if (!size_fits(u, cr->size)) {
+                rc = add_excl(u, li, cr, ADSERVE_EXCL_SIZE);
+
+            } else if (category_blocked(&u->bcat, &cr->categories)) {
+                rc = add_excl(u, li, cr, ADSERVE_EXCL_BCAT);
+
+            } else {
+                rc = add_cand(u, li, cr, l->weight);
+            }
+
+            if (rc != 0) {
                 return -1;
             }
         }
@@ -1210,6 +1240,7 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
 {
     adserve_arena_t  *a = &b->snap->arena;
     adserve_cand_t   *c;
+    adserve_excl_t   *x;
     const bcand_t    *bc;
     uint32_t          i, group = 0;
 
@@ -1251,6 +1282,28 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
             out->max_cap_seconds = bc->li->max_cap;
         }
     }
+
+    x = NULL;
+    if (u->nexcl) {
+        x = adserve_arena_alloc(a, u->nexcl * sizeof(adserve_excl_t));
+        if (x == NULL) {
+            return -1;
+        }
+    }
+
+    for (i = 0; i < u->nexcl; i++) {
+        bc = &u->excl[i];
+        if (snap_id(b, bc->li->id, &bc->li->snap_id) != 0
+            || snap_id(b, bc->cr->id, &bc->cr->snap_id) != 0)
+        {
+            return -1;
+        }
+        x[i].line_item_id = bc->li->snap_id;
+        x[i].creative_id = bc->cr->snap_id;
+        x[i].reason = (uint8_t) bc->weight;
+    }
+    out->excluded = x;
+    out->nexcluded = u->nexcl;
 
     out->id_len = strlen(u->id);
     out->id = adserve_arena_memdup(a, u->id, out->id_len);
@@ -1435,6 +1488,7 @@ build_cleanup(build_t *b)
 
     for (i = 0; b->units && i < b->n[ADSERVE_KIND_AD_UNITS]; i++) {
         free(b->units[i].cands);
+        free(b->units[i].excl);
     }
 
     for (i = 0; b->crs && i < b->n[ADSERVE_KIND_CREATIVES]; i++) {
@@ -1759,6 +1813,68 @@ adserve_decide(adserve_snapshot_t *s, const adserve_unit_t *u, adserve_decision_
     }
 
     return NULL;
+}
+
+
+uint32_t
+adserve_explain(const adserve_snapshot_t *s, const adserve_unit_t *u,
+    adserve_decision_t *d, adserve_explained_t *out)
+{
+    const adserve_cand_t  *c, *end = u->cands + u->ncands;
+    adserve_explained_t   *x;
+    const adserve_li_t    *li;
+    uint32_t               n = 0, i, first = 0, group = UINT32_MAX;
+    double                 best = -1;
+    int                    decided = 0, nbest = 0;
+
+    for (c = u->cands; c < end; n++) {
+        x = &out[n];
+        li = &s->lis[c->li];
+        x->li = li;
+        x->cand = c;
+        for (x->ncands = 0; c < end && c->li == x->cand->li; c++) {
+            x->ncands++;
+        }
+
+        x->ecpm = x->cand->bid * li->pace.factor;
+        x->reason = adserve_li_check(li, u, x->cand, d);
+        if (x->reason == ADSERVE_OK && li->paced
+            && (li->pace.served >= li->pace.budget || li->pace.allow == 0))
+        {
+            x->reason = ADSERVE_NO_PACING;
+        }
+        x->verdict = x->reason == ADSERVE_OK ? ADSERVE_X_LOWER_PRIORITY : ADSERVE_X_RULE;
+
+        /* the end of a group: the first one with a line item able to
+         * serve is where the decision is made */
+        if (x->cand->group != group) {
+            if (!decided && best >= 0) {
+                decided = 1;
+            }
+            if (!decided) {
+                group = x->cand->group;
+                first = n;
+            }
+        }
+
+        if (!decided && x->reason == ADSERVE_OK) {
+            if (x->ecpm > best) {
+                best = x->ecpm;
+                nbest = 1;
+            } else if (x->ecpm == best) {
+                nbest++;
+            }
+        }
+    }
+
+    for (i = first; best >= 0 && i < n && out[i].cand->group == group; i++) {
+        if (out[i].reason == ADSERVE_OK) {
+            out[i].verdict = out[i].ecpm < best ? ADSERVE_X_OUTRANKED
+                             : nbest > 1 ? ADSERVE_X_TIED : ADSERVE_X_WON;
+        }
+    }
+
+    return n;
 }
 
 

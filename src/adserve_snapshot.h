@@ -145,10 +145,25 @@ typedef struct {
     uint64_t        creative_hash;
 } adserve_cand_t;
 
+/* For the explainer: a creative of a line item that targets the ad unit
+ * but can never serve there. */
+typedef enum {
+    ADSERVE_EXCL_SIZE = 1,            /* neither display w x h nor ad_unit_sizes */
+    ADSERVE_EXCL_BCAT                 /* a category in the unit's ext.bcat */
+} adserve_excl_e;
+
+typedef struct {
+    adserve_str_t   line_item_id;
+    adserve_str_t   creative_id;
+    uint8_t         reason;           /* adserve_excl_e */
+} adserve_excl_t;
+
 typedef struct {
     const char     *id;
     size_t          id_len;
     uint64_t        hash;
+    const adserve_excl_t *excluded;
+    uint32_t        nexcluded;
     const adserve_cand_t *cands;      /* by group, best first; a line item's
                                        * candidates next to each other */
     uint32_t        ncands;
@@ -263,6 +278,35 @@ adserve_reason_e adserve_li_check(const adserve_li_t *li, const adserve_unit_t *
  * random value: tests are deterministic). */
 const adserve_cand_t *adserve_decide(adserve_snapshot_t *s, const adserve_unit_t *u,
     adserve_decision_t *d);
+
+/* The explainer: what a decision would make of each line item of a unit,
+ * and why, without making it (no random draw, nothing counted). */
+typedef enum {
+    ADSERVE_X_WON = 0,               /* the best eCPM of the first group that
+                                      * had a line item able to serve */
+    ADSERVE_X_TIED,                  /* one of equal best eCPMs: a random
+                                      * draw picks among them */
+    ADSERVE_X_OUTRANKED,             /* able to serve, lower eCPM */
+    ADSERVE_X_LOWER_PRIORITY,        /* able to serve, a better type or
+                                      * priority had an ad */
+    ADSERVE_X_RULE                   /* reason: the rule that held it back */
+} adserve_verdict_e;
+
+typedef struct {
+    const adserve_li_t   *li;
+    const adserve_cand_t *cand;      /* its first candidate on the unit */
+    uint32_t              ncands;    /* its creatives there */
+    adserve_reason_e      reason;    /* ADSERVE_OK, or what failed, pacing
+                                      * included (no budget left, or a share
+                                      * of 0) */
+    adserve_verdict_e     verdict;
+    double                ecpm;
+} adserve_explained_t;
+
+/* Fills out (u->ncands entries at most), one per line item in serving
+ * order; returns how many. */
+uint32_t adserve_explain(const adserve_snapshot_t *s, const adserve_unit_t *u,
+    adserve_decision_t *d, adserve_explained_t *out);
 
 /* RFC 3339 date-time to unix seconds in *t; 0, or -1 when it is not one. */
 int adserve_parse_time(const char *s, int64_t *t);

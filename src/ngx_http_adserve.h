@@ -230,6 +230,7 @@ typedef struct {
     uint32_t               nseen;         /* of the snapshot of loads */
     unsigned               caps_known:1;
     unsigned               caps_waiting:1;
+    unsigned               explain:1;     /* the explainer, not serving */
 } ngx_http_adserve_ctx_t;
 
 /* The ACTIVE ad unit of the request's path, in the current snapshot. */
