@@ -24,5 +24,6 @@ ROUTE_GROUP(line_items);
 ROUTE_GROUP(creatives);
 ROUTE_GROUP(licas);
 ROUTE_GROUP(targeting_keys);
+ROUTE_GROUP(metrics);
 
 #endif
