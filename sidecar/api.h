@@ -25,5 +25,6 @@ ROUTE_GROUP(creatives);
 ROUTE_GROUP(licas);
 ROUTE_GROUP(targeting_keys);
 ROUTE_GROUP(metrics);
+ROUTE_GROUP(dashboard);
 
 #endif

@@ -29,6 +29,7 @@ const struct route_table route_tables[] = {
     GROUP(licas),
     GROUP(targeting_keys),
     GROUP(metrics),
+    GROUP(dashboard),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];
