@@ -276,8 +276,9 @@ is($t->api('GET', '/api/metrics?group_by=ad_unit', token => 'not-a-token')->{sta
 # ---- defaults: today, on the real clock ---------------------------------------------------------------------------------
 sub hour_key { my @g = gmtime $_[0]; sprintf '%04d%02d%02d%02d', $g[5] + 1900, $g[4] + 1, @g[3, 2] }
 sub iso { my @g = gmtime $_[0]; sprintf '%04d-%02d-%02dT%02d:%02d:%02dZ', $g[5] + 1900, $g[4] + 1, @g[3, 2, 1, 0] }
-# far enough from midnight that "today" is one day for the whole check
-sleep 1 while time % 86400 > 86400 - 30;
+# far enough from the end of the hour (and of the day) that "now" stays in
+# this hour for the whole check
+sleep 1 while time % 3600 > 3600 - 20;
 my $now = time;
 my $hour = $now - $now % 3600;
 my $today = $now - $now % 86400;

@@ -198,8 +198,12 @@ is($got{ $li{ahead}{id} }{projected_end}, 20000, 'a projection past the goal is 
 is($got{ $li{complete}{id} }{projected_end}, 1000, '... as is a complete one\'s');
 is($got{ $li{later}{id} }{expected_now}, 0, 'not started: nothing expected yet');
 
+# asked a moment later: the figures that move with the clock aside
 my $ops = $t->api('GET', '/api/dashboard', @ops)->{json};
-delete @$_{qw(at)} for $ops, $d;
+for my $dash ($ops, $d) {
+    delete $dash->{at};
+    delete @$_{qw(expected_now projected_end)} for @{ $dash->{pacing} };
+}
 is_deeply($ops, $d, 'an operator sees the same dashboard');
 
 # ---- an advertiser ----------------------------------------------------------------------------------------------------
