@@ -24,5 +24,7 @@ ROUTE_GROUP(line_items);
 ROUTE_GROUP(creatives);
 ROUTE_GROUP(licas);
 ROUTE_GROUP(targeting_keys);
+ROUTE_GROUP(metrics);
+ROUTE_GROUP(dashboard);
 
 #endif

@@ -241,6 +241,18 @@ static int error_response(cJSON *responses, const struct route *r, int status, c
     return content != NULL ? response(responses, status, status_text(status), content) : -1;
 }
 
+/* content["text/csv"]: {schema: {type: string, description}} */
+static int csv_media(cJSON *content, const char *description)
+{
+    cJSON *media = cJSON_AddObjectToObject(content, "text/csv");
+    cJSON *schema = media ? cJSON_AddObjectToObject(media, "schema") : NULL;
+
+    if (schema == NULL || !cJSON_AddStringToObject(schema, "type", "string") ||
+        !cJSON_AddStringToObject(schema, "description", description))
+        return -1;
+    return 0;
+}
+
 /* The success answer, then each error; 401 and 403 follow from the
  * route's roles even where the doc does not list them. */
 static int responses(cJSON *op, const struct route *r, cJSON *schemas)
@@ -257,6 +269,10 @@ static int responses(cJSON *op, const struct route *r, cJSON *schemas)
         content = json_body(d->response, schemas);
     if ((d->list || d->response != NULL) && content == NULL)
         return -1;
+    if (d->csv != NULL && content != NULL && csv_media(content, d->csv) != 0) {
+        cJSON_Delete(content);
+        return -1;
+    }
     if (response(resps, d->status, status_text(d->status), content) != 0)
         return -1;
     if (r->roles != 0 && !listed(d->errors, 401) && error_response(resps, r, 401, schemas) != 0)

@@ -147,12 +147,20 @@ static void sanitize(char *dst, size_t dstlen, const char *src)
     dst[i] = '\0';
 }
 
-static struct MHD_Response *build_response(const struct reply *rep, int *status)
+static struct MHD_Response *build_response(struct reply *rep, int *status)
 {
     struct MHD_Response *resp;
-    char *text = rep->body != NULL ? cJSON_PrintUnformatted(rep->body) : NULL;
 
     *status = rep->status;
+    if (rep->text != NULL) {    /* handed over to libmicrohttpd, which frees it */
+        resp = MHD_create_response_from_buffer(rep->text_len, rep->text, MHD_RESPMEM_MUST_FREE);
+        if (resp == NULL)
+            return NULL;        /* reply_free frees the text */
+        rep->text = NULL;
+        rep->text_len = 0;
+        return resp;
+    }
+    char *text = rep->body != NULL ? cJSON_PrintUnformatted(rep->body) : NULL;
     if (text != NULL)
         resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     else if (rep->status == 204)
@@ -169,8 +177,12 @@ static struct MHD_Response *build_response(const struct reply *rep, int *status)
 
 static int add_headers(struct MHD_Response *resp, const struct reply *rep, int status)
 {
+    /* a text reply's own type; JSON otherwise (and for the fixed 500) */
+    const char *type = rep->content_type[0] != '\0' && status == rep->status
+                           ? rep->content_type : "application/json";
+
     if (status != 204 &&
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") != MHD_YES)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES)
         return -1;
     /* Management answers carry tokens and account data: never cache them. */
     if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") != MHD_YES)

@@ -8,10 +8,20 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void drop_text(struct reply *rep)
+{
+    free(rep->text);
+    rep->text = NULL;
+    rep->text_len = 0;
+    rep->content_type[0] = '\0';
+}
 
 void reply_json(struct reply *rep, int status, cJSON *body)
 {
+    drop_text(rep);
     cJSON_Delete(rep->body);
     rep->body = body;
     rep->status = status;
@@ -30,6 +40,7 @@ void reply_error(struct reply *rep, int status, const char *fmt, ...)
     if (n < 0)
         copy_str(msg, sizeof msg, "internal error");
 
+    drop_text(rep);
     cJSON_Delete(rep->body);
     rep->status = status;
     rep->body = cJSON_CreateObject();
@@ -38,6 +49,22 @@ void reply_error(struct reply *rep, int status, const char *fmt, ...)
         cJSON_Delete(rep->body);
         rep->body = NULL;
     }
+}
+
+void reply_text(struct reply *rep, int status, const char *content_type, char *text,
+                size_t len)
+{
+    drop_text(rep);
+    cJSON_Delete(rep->body);
+    rep->body = NULL;
+    if (text == NULL || copy_str(rep->content_type, sizeof rep->content_type, content_type) != 0) {
+        free(text);
+        reply_error(rep, 500, "internal error");
+        return;
+    }
+    rep->text = text;
+    rep->text_len = len;
+    rep->status = status;
 }
 
 void reply_store_error(struct reply *rep, enum store_status st)
@@ -71,6 +98,7 @@ int reply_header(struct reply *rep, const char *name, const char *value)
 
 void reply_free(struct reply *rep)
 {
+    drop_text(rep);
     cJSON_Delete(rep->body);
     rep->body = NULL;
 }

@@ -16,6 +16,11 @@
 struct reply {
     int status;                   /* 0 until a handler sets one */
     cJSON *body;                  /* NULL: empty body (204) */
+    char *text;                   /* instead of body: a body already
+                                     written (malloc'd), of type
+                                     content_type (reply_text) */
+    size_t text_len;
+    char content_type[64];
     int n_headers;
     struct {
         char name[32];
@@ -26,6 +31,11 @@ struct reply {
 /* Sets status and body, taking ownership of body; a NULL body for a
  * status other than 204 means an allocation failed and becomes a 500. */
 void reply_json(struct reply *rep, int status, cJSON *body);
+
+/* Sets status and a body already written, taking ownership of text
+ * (malloc'd, len bytes) whatever happens; a NULL text becomes a 500. */
+void reply_text(struct reply *rep, int status, const char *content_type, char *text,
+                size_t len);
 
 /* Sets status and {"detail": printf-style message}. */
 void reply_error(struct reply *rep, int status, const char *fmt, ...)

@@ -33,6 +33,8 @@ struct route_doc {
     const struct schema *query;          /* the query parameters (an object schema:
                                             list routes start with the paging rows) */
     const int *errors;                   /* the error statuses, 0-ended */
+    const char *csv;                     /* the success answer is also text/csv
+                                            (Accept): what its lines hold */
 };
 
 struct route {

@@ -28,6 +28,8 @@ const struct route_table route_tables[] = {
     GROUP(creatives),
     GROUP(licas),
     GROUP(targeting_keys),
+    GROUP(metrics),
+    GROUP(dashboard),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

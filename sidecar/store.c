@@ -282,6 +282,52 @@ static enum store_status check_exec(redisReply *r)
     return STORE_OK;
 }
 
+enum store_status store_pipeline(struct store_conn *c, const char *const *const *cmds,
+                                 size_t n, redisReply **replies)
+{
+    enum store_status st = STORE_OK;
+
+    for (size_t i = 0; i < n; i++)
+        replies[i] = NULL;
+    if (c->ctx == NULL)
+        return STORE_UNAVAILABLE;
+    if (n == 0 || n > STORE_MAX_PIPELINE)
+        return STORE_ERROR;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad |= append(c, cmds[i]);
+    if (bad) {
+        drop(c, "cannot buffer pipeline");
+        return STORE_ERROR;
+    }
+    /* every reply is read, even after an error one, so the connection
+     * stays in step */
+    for (size_t i = 0; i < n; i++) {
+        redisReply *r = read_reply(c);
+        if (r == NULL) {
+            st = STORE_UNAVAILABLE;
+            break;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            enum store_status e = error_is_transient(r) ? STORE_UNAVAILABLE : STORE_ERROR;
+            log_line("redis error reply: %.200s", r->str);
+            freeReplyObject(r);
+            if (st == STORE_OK)
+                st = e;
+            continue;
+        }
+        replies[i] = r;
+    }
+    c->last_used_ms = monotonic_ms();
+    if (st != STORE_OK)
+        for (size_t i = 0; i < n; i++) {
+            if (replies[i] != NULL)
+                freeReplyObject(replies[i]);
+            replies[i] = NULL;
+        }
+    return st;
+}
+
 enum store_status store_exec(struct store_conn *c,
                              const char *const *const *cmds, size_t n)
 {

@@ -50,6 +50,13 @@ enum store_status store_do(struct store_conn *c, const char *const *argv);
 enum store_status store_exec(struct store_conn *c,
                              const char *const *const *cmds, size_t n);
 
+/* The n commands sent as one pipeline (no transaction), their replies in
+ * replies[0..n-1] (each the caller's: freeReplyObject). STORE_ERROR when
+ * any reply is an error (logged; no reply is kept then), STORE_UNAVAILABLE
+ * when the connection failed. At most STORE_MAX_PIPELINE commands. */
+enum store_status store_pipeline(struct store_conn *c, const char *const *const *cmds,
+                                 size_t n, redisReply **replies);
+
 enum store_status store_ping(struct store_conn *c);
 
 #endif

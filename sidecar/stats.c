@@ -1,0 +1,536 @@
+#include "stats.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STATS_BATCH 24              /* hour hashes per pipeline */
+#define RECORDS_PER_HMGET 60        /* store.c takes 64 arguments a command */
+#define RECORDS_PER_PIPELINE 200    /* HMGETs per round trip */
+
+bool stats_counts_zero(const struct stats_counts *c)
+{
+    for (int i = 0; i < STATS_METRICS; i++)
+        if (c->v[i] != 0)
+            return false;
+    return true;
+}
+
+void stats_counts_add(struct stats_counts *to, const struct stats_counts *c)
+{
+    for (int i = 0; i < STATS_METRICS; i++)
+        to->v[i] += c->v[i];
+}
+
+/* ---- the map ------------------------------------------------------------------ */
+
+static uint64_t hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;        /* FNV-1a */
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static struct stats_entry *find(const struct stats_map *m, const char *id, size_t len)
+{
+    if (m->cap == 0)
+        return NULL;
+    for (size_t i = hash(id, len) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        struct stats_entry *e = &m->slots[i];
+        if (e->id == NULL || (strncmp(e->id, id, len) == 0 && e->id[len] == '\0'))
+            return e;
+    }
+}
+
+static int grow(struct stats_map *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    struct stats_entry *slots = calloc(cap, sizeof *slots), *old = m->slots;
+
+    if (slots == NULL)
+        return -1;
+    size_t old_cap = m->cap;
+    m->slots = slots;
+    m->cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].id != NULL)
+            *find(m, old[i].id, strlen(old[i].id)) = old[i];
+    free(old);
+    return 0;
+}
+
+void *stats_map_get(const struct stats_map *m, const char *id, size_t len)
+{
+    struct stats_entry *e = find(m, id, len);
+
+    return e != NULL && e->id != NULL ? e->value : NULL;
+}
+
+struct stats_entry *stats_map_slot(struct stats_map *m, const char *id, size_t len)
+{
+    struct stats_entry *e = find(m, id, len);
+
+    if (e != NULL && e->id != NULL)
+        return e;
+    /* at most half full */
+    if ((m->n + 1) * 2 > m->cap) {
+        if (grow(m) != 0)
+            return NULL;
+        e = find(m, id, len);
+    }
+    e->id = malloc(len + 1);
+    if (e->id == NULL)
+        return NULL;
+    memcpy(e->id, id, len);
+    e->id[len] = '\0';
+    e->value = NULL;
+    m->n++;
+    return e;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    return strcmp((*(struct stats_entry *const *)a)->id, (*(struct stats_entry *const *)b)->id);
+}
+
+struct stats_entry **stats_map_sorted(const struct stats_map *m)
+{
+    if (m->n == 0)
+        return NULL;
+    struct stats_entry **out = malloc(m->n * sizeof *out);
+    if (out == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].id != NULL)
+            out[k++] = &m->slots[i];
+    qsort(out, k, sizeof *out, by_id);
+    return out;
+}
+
+void stats_map_clear(struct stats_map *m, void (*free_value)(void *))
+{
+    for (size_t i = 0; i < m->cap; i++) {
+        struct stats_entry *e = &m->slots[i];
+        if (e->id == NULL)
+            continue;
+        if (free_value != NULL)
+            free_value(e->value);
+        else
+            free(e->value);
+        free(e->id);
+        e->id = NULL;
+        e->value = NULL;
+    }
+    m->n = 0;
+}
+
+void stats_map_free(struct stats_map *m, void (*free_value)(void *))
+{
+    stats_map_clear(m, free_value);
+    free(m->slots);
+    m->slots = NULL;
+    m->cap = 0;
+}
+
+/* ---- the hour hashes --------------------------------------------------------------- */
+
+static const char *const metric_names[STATS_METRICS] = {
+    [STATS_REQ] = "req", [STATS_ADS] = "ads", [STATS_IMP] = "imp", [STATS_CLK] = "clk",
+    [STATS_CONV] = "conv", [STATS_SPEND] = "spend", [STATS_CONVVAL] = "convval",
+};
+static const char *const kind_prefixes[] = {
+    [STATS_UNIT] = "u:", [STATS_LINE_ITEM] = "li:", [STATS_CREATIVE] = "cr:",
+};
+
+/* An id as the reports print it: printable ASCII without quotes or
+ * backslashes (ours are UUIDs; anything else was not written by serving). */
+static bool plain_id(const char *s, size_t n)
+{
+    if (n == 0 || n > STATS_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= 0x20 || s[i] >= 0x7f || s[i] == '"' || s[i] == '\\')
+            return false;
+    return true;
+}
+
+/* {prefix}{id}:{metric}: the id's place and the metric; false for other
+ * fields (another kind, opp, dup:*, invalid:*, dropped:*). */
+static bool parse_field(const redisReply *f, const char *prefix, const char **id, size_t *len,
+                        int *metric)
+{
+    size_t plen = strlen(prefix);
+
+    if (f->type != REDIS_REPLY_STRING || f->len <= plen || strncmp(f->str, prefix, plen) != 0)
+        return false;
+    const char *colon = memrchr(f->str, ':', f->len);
+    if (colon == NULL || colon < f->str + plen)
+        return false;
+    const char *name = colon + 1;
+    size_t nlen = f->len - (size_t)(name - f->str);
+    for (int m = 0; m < STATS_METRICS; m++)
+        if (strlen(metric_names[m]) == nlen && memcmp(metric_names[m], name, nlen) == 0) {
+            *id = f->str + plen;
+            *len = (size_t)(colon - *id);
+            *metric = m;
+            return plain_id(*id, *len);
+        }
+    return false;
+}
+
+/* A counter's value: an integer (HINCRBY's), else none. */
+static bool parse_value(const redisReply *v, long long *out)
+{
+    char *end;
+
+    if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len > 20)
+        return false;
+    errno = 0;
+    *out = strtoll(v->str, &end, 10);
+    return errno == 0 && end == v->str + v->len;
+}
+
+int stats_add_hour(struct stats_map *m, const redisReply *fields, enum stats_kind kind,
+                   const char *only)
+{
+    size_t only_len = only != NULL ? strlen(only) : 0;
+
+    if (fields->type != REDIS_REPLY_ARRAY)
+        return 0;
+    for (size_t i = 0; i + 1 < fields->elements; i += 2) {
+        const char *id;
+        size_t len;
+        int metric;
+        long long v;
+        if (!parse_field(fields->element[i], kind_prefixes[kind], &id, &len, &metric) ||
+            !parse_value(fields->element[i + 1], &v) ||
+            (only != NULL && (len != only_len || memcmp(id, only, len) != 0)))
+            continue;
+        struct stats_entry *e = stats_map_slot(m, id, len);
+        if (e == NULL)
+            return -1;
+        if (e->value == NULL && (e->value = calloc(1, sizeof(struct stats_counts))) == NULL)
+            return -1;
+        ((struct stats_counts *)e->value)->v[metric] += v;
+    }
+    return 0;
+}
+
+static int hour_key(char *out, size_t len, long long hour)
+{
+    time_t t = (time_t)hour;
+    struct tm tm;
+
+    if (gmtime_r(&t, &tm) == NULL || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
+        return -1;
+    int n = snprintf(out, len, STATS_PREFIX "%04d%02d%02d%02d", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+enum store_status stats_read_hours(struct store_conn *c, long long first, long long n,
+                                   stats_hour_fn *fn, void *arg)
+{
+    char keys[STATS_BATCH][48];
+    const char *argv[STATS_BATCH][3];
+    const char *const *cmds[STATS_BATCH];
+    redisReply *replies[STATS_BATCH];
+
+    for (long long done = 0; done < n;) {
+        size_t k = (size_t)(n - done < STATS_BATCH ? n - done : STATS_BATCH);
+        for (size_t i = 0; i < k; i++) {
+            if (hour_key(keys[i], sizeof keys[i], first + (done + (long long)i) * STATS_HOUR) != 0)
+                return STORE_ERROR;
+            argv[i][0] = "HGETALL";
+            argv[i][1] = keys[i];
+            argv[i][2] = NULL;
+            cmds[i] = argv[i];
+        }
+        enum store_status st = store_pipeline(c, cmds, k, replies);
+        if (st != STORE_OK)
+            return st;
+        int stop = 0;
+        for (size_t i = 0; i < k; i++) {
+            if (!stop)
+                stop = fn(first + (done + (long long)i) * STATS_HOUR, replies[i], arg);
+            freeReplyObject(replies[i]);
+        }
+        if (stop)
+            return STORE_OK;
+        done += (long long)k;
+    }
+    return STORE_OK;
+}
+
+/* ---- records ------------------------------------------------------------------------ */
+
+static void record_free(void *p)
+{
+    struct stats_record *r = p;
+
+    if (r != NULL)
+        free(r->name);
+    free(r);
+}
+
+static enum stats_metric_mode metric_mode(const cJSON *rec)
+{
+    const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(rec, "ext"), "metric_mode"));
+
+    if (m != NULL && strcmp(m, "internal_only") == 0)
+        return MODE_INTERNAL_ONLY;
+    if (m != NULL && strcmp(m, "external_only") == 0)
+        return MODE_EXTERNAL_ONLY;
+    return MODE_ALL;
+}
+
+/* The record of one HMGET value (nil: none). NULL out of memory. */
+static struct stats_record *record_from(const redisReply *v)
+{
+    struct stats_record *r = calloc(1, sizeof *r);
+
+    if (r == NULL || v->type != REDIS_REPLY_STRING)
+        return r;
+    cJSON *j = cJSON_ParseWithLength(v->str, v->len);
+    if (!cJSON_IsObject(j)) {       /* not ours: as if absent */
+        cJSON_Delete(j);
+        return r;
+    }
+    r->exists = true;
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "name"));
+    const char *adv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "advertiser_id"));
+    if (name != NULL && (r->name = strdup(name)) == NULL) {
+        cJSON_Delete(j);
+        free(r);
+        return NULL;
+    }
+    if (adv != NULL && copy_str(r->advertiser_id, sizeof r->advertiser_id, adv) != 0)
+        r->advertiser_id[0] = '\0';
+    r->mode = metric_mode(j);
+    cJSON_Delete(j);
+    return r;
+}
+
+/* One round trip: HMGETs of ids[0..n) (n <= RECORDS_PER_PIPELINE * RECORDS_PER_HMGET). */
+static enum store_status load_round(struct store_conn *c, struct stats_records *r,
+                                    const char **ids, size_t n)
+{
+    size_t ncmd = (n + RECORDS_PER_HMGET - 1) / RECORDS_PER_HMGET;
+    const char **argv = malloc((n + 3 * ncmd) * sizeof *argv);
+    const char *const **cmds = malloc(ncmd * sizeof *cmds);
+    redisReply **replies = malloc(ncmd * sizeof *replies);
+    enum store_status st = STORE_ERROR;
+
+    if (argv == NULL || cmds == NULL || replies == NULL)
+        goto out;
+    const char **a = argv;
+    for (size_t i = 0; i < ncmd; i++) {
+        size_t from = i * RECORDS_PER_HMGET, to = from + RECORDS_PER_HMGET < n ? from + RECORDS_PER_HMGET : n;
+        cmds[i] = a;
+        *a++ = "HMGET";
+        *a++ = r->hash;
+        for (size_t j = from; j < to; j++)
+            *a++ = ids[j];
+        *a++ = NULL;
+    }
+    if ((st = store_pipeline(c, cmds, ncmd, replies)) != STORE_OK)
+        goto out;
+    for (size_t i = 0; i < ncmd; i++) {
+        size_t from = i * RECORDS_PER_HMGET, to = from + RECORDS_PER_HMGET < n ? from + RECORDS_PER_HMGET : n;
+        const redisReply *rep = replies[i];
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != to - from)
+            st = STORE_ERROR;
+        for (size_t j = from; st == STORE_OK && j < to; j++) {
+            struct stats_entry *e = stats_map_slot(&r->map, ids[j], strlen(ids[j]));
+            struct stats_record *rec = e != NULL ? record_from(rep->element[j - from]) : NULL;
+            if (rec == NULL) {
+                st = STORE_ERROR;
+                break;
+            }
+            record_free(e->value);
+            e->value = rec;
+        }
+    }
+    for (size_t i = 0; i < ncmd; i++)
+        freeReplyObject(replies[i]);
+out:
+    free(argv);
+    free(cmds);
+    free(replies);
+    return st;
+}
+
+enum store_status stats_records_load(struct store_conn *c, struct stats_records *r,
+                                     struct stats_entry *const *ids, size_t n)
+{
+    const size_t round = RECORDS_PER_PIPELINE * RECORDS_PER_HMGET;
+    const char **missing = malloc((n ? n : 1) * sizeof *missing);
+    size_t k = 0;
+    enum store_status st = STORE_OK;
+
+    if (missing == NULL)
+        return STORE_ERROR;
+    for (size_t i = 0; i < n; i++)
+        if (stats_map_get(&r->map, ids[i]->id, strlen(ids[i]->id)) == NULL)
+            missing[k++] = ids[i]->id;
+    for (size_t done = 0; st == STORE_OK && done < k; done += round)
+        st = load_round(c, r, missing + done, k - done < round ? k - done : round);
+    free(missing);
+    return st;
+}
+
+const struct stats_record *stats_record(const struct stats_records *r, const char *id)
+{
+    return stats_map_get(&r->map, id, strlen(id));
+}
+
+void stats_records_free(struct stats_records *r)
+{
+    stats_map_free(&r->map, record_free);
+}
+
+/* ---- time ------------------------------------------------------------------------------ */
+
+long long stats_floor(long long t, long long unit)
+{
+    long long q = t / unit;
+
+    if (t % unit != 0 && t < 0)
+        q--;
+    return q * unit;
+}
+
+int stats_rfc3339(long long t, char out[RFC3339_LEN])
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+
+    if (gmtime_r(&tt, &tm) == NULL || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
+        return -1;
+    return strftime(out, RFC3339_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0 ? -1 : 0;
+}
+
+/* ---- text ------------------------------------------------------------------------------- */
+
+void stats_buf_add(struct stats_buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+void stats_buf_str(struct stats_buf *b, const char *s)
+{
+    stats_buf_add(b, s, strlen(s));
+}
+
+void stats_buf_printf(struct stats_buf *b, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        b->oom = true;          /* never: the formats are short */
+    else
+        stats_buf_add(b, tmp, (size_t)n);
+}
+
+void stats_buf_json_str(struct stats_buf *b, const char *s)
+{
+    if (s == NULL) {
+        stats_buf_str(b, "null");
+        return;
+    }
+    stats_buf_add(b, "\"", 1);
+    for (const char *p = s; *p != '\0'; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\') {
+            char esc[2] = { '\\', (char)ch };
+            stats_buf_add(b, esc, 2);
+        } else if (ch < 0x20) {
+            stats_buf_printf(b, "\\u%04x", ch);
+        } else {
+            stats_buf_add(b, p, 1);
+        }
+    }
+    stats_buf_add(b, "\"", 1);
+}
+
+void stats_buf_csv_str(struct stats_buf *b, const char *s)
+{
+    if (s == NULL)
+        return;
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        stats_buf_str(b, s);
+        return;
+    }
+    stats_buf_add(b, "\"", 1);
+    for (const char *p = s; *p != '\0'; p++) {
+        if (*p == '"')
+            stats_buf_add(b, "\"\"", 2);
+        else
+            stats_buf_add(b, p, 1);
+    }
+    stats_buf_add(b, "\"", 1);
+}
+
+void stats_buf_num(struct stats_buf *b, double v)
+{
+    char tmp[64];
+
+    if (!isfinite(v)) {
+        stats_buf_str(b, "null");
+        return;
+    }
+    if (v == 0)
+        v = 0;          /* no "-0" */
+    if (v == trunc(v) && fabs(v) < 1e15) {
+        stats_buf_printf(b, "%.0f", v);
+        return;
+    }
+    snprintf(tmp, sizeof tmp, "%.15g", v);
+    if (strtod(tmp, NULL) != v)
+        snprintf(tmp, sizeof tmp, "%.17g", v);
+    stats_buf_str(b, tmp);
+}
+
+void stats_buf_free(struct stats_buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+double stats_ratio(long long num, long long den)
+{
+    if (den == 0)
+        return 0;
+    return round((double)num / (double)den * 1e6) / 1e6;
+}

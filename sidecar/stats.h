@@ -1,0 +1,132 @@
+/* Reading the module's counters (README "Events") for /api/metrics and
+ * /api/dashboard: the hour hashes adserve:stats:{YYYYMMDDHH}, whose fields
+ * are {u|li|cr}:{id}:{metric}, and adserve:delivery. Redis only answers
+ * HGETALLs, pipelined a day at a time; everything is summed here, in C.
+ *
+ * Also the small tools both reports share: a map of ids, the records
+ * behind ids (names, advertisers, ad units' metric_mode) read with HMGET
+ * only for the ids a report holds, and a growable text buffer. */
+#ifndef ADSERVE_STATS_H
+#define ADSERVE_STATS_H
+
+#include "store.h"
+#include "util.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define STATS_PREFIX "adserve:stats:"
+#define STATS_DELIVERY_KEY "adserve:delivery"
+#define STATS_ID_MAX 64                 /* longer ids are not ours: skipped */
+#define STATS_HOUR 3600LL
+#define STATS_DAY 86400LL
+
+enum stats_kind { STATS_UNIT, STATS_LINE_ITEM, STATS_CREATIVE };
+
+/* The counters a report shows (opp, pacing's own, is not one). */
+enum stats_metric {
+    STATS_REQ, STATS_ADS, STATS_IMP, STATS_CLK, STATS_CONV, STATS_SPEND, STATS_CONVVAL,
+    STATS_METRICS,
+};
+
+struct stats_counts {
+    long long v[STATS_METRICS];         /* spend and convval in micros */
+};
+
+bool stats_counts_zero(const struct stats_counts *c);
+void stats_counts_add(struct stats_counts *to, const struct stats_counts *c);
+
+/* ---- a map of ids to values (open addressing, keys copied) ------------------- */
+
+struct stats_entry {
+    char *id;
+    void *value;
+};
+
+struct stats_map {
+    struct stats_entry *slots;
+    size_t cap, n;
+};
+
+/* The value of id, or NULL. */
+void *stats_map_get(const struct stats_map *m, const char *id, size_t len);
+/* The slot of id, added (with a NULL value) when absent; NULL out of memory. */
+struct stats_entry *stats_map_slot(struct stats_map *m, const char *id, size_t len);
+/* The entries, in a malloc'd array of n pointers sorted by id (NULL when
+ * empty or out of memory: check m->n). */
+struct stats_entry **stats_map_sorted(const struct stats_map *m);
+/* Frees every key and value (free_value, or free() when NULL), keeps the
+ * table for reuse. */
+void stats_map_clear(struct stats_map *m, void (*free_value)(void *));
+void stats_map_free(struct stats_map *m, void (*free_value)(void *));
+
+/* Adds the counters of kind in one HGETALL reply (field, value, ...) to m
+ * (id -> struct stats_counts); with only, to that id alone. -1 out of
+ * memory. */
+int stats_add_hour(struct stats_map *m, const redisReply *fields, enum stats_kind kind,
+                   const char *only);
+
+/* Calls fn for each hour hash from first (an hour start, in unix seconds)
+ * for n hours, in order, with its HGETALL reply (empty for an hour without
+ * counters). A non-zero return from fn stops the walk (STORE_OK). */
+typedef int stats_hour_fn(long long hour, const redisReply *fields, void *arg);
+enum store_status stats_read_hours(struct store_conn *c, long long first, long long n,
+                                   stats_hour_fn *fn, void *arg);
+
+/* ---- the records behind ids ------------------------------------------------ */
+
+enum stats_metric_mode { MODE_ALL, MODE_INTERNAL_ONLY, MODE_EXTERNAL_ONLY };
+
+struct stats_record {
+    bool exists;                        /* false: no such record (deleted) */
+    char *name;                         /* NULL when none */
+    char advertiser_id[UUID_STR_LEN];   /* "" when none */
+    enum stats_metric_mode mode;        /* ad units' ext.metric_mode */
+};
+
+/* A cache of one hash's records (id -> struct stats_record). */
+struct stats_records {
+    const char *hash;                   /* "adserve:line_items" */
+    struct stats_map map;
+};
+
+/* Reads the records of the n ids that the cache lacks (HMGET, pipelined). */
+enum store_status stats_records_load(struct store_conn *c, struct stats_records *r,
+                                     struct stats_entry *const *ids, size_t n);
+/* The record of id once loaded (exists false when there is none), or NULL. */
+const struct stats_record *stats_record(const struct stats_records *r, const char *id);
+void stats_records_free(struct stats_records *r);
+
+/* ---- time ------------------------------------------------------------------ */
+
+/* t rounded down to a multiple of unit (also before 1970). */
+long long stats_floor(long long t, long long unit);
+/* "2024-01-31T13:00:00Z" of t; -1 when it has no such form. */
+int stats_rfc3339(long long t, char out[RFC3339_LEN]);
+
+/* ---- text ------------------------------------------------------------------ */
+
+struct stats_buf {
+    char *p;
+    size_t len, cap;
+    bool oom;                           /* an append failed: the text is short */
+};
+
+void stats_buf_add(struct stats_buf *b, const char *s, size_t n);
+void stats_buf_str(struct stats_buf *b, const char *s);
+void stats_buf_printf(struct stats_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* s as a JSON string (quoted and escaped); NULL as null. */
+void stats_buf_json_str(struct stats_buf *b, const char *s);
+/* s as a CSV field (RFC 4180: quoted when it holds a comma, a quote, CR or
+ * LF, quotes doubled); NULL as an empty field. */
+void stats_buf_csv_str(struct stats_buf *b, const char *s);
+/* v as a JSON number: integers without a fraction, else the shortest of
+ * 15 or 17 significant digits that reads back the same (as cJSON). */
+void stats_buf_num(struct stats_buf *b, double v);
+void stats_buf_free(struct stats_buf *b);
+
+/* num / den rounded to 6 decimals; 0 when den is 0. */
+double stats_ratio(long long num, long long den);
+
+#endif
