@@ -678,6 +678,25 @@ ngx_http_adserve_start(ngx_http_request_t *r, ngx_uint_t explain)
 }
 
 
+static ngx_int_t
+ngx_http_adserve_header(ngx_http_request_t *r, const char *name, ngx_str_t *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value = *value;
+
+    return NGX_OK;
+}
+
+
 /* The CORS preflight of an adserve_ad or adserve_event location, for any
  * path: 204 with the location's add_header lines. In the rewrite phase, where a `return
  * 204` in the location would answer it: before limit_req, which does not
@@ -685,7 +704,10 @@ ngx_http_adserve_start(ngx_http_request_t *r, ngx_uint_t explain)
 static ngx_int_t
 ngx_http_adserve_preflight_handler(ngx_http_request_t *r)
 {
+    static ngx_str_t           ad_methods = ngx_string("POST, OPTIONS");
+    static ngx_str_t           event_methods = ngx_string("GET, POST, OPTIONS");
     ngx_http_core_loc_conf_t  *clcf;
+    ngx_str_t                 *methods;
     ngx_int_t                  rc;
 
     if (r->method != NGX_HTTP_OPTIONS) {
@@ -694,15 +716,29 @@ ngx_http_adserve_preflight_handler(ngx_http_request_t *r)
 
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
-    if (clcf->handler != ngx_http_adserve_ad_handler
-        && clcf->handler != ngx_http_adserve_track_handler)
-    {
+    if (clcf->handler == ngx_http_adserve_ad_handler) {
+        methods = &ad_methods;
+
+    } else if (clcf->handler == ngx_http_adserve_track_handler) {
+        methods = &event_methods;
+
+    } else {
         return NGX_DECLINED;
     }
 
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
         return rc;
+    }
+
+    /* what only a preflight needs: every ad response is spared them */
+    if (ngx_http_adserve_header(r, "Access-Control-Allow-Methods", methods) != NGX_OK
+        || ngx_http_adserve_header(r, "Access-Control-Allow-Headers",
+                                   &(ngx_str_t) ngx_string("Content-Type")) != NGX_OK
+        || ngx_http_adserve_header(r, "Access-Control-Max-Age",
+                                   &(ngx_str_t) ngx_string("86400")) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);

@@ -85,6 +85,11 @@ $res = $t->request('OPTIONS', "/app/v0/ad/$img->{unit}",
                                 'Access-Control-Request-Method' => 'POST' });
 is($res->{status}, 204, 'CORS preflight answers 204');
 is($res->{headers}{'access-control-allow-origin'}, '*', '... allowing any origin');
+is($res->{headers}{'access-control-allow-methods'}, 'POST, OPTIONS', '... POST');
+is($res->{headers}{'access-control-allow-headers'}, 'Content-Type', '... the Content-Type header');
+is($res->{headers}{'access-control-max-age'}, '86400', '... for a day');
+ok(!exists $t->ad($img->{unit})->{headers}{'access-control-allow-methods'},
+   'an ad response does not repeat what only a preflight needs');
 is($t->ad($img->{unit})->{headers}{'access-control-allow-origin'}, '*',
    'the ad response carries CORS too');
 for my $path ('/app/v0/event', '/app/v0/event/impression?ad_log=x') {
