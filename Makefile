@@ -13,7 +13,7 @@ ENGINE   = src/adserve_arena.c src/adserve_json.c src/adserve_snapshot.c src/ads
 UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c)) \
            $(patsubst t/unit/%_test.c,$(BUILD)/t/%-asan.t,$(wildcard t/unit/*_test.c))
 
-.PHONY: all deps build module sidecar unit run stop test bench clean
+.PHONY: all deps build module sidecar unit run stop test bench simulate clean
 
 all: build
 
@@ -47,6 +47,9 @@ test: build
 
 bench: build
 	@scripts/bench
+
+simulate: build
+	@scripts/simulate
 
 clean:
 	rm -rf $(BUILD)

@@ -43,6 +43,12 @@ adserve_env() {
     export ADSERVE_PUBLIC_URL=${ADSERVE_PUBLIC_URL:-http://127.0.0.1:$ADSERVE_PORT}
     # how often pacing is recomputed from delivered counts (at most 10s)
     export ADSERVE_PACING_INTERVAL=${ADSERVE_PACING_INTERVAL:-5s}
+    # how often each worker flushes its counters and events to Redis (10ms..1s)
+    export ADSERVE_FLUSH_INTERVAL=${ADSERVE_FLUSH_INTERVAL:-1s}
+    case $ADSERVE_FLUSH_INTERVAL in
+        *[0-9]ms|*[0-9]s) ;;
+        *) die "ADSERVE_FLUSH_INTERVAL must be a time such as 100ms or 1s" ;;
+    esac
     # tests and scripts/simulate only: requests may carry X-Adserve-Clock
     export ADSERVE_TEST_CLOCK=${ADSERVE_TEST_CLOCK:-off}
     case $ADSERVE_TEST_CLOCK in on|off) ;; *) die "ADSERVE_TEST_CLOCK must be on or off" ;; esac
