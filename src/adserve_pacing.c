@@ -104,6 +104,18 @@ adserve_pace_update(adserve_li_t *li, const adserve_delivered_t *d, int64_t now,
         horizon = (double) (now - p->read_at);
     }
 
+    /* a worker that stalled, or a clock that stepped forward, must not
+     * open a whole stretch of the flight to one interval */
+    if (li->start != INT64_MIN && li->end != INT64_MAX
+        && horizon > ((double) li->end - (double) li->start) / 24)
+    {
+        horizon = ((double) li->end - (double) li->start) / 24;
+    }
+
+    if (horizon > 3600) {
+        horizon = 3600;
+    }
+
     if (li->delivery == ADSERVE_DELIVERY_EVEN && li->start != INT64_MIN
         && li->end != INT64_MAX)
     {

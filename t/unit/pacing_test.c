@@ -180,6 +180,29 @@ static void test_factors(void) {
 
 /* ---- update: the wanted delivery -------------------------------------------- */
 
+/* a worker that stalled (or a clock that stepped) gets at most 1/24 of the
+ * flight, and at most an hour, as its horizon */
+static void test_horizon_bound(void) {
+    adserve_li_t li;
+    adserve_delivered_t d;
+
+    li = mk(ADSERVE_COST_CPM, ADSERVE_GOAL_IMPRESSIONS, 86400, ADSERVE_DELIVERY_EVEN,
+            S0, S0 + 86400);
+    d = dv(0, 0, 0, 0, 0);
+    adserve_pace_update(&li, &d, S0, 10);
+    /* the next update comes 12 hours later, nothing delivered: the horizon
+     * is 3600 s (1/24 of the day), not 12 h */
+    adserve_pace_update(&li, &d, S0 + 43200, 10);
+    is_int(li.pace.budget, 43200 + 3600, "horizon bound: a 12 h gap wants 12 h + 1 h, not 24 h");
+
+    li = mk(ADSERVE_COST_CPM, ADSERVE_GOAL_IMPRESSIONS, 1000000, ADSERVE_DELIVERY_EVEN,
+            S0, S0 + 1000 * 86400LL);
+    d = dv(0, 0, 0, 0, 0);
+    adserve_pace_update(&li, &d, S0, 10);
+    adserve_pace_update(&li, &d, S0 + 500 * 86400LL, 10);
+    is_int(li.pace.budget, 500000 + 42, "horizon bound: never above an hour (1000-day flight)");
+}
+
 static void test_even(void) {
     adserve_li_t li;
     adserve_delivered_t d;
@@ -604,6 +627,7 @@ int main(void) {
     test_goal_reached();
     test_factors();
     test_even();
+    test_horizon_bound();
     test_asap_and_open();
     test_yield();
     test_budget_share();
