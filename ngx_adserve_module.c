@@ -473,7 +473,7 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
                            &c->creative_id, c->creative_hash, NGX_HTTP_ADSERVE_M_ADS, 1);
 
     if (li->ncaps && log.user.len) {
-        ngx_http_adserve_caps_record(amcf->events, li, &log, now,
+        ngx_http_adserve_caps_record(li, &log, now,
                                      amcf->loader->snapshot->max_cap_seconds);
     }
 
@@ -1305,7 +1305,9 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     ecf.conversion_ttl = amcf->conversion_ttl;
 
     amcf->events = ngx_http_adserve_events_init(cycle, &ecf);
-    if (amcf->events == NULL || ngx_http_adserve_pacing_init(cycle, amcf) != NGX_OK) {
+    if (amcf->events == NULL || ngx_http_adserve_pacing_init(cycle, amcf) != NGX_OK
+        || ngx_http_adserve_caps_init(cycle, &amcf->redis_write) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -1321,6 +1323,7 @@ ngx_http_adserve_exit_process(ngx_cycle_t *cycle)
     amcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_adserve_module);
 
     ngx_http_adserve_pacing_exit();
+    ngx_http_adserve_caps_exit();
 
     if (amcf != NULL && amcf->events != NULL) {
         ngx_http_adserve_events_exit(amcf->events);

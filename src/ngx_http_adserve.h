@@ -201,9 +201,6 @@ ngx_int_t ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
 void ngx_http_adserve_track_invalid(ngx_http_adserve_events_t *ev,
     ngx_http_adserve_ev_type_e type, time_t now);
 
-/* the second connection, for frequency caps (src/ngx_http_adserve_caps.c) */
-ngx_http_adserve_redis_t *ngx_http_adserve_events_redis(
-    ngx_http_adserve_events_t *ev);
 
 /* appends ,"events":{...} to the status document; returns the new end */
 u_char *ngx_http_adserve_events_status(ngx_http_adserve_events_t *ev,
@@ -259,9 +256,13 @@ ngx_int_t ngx_http_adserve_caps_read(ngx_http_request_t *r,
 
 /* An ad of a capped line item was served to log->user: record it, sent to
  * Redis at once (so the user's next request, on any worker, sees it). */
-void ngx_http_adserve_caps_record(ngx_http_adserve_events_t *ev,
-    const adserve_li_t *li, const adserve_ad_log_t *log, time_t now,
-    uint32_t max_seconds);
+void ngx_http_adserve_caps_record(const adserve_li_t *li,
+    const adserve_ad_log_t *log, time_t now, uint32_t max_seconds);
+
+/* the caps' own connection to the primary, per worker */
+ngx_int_t ngx_http_adserve_caps_init(ngx_cycle_t *cycle,
+    ngx_http_adserve_redis_t *addr);
+void ngx_http_adserve_caps_exit(void);
 
 
 /* ---- pacing: src/ngx_http_adserve_pacing.c -------------------------------

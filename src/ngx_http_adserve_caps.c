@@ -5,6 +5,11 @@
  * read with a deadline when a request needs them, written when an ad of a
  * capped line item is served.
  *
+ * The caps have a connection of their own: behind an event batch on the
+ * events connection, a read would wait for the batch (milliseconds, near
+ * the read's deadline) and a write would reach Redis after the user's next
+ * request.
+ *
  * A read's reply may come after its request is gone (the deadline passed and
  * the request was answered): callbacks do not point at requests but at a
  * slot of a per-worker table, with a generation that the request's end
@@ -28,6 +33,46 @@ typedef struct {
 
 static ngx_http_adserve_cap_slot_t  ngx_http_adserve_cap_slots[NGX_HTTP_ADSERVE_CAP_SLOTS];
 static ngx_uint_t                   ngx_http_adserve_cap_next;
+static ngx_http_adserve_redis_t     ngx_http_adserve_caps_redis;
+static ngx_uint_t                   ngx_http_adserve_caps_started;
+
+
+ngx_int_t
+ngx_http_adserve_caps_init(ngx_cycle_t *cycle, ngx_http_adserve_redis_t *addr)
+{
+    ngx_http_adserve_redis_t  *rd = &ngx_http_adserve_caps_redis;
+
+    *rd = *addr;
+    rd->log = cycle->log;
+    rd->timeout = addr->timeout ? addr->timeout : 1000;
+    rd->data = NULL;
+    rd->on_up = NULL;
+    rd->on_down = NULL;
+    rd->name = "caps";
+    rd->outage = "capped line items do not serve meanwhile";
+
+    ngx_http_adserve_redis_start(rd);
+    ngx_http_adserve_caps_started = 1;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_adserve_caps_exit(void)
+{
+    if (ngx_http_adserve_caps_started) {
+        ngx_http_adserve_caps_started = 0;
+        ngx_http_adserve_redis_stop(&ngx_http_adserve_caps_redis);
+    }
+}
+
+
+static ngx_http_adserve_redis_t *
+ngx_http_adserve_caps_conn(void)
+{
+    return ngx_http_adserve_caps_started ? &ngx_http_adserve_caps_redis : NULL;
+}
 
 
 static void ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply,
@@ -109,7 +154,7 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     uintptr_t                      data;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
-    rd = ngx_http_adserve_events_redis(amcf->events);
+    rd = ngx_http_adserve_caps_conn();
 
     if (rd == NULL || !rd->connected) {
         return NGX_DECLINED;
@@ -244,6 +289,10 @@ ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply, void *data)
     slot = &ngx_http_adserve_cap_slots[v & (NGX_HTTP_ADSERVE_CAP_SLOTS - 1)];
 
     /* the request is gone: answered at its deadline */
+    if (reply != NULL && ((redisReply *) reply)->type == REDIS_REPLY_ARRAY) {
+        ngx_http_adserve_redis_healthy(&ngx_http_adserve_caps_redis);
+    }
+
     if (slot->ctx == NULL || (slot->gen & (((uintptr_t) -1) >> 12)) != (v >> 12)) {
         return;
     }
@@ -275,10 +324,10 @@ ngx_http_adserve_caps_cleanup(void *data)
 
 
 void
-ngx_http_adserve_caps_record(ngx_http_adserve_events_t *ev, const adserve_li_t *li,
+ngx_http_adserve_caps_record(const adserve_li_t *li,
     const adserve_ad_log_t *log, time_t now, uint32_t max_seconds)
 {
-    ngx_http_adserve_redis_t  *rd = ngx_http_adserve_events_redis(ev);
+    ngx_http_adserve_redis_t  *rd = ngx_http_adserve_caps_conn();
     u_char                     key[sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) + ADSERVE_TOKEN_USER_MAX];
     u_char                     member[ADSERVE_TOKEN_ID_MAX + 1 + NGX_HTTP_ADSERVE_RID_HEX];
     u_char                     score[NGX_TIME_T_LEN], old[NGX_TIME_T_LEN + 1];

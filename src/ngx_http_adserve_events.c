@@ -1332,13 +1332,6 @@ ngx_http_adserve_events_exit(ngx_http_adserve_events_t *ev)
 }
 
 
-ngx_http_adserve_redis_t *
-ngx_http_adserve_events_redis(ngx_http_adserve_events_t *ev)
-{
-    return &ev->redis;
-}
-
-
 u_char *
 ngx_http_adserve_events_status(ngx_http_adserve_events_t *ev, u_char *p,
     u_char *last)
