@@ -1170,15 +1170,15 @@ ngx_http_adserve_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* adserve_ad and adserve_explain: the tagid is what follows the prefix, so
+ * a prefix location that ends with "/" */
 static char *
-ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_adserve_tagid_location(ngx_conf_t *cf, ngx_http_handler_pt handler)
 {
-    ngx_http_core_loc_conf_t      *clcf;
-    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_core_loc_conf_t  *clcf;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
 
-    /* the tagid is what follows the prefix */
 #if (NGX_PCRE)
     if (clcf->regex != NULL || clcf->named || clcf->name.len == 0
         || clcf->name.data[clcf->name.len - 1] != '/')
@@ -1190,32 +1190,28 @@ ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "needs a prefix location that ends with \"/\"";
     }
 
-    clcf->handler = ngx_http_adserve_ad_handler;
-
-    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
-    amcf->serving = 1;
+    clcf->handler = handler;
 
     return NGX_CONF_OK;
 }
 
 
 static char *
+ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
+    amcf->serving = 1;
+
+    return ngx_http_adserve_tagid_location(cf, ngx_http_adserve_ad_handler);
+}
+
+
+static char *
 ngx_http_adserve_explain(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_core_loc_conf_t  *clcf;
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-
-    /* the tagid is what follows the prefix, as for adserve_ad */
-    if (clcf->named || clcf->name.len == 0
-        || clcf->name.data[clcf->name.len - 1] != '/')
-    {
-        return "needs a prefix location that ends with \"/\"";
-    }
-
-    clcf->handler = ngx_http_adserve_explain_handler;
-
-    return NGX_CONF_OK;
+    return ngx_http_adserve_tagid_location(cf, ngx_http_adserve_explain_handler);
 }
 
 
