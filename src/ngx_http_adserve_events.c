@@ -1083,6 +1083,20 @@ ngx_http_adserve_events_on_down(ngx_http_adserve_redis_t *rd)
 
 /* ---- worker start and exit --------------------------------------------- */
 
+/* what init allocated; any of it may be NULL after a failed init */
+static void
+ngx_http_adserve_events_free(ngx_http_adserve_events_t *ev)
+{
+    ngx_free(ev->tables[0].slots);
+    ngx_free(ev->tables[1].slots);
+    ngx_free(ev->ring);
+    ngx_free(ev->argv);
+    ngx_free(ev->argvlen);
+    ngx_free(ev->scratch);
+    ngx_free(ev);
+}
+
+
 ngx_http_adserve_events_t *
 ngx_http_adserve_events_init(ngx_cycle_t *cycle,
     ngx_http_adserve_events_conf_t *conf)
@@ -1161,13 +1175,7 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
 
 failed:
 
-    ngx_free(ev->tables[0].slots);
-    ngx_free(ev->tables[1].slots);
-    ngx_free(ev->ring);
-    ngx_free(ev->argv);
-    ngx_free(ev->argvlen);
-    ngx_free(ev->scratch);
-    ngx_free(ev);
+    ngx_http_adserve_events_free(ev);
 
     return NULL;
 }
@@ -1322,13 +1330,7 @@ ngx_http_adserve_events_exit(ngx_http_adserve_events_t *ev)
     }
 
     ngx_http_adserve_batch_free(&ev->batch);
-    ngx_free(ev->tables[0].slots);
-    ngx_free(ev->tables[1].slots);
-    ngx_free(ev->ring);
-    ngx_free(ev->argv);
-    ngx_free(ev->argvlen);
-    ngx_free(ev->scratch);
-    ngx_free(ev);
+    ngx_http_adserve_events_free(ev);
 }
 
 
