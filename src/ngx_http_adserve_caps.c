@@ -81,22 +81,19 @@ static void ngx_http_adserve_caps_timeout(ngx_event_t *ev);
 static void ngx_http_adserve_caps_cleanup(void *data);
 
 
-/* the user's key, in the request's pool */
-static ngx_int_t
-ngx_http_adserve_caps_key(ngx_pool_t *pool, const adserve_str_t *user,
-    ngx_str_t *key)
+/* adserve:fc:{user id} into key (NGX_HTTP_ADSERVE_FC_KEY bytes); its
+ * length. hiredis copies arguments when a command is queued, so the
+ * callers' buffers are on their stacks. */
+#define NGX_HTTP_ADSERVE_FC_KEY  (sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) - 1       \
+                                  + ADSERVE_TOKEN_USER_MAX)
+
+static size_t
+ngx_http_adserve_caps_key(u_char *key, const adserve_str_t *user)
 {
-    key->len = sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) - 1 + user->len;
-    key->data = ngx_pnalloc(pool, key->len);
-    if (key->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(ngx_cpymem(key->data, NGX_HTTP_ADSERVE_FC_PREFIX,
-                          sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) - 1),
-               user->data, user->len);
-
-    return NGX_OK;
+    return ngx_cpymem(ngx_cpymem(key, NGX_HTTP_ADSERVE_FC_PREFIX,
+                                 sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) - 1),
+                      user->data, user->len)
+           - key;
 }
 
 
@@ -146,7 +143,7 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     ngx_http_adserve_main_conf_t  *amcf;
     ngx_http_adserve_redis_t      *rd;
     ngx_pool_cleanup_t            *cln;
-    ngx_str_t                      key;
+    u_char                         key[NGX_HTTP_ADSERVE_FC_KEY];
     ngx_int_t                      slot;
     u_char                         min[NGX_TIME_T_LEN + 2], *last;
     const char                    *argv[6];
@@ -161,7 +158,7 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     }
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL || ngx_http_adserve_caps_key(r->pool, &ctx->req.user_id, &key) != NGX_OK) {
+    if (cln == NULL || ctx->req.user_id.len > ADSERVE_TOKEN_USER_MAX) {
         return NGX_DECLINED;
     }
 
@@ -177,7 +174,8 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     last = ngx_sprintf(min, "(%T", ctx->now - (time_t) max_seconds);
 
     argv[0] = "ZRANGEBYSCORE";     argvlen[0] = sizeof("ZRANGEBYSCORE") - 1;
-    argv[1] = (char *) key.data;   argvlen[1] = key.len;
+    argv[1] = (char *) key;
+    argvlen[1] = ngx_http_adserve_caps_key(key, &ctx->req.user_id);
     argv[2] = (char *) min;        argvlen[2] = last - min;
     argv[3] = "+inf";              argvlen[3] = 4;
     argv[4] = "WITHSCORES";        argvlen[4] = sizeof("WITHSCORES") - 1;
@@ -328,12 +326,12 @@ ngx_http_adserve_caps_record(const adserve_li_t *li,
     const adserve_ad_log_t *log, time_t now, uint32_t max_seconds)
 {
     ngx_http_adserve_redis_t  *rd = ngx_http_adserve_caps_conn();
-    u_char                     key[sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) + ADSERVE_TOKEN_USER_MAX];
+    u_char                     key[NGX_HTTP_ADSERVE_FC_KEY];
     u_char                     member[ADSERVE_TOKEN_ID_MAX + 1 + NGX_HTTP_ADSERVE_RID_HEX];
     u_char                     score[NGX_TIME_T_LEN], old[NGX_TIME_T_LEN + 1];
     u_char                     ttl[NGX_INT_T_LEN], *p;
     const char                *argv[5];
-    size_t                     argvlen[5], keylen;
+    size_t                     argvlen[5];
 
     if (rd == NULL || !rd->connected || log->user.len > ADSERVE_TOKEN_USER_MAX
         || li->id.len > ADSERVE_TOKEN_ID_MAX)
@@ -341,16 +339,13 @@ ngx_http_adserve_caps_record(const adserve_li_t *li,
         return;
     }
 
-    keylen = ngx_cpymem(ngx_cpymem(key, NGX_HTTP_ADSERVE_FC_PREFIX,
-                                   sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) - 1),
-                        log->user.data, log->user.len) - key;
-
     p = ngx_cpymem(member, li->id.data, li->id.len);
     *p++ = ':';
     p = ngx_hex_dump(p, (u_char *) log->request_id, ADSERVE_TOKEN_NONCE);
 
     argv[0] = "ZADD";             argvlen[0] = 4;
-    argv[1] = (char *) key;       argvlen[1] = keylen;
+    argv[1] = (char *) key;
+    argvlen[1] = ngx_http_adserve_caps_key(key, &log->user);
     argv[2] = (char *) score;     argvlen[2] = ngx_sprintf(score, "%T", now) - score;
     argv[3] = (char *) member;    argvlen[3] = p - member;
     (void) ngx_http_adserve_redis_command(rd, NULL, NULL, 4, argv, argvlen);
