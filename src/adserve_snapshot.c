@@ -1192,10 +1192,12 @@ snap_li(build_t *b, li_rec_t *r)
         memcpy(caps, r->caps, r->ncaps * sizeof(adserve_cap_t));
     }
 
+    /* the one copy of the id, shared with the explainer's exclusions */
     li = &s->lis[s->nlis];
-    if (snap_id(b, r->id, &li->id) != 0) {
+    if (snap_id(b, r->id, &r->snap_id) != 0) {
         return NONE;
     }
+    li->id = r->snap_id;
 
     li->hash = adserve_hash(li->id.data, li->id.len);
     li->start = r->start;
