@@ -1,0 +1,453 @@
+/*
+ * adserve.js: the adserve client for web pages (README "Web SDK").
+ *
+ *   <div id="ad-top"></div>
+ *   <script async src="https://ads.example.com/sdk/v0/adserve.js"></script>
+ *   <script>window.adserve=window.adserve||{cmd:[]};adserve.cmd.push(function(){
+ *     adserve.registerAd({tagid:"…",element:"ad-top",width:300,height:250});});</script>
+ *
+ * No dependencies and no build step. It never throws into the page: bad
+ * input, network errors and error answers are logged ("[adserve] …") and
+ * leave the slot empty.
+ */
+(function (win, doc) {
+    'use strict';
+
+    var PROTOCOL = '0.1.0';              // the serving request's "version"
+    var VIEW_RATIO = 0.5, VIEW_MS = 1000; // an impression: half the ad in view for 1 s
+    var SANDBOX = 'allow-scripts allow-popups allow-popups-to-escape-sandbox';
+
+    var prev = win.adserve;
+    if (prev && prev.loaded) {
+        return;                          // the script twice on one page: the first stays
+    }
+
+    var script = doc.currentScript;
+    var cfg = {
+        // the ad server is where this script came from, unless setConfig says
+        server: script && script.src ? new URL(script.src, location.href).origin
+                                     : location.origin,
+        timeout: 5000,
+        debug: /[?&]adserve_debug\b/.test(location.search)
+    };
+    var user = null;
+    var slots = [];
+    var listeners = {};
+
+    function warn(msg, detail) {
+        try { console.warn('[adserve] ' + msg, detail === undefined ? '' : detail); } catch (e) { }
+    }
+
+    function debug(msg, detail) {
+        if (cfg.debug) {
+            try { console.log('[adserve] ' + msg, detail === undefined ? '' : detail); } catch (e) { }
+        }
+    }
+
+    // every public function: a failure is logged, never thrown into the page
+    function safe(fn) {
+        return function () {
+            try {
+                return fn.apply(null, arguments);
+            } catch (e) {
+                warn('unexpected error', e);
+            }
+        };
+    }
+
+    function emit(name, detail) {
+        (listeners[name] || []).slice().forEach(function (fn) {
+            try { fn(detail); } catch (e) { warn('a listener of "' + name + '" failed', e); }
+        });
+    }
+
+    function httpUrl(s) {                // an absolute http(s) URL, or null
+        var u;
+        try { u = new URL(s); } catch (e) { return null; }
+        return u.protocol === 'https:' || u.protocol === 'http:' ? u.href : null;
+    }
+
+    function size(n) {
+        return typeof n === 'number' && n > 0 && n <= 10000 && n === Math.floor(n);
+    }
+
+    function escapeHtml(s) {
+        return s.replace(/[&<>"']/g, function (c) { return '&#' + c.charCodeAt(0) + ';'; });
+    }
+
+    /* ---- configuration and the user ---------------------------------- */
+
+    function setConfig(o) {
+        o = o || {};
+        if (o.server !== undefined) {
+            var url = httpUrl(o.server);
+            if (url) {
+                cfg.server = url.replace(/\/+$/, '');
+            } else {
+                warn('setConfig: server must be an absolute http(s) URL', o.server);
+            }
+        }
+        if (o.timeout !== undefined) {
+            if (size(o.timeout) && o.timeout >= 100) {
+                cfg.timeout = o.timeout;
+            } else {
+                warn('setConfig: timeout must be 100 to 10000 ms', o.timeout);
+            }
+        }
+        if (o.debug !== undefined) {
+            cfg.debug = !!o.debug;
+        }
+    }
+
+    // The spec's user record. A field that would not pass the server's checks
+    // is dropped with a warning rather than sent: the server ignores it too,
+    // but silently.
+    function setUser(u) {
+        if (u === null || u === undefined) {
+            user = null;
+            return;
+        }
+        var out = {};
+        if (u.id !== undefined) {
+            if (typeof u.id === 'string' && u.id && new Blob([u.id]).size <= 256 &&
+                /^(?:[^\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/.test(u.id)) {
+                out.id = u.id;
+            } else {
+                warn('setUser: id must be a string of 1 to 256 bytes; ignored');
+            }
+        }
+        if (u.yob !== undefined) {
+            if (Number.isInteger(u.yob) && u.yob >= 1900 && u.yob <= 2100) {
+                out.yob = u.yob;
+            } else {
+                warn('setUser: yob must be a year from 1900 to 2100; ignored', u.yob);
+            }
+        }
+        if (u.gender !== undefined) {
+            if (u.gender === 'M' || u.gender === 'F' || u.gender === 'O') {
+                out.gender = u.gender;
+            } else {
+                warn('setUser: gender must be M, F or O; ignored', u.gender);
+            }
+        }
+        user = out;
+    }
+
+    /* ---- slots ---------------------------------------------------------- */
+
+    function registerAd(o) {
+        o = o || {};
+        var el = typeof o.element === 'string' ? doc.getElementById(o.element) : o.element;
+        var responsive = o.responsive === undefined ? 'fixed' : o.responsive;
+        if (typeof o.tagid !== 'string' || !/^[A-Za-z0-9._~-]{1,128}$/.test(o.tagid)) {
+            return warn('registerAd: tagid must be 1 to 128 letters, digits or . _ ~ -', o.tagid);
+        }
+        if (!el || el.nodeType !== 1) {
+            return warn('registerAd: no element "' + o.element + '" on the page');
+        }
+        if (!size(o.width) || !size(o.height)) {
+            return warn('registerAd: width and height must be whole pixels from 1 to 10000');
+        }
+        if (responsive !== 'fixed' && responsive !== 'resized') {
+            return warn('registerAd: responsive must be fixed or resized', responsive);
+        }
+        // a single-page app may drop an element without destroying its slot
+        drop(slots.filter(function (s) { return !s.el.isConnected; }));
+        for (var i = 0; i < slots.length; i++) {
+            if (slots[i].el === el) {
+                warn('registerAd: the element already holds an ad; refresh or destroy it');
+                return slots[i].handle;
+            }
+        }
+        var s = {
+            tagid: o.tagid, el: el, w: o.width, h: o.height, responsive: responsive,
+            collapse: !!o.collapse_nobid, gen: 0, style: el.style.cssText
+        };
+        s.handle = Object.freeze({
+            tagid: s.tagid, element: el,
+            refresh: safe(function () { if (slots.indexOf(s) >= 0) load(s); }),
+            destroy: safe(function () { drop([s]); })
+        });
+        // the space is kept from the start, so the page does not jump
+        el.style.overflow = 'hidden';
+        if (responsive === 'fixed') {
+            el.style.width = s.w + 'px';
+            el.style.height = s.h + 'px';
+        } else {
+            el.style.aspectRatio = s.w + ' / ' + s.h;
+        }
+        s.display = el.style.display;
+        slots.push(s);
+        load(s);
+        return s.handle;
+    }
+
+    // slots named by a handle, an element, or an element's id; all without
+    function find(target) {
+        if (target === undefined) {
+            return slots.slice();
+        }
+        return slots.filter(function (s) {
+            return s.handle === target || s.el === target || s.el.id === target;
+        });
+    }
+
+    function refresh(target) {
+        var found = find(target);
+        if (!found.length) {
+            warn('refresh: no such ad', target);
+        }
+        found.forEach(load);
+    }
+
+    function destroy(target) {
+        drop(find(target));
+    }
+
+    function drop(list) {
+        list.forEach(function (s) {
+            var i = slots.indexOf(s);
+            if (i >= 0) {
+                clear(s);
+                s.el.style.cssText = s.style;
+                slots.splice(i, 1);
+            }
+        });
+    }
+
+    // stops whatever the slot was doing: its request, its ad, its observers
+    function clear(s) {
+        s.gen++;
+        if (s.abort) {
+            s.abort.abort();
+        }
+        if (s.io) {
+            s.io.disconnect();
+        }
+        if (s.ro) {
+            s.ro.disconnect();
+        }
+        clearTimeout(s.viewTimer);
+        s.abort = s.io = s.ro = s.viewTimer = s.inView = null;
+        s.el.textContent = '';
+        s.el.style.display = s.display;
+    }
+
+    /* ---- the serving request -------------------------------------------- */
+
+    function load(s) {
+        clear(s);
+        var gen = s.gen;
+        var abort = s.abort = new AbortController();
+        var timer = setTimeout(function () { abort.abort(); }, cfg.timeout);
+        var body = {version: PROTOCOL, device: {ua: navigator.userAgent}};
+        if (user) {
+            body.user = user;
+        }
+        // a text/plain body: a "simple" cross-origin request, which costs no
+        // CORS preflight (the server does not insist on a Content-Type)
+        fetch(cfg.server + '/app/v0/ad/' + encodeURIComponent(s.tagid), {
+            method: 'POST', body: JSON.stringify(body), credentials: 'omit',
+            cache: 'no-store', signal: abort.signal
+        }).then(function (res) {
+            if (res.status === 204) {
+                return null;
+            }
+            if (res.status !== 200) {
+                return res.text().then(function (text) {
+                    throw new Error('HTTP ' + res.status + ' ' + text.slice(0, 200).trim());
+                });
+            }
+            return res.json();
+        }).then(function (json) {
+            clearTimeout(timer);
+            if (gen === s.gen) {
+                s.abort = null;
+                json ? render(s, json) : nobid(s);
+            }
+        }, function (err) {
+            clearTimeout(timer);
+            if (gen === s.gen) {
+                s.abort = null;
+                fail(s, abort.signal.aborted ? 'no answer within ' + cfg.timeout + ' ms' : err);
+            }
+        });
+    }
+
+    function nobid(s) {
+        debug('no ad for ' + s.tagid);
+        if (s.collapse) {
+            s.el.style.display = 'none';
+        }
+        emit('nobid', {slot: s.handle});
+    }
+
+    function fail(s, err) {
+        warn('ad ' + s.tagid + ' left empty: ' + (err && err.message || err));
+        emit('error', {slot: s.handle, error: String(err && err.message || err)});
+    }
+
+    /* ---- rendering ------------------------------------------------------ */
+
+    function render(s, json) {
+        var ad = json.ad || {}, d = ad.display || {};
+        var click = httpUrl(ad.click_url);
+        var img = d.banner && httpUrl(d.banner.img);
+        var media, node;
+        if (!size(d.w) || !size(d.h) || (!img && typeof d.adm !== 'string')) {
+            return fail(s, 'the answer holds no ad it can show');
+        }
+        if (img) {
+            node = media = doc.createElement('img');
+            media.src = img;
+            media.alt = 'Advertisement';
+            if (click) {
+                node = doc.createElement('a');
+                node.href = click;
+                node.target = '_blank';
+                node.rel = 'noopener';
+                node.appendChild(media);
+            }
+        } else {
+            // markup runs in an opaque origin: no access to the page, its
+            // cookies or storage, and it cannot navigate the page away
+            node = media = doc.createElement('iframe');
+            media.setAttribute('sandbox', SANDBOX);
+            media.setAttribute('scrolling', 'no');
+            media.title = 'Advertisement';
+            media.srcdoc = frameDoc(d.adm, click);
+        }
+        var box = doc.createElement('div');
+        box.style.cssText = 'position:relative;overflow:hidden;margin:0 auto';
+        box.appendChild(node);
+        place(s, box, node, media, d.w, d.h);
+        s.el.appendChild(box);
+        watch(s, box, httpUrl(ad.impression_url));
+        debug('ad ' + ad.id + ' in ' + s.tagid);
+        emit('render', {slot: s.handle, ad: ad});
+    }
+
+    // The click URL goes where the markup asks for it, %%CLICK_URL%%, and
+    // links open outside the frame (<base target>).
+    function frameDoc(adm, click) {
+        var url = escapeHtml(click || '');
+        return '<!DOCTYPE html><html><head><meta charset="utf-8"><base target="_blank">' +
+            '<style>html,body{margin:0;padding:0;overflow:hidden}</style></head><body>' +
+            adm.replace(/%%CLICK_URL%%/g, function () { return url; }) + '</body></html>';
+    }
+
+    // fixed: the ad at its own size, in the slot's registered box. resized:
+    // the slot takes its container's width, its height follows the ad's
+    // aspect ratio, and the ad is scaled to fill it.
+    function place(s, box, node, media, w, h) {
+        var st = media.style;
+        node.style.display = st.display = 'block';
+        st.border = '0';
+        if (s.responsive === 'fixed') {
+            box.style.width = w + 'px';
+            box.style.height = h + 'px';
+            media.width = w;
+            media.height = h;
+            return;
+        }
+        s.el.style.aspectRatio = w + ' / ' + h;
+        box.style.width = box.style.height = node.style.width = node.style.height = '100%';
+        if (media === node && media.tagName === 'IFRAME') {
+            // markup is laid out at its own size and scaled, as an image is
+            st.width = w + 'px';
+            st.height = h + 'px';
+            st.transformOrigin = '0 0';
+            var scale = function () {
+                st.transform = 'scale(' + (s.el.clientWidth / w || 1) + ')';
+            };
+            scale();
+            if (typeof ResizeObserver === 'function') {
+                s.ro = new ResizeObserver(scale);
+                s.ro.observe(s.el);
+            }
+        } else {
+            st.width = st.height = '100%';
+        }
+    }
+
+    /* ---- the impression: half of the ad in view for one second ---------- */
+
+    function watch(s, box, url) {
+        var gen = s.gen, fired = false;
+        s.fire = function () {
+            if (fired || gen !== s.gen) {
+                return;
+            }
+            fired = true;
+            if (s.io) {
+                s.io.disconnect();
+                s.io = null;
+            }
+            if (url) {
+                fetch(url, {mode: 'no-cors', credentials: 'omit', keepalive: true, cache: 'no-store'})
+                    .catch(function (e) { warn('impression of ' + s.tagid + ' not sent', e); });
+            }
+            emit('impression', {slot: s.handle, url: url});
+        };
+        if (typeof IntersectionObserver !== 'function') {
+            return s.fire();             // no way to tell: counted as shown
+        }
+        s.io = new IntersectionObserver(function (entries) {
+            var e = entries[entries.length - 1];
+            s.inView = e.isIntersecting && e.intersectionRatio >= VIEW_RATIO;
+            arm(s);
+        }, {threshold: [0, VIEW_RATIO]});
+        s.io.observe(box);
+    }
+
+    // the second starts while the ad is half in view on a visible page, and
+    // starts over whenever either stops being true
+    function arm(s) {
+        var seen = s.io && s.inView && doc.visibilityState === 'visible';
+        if (seen && !s.viewTimer) {
+            s.viewTimer = setTimeout(s.fire, VIEW_MS);
+        } else if (!seen && s.viewTimer) {
+            clearTimeout(s.viewTimer);
+            s.viewTimer = null;
+        }
+    }
+
+    doc.addEventListener('visibilitychange', function () { slots.forEach(arm); });
+
+    /* ---- the public object ---------------------------------------------- */
+
+    function run(fn) {
+        if (typeof fn !== 'function') {
+            return warn('cmd.push takes functions', fn);
+        }
+        try { fn(); } catch (e) { warn('a queued command failed', e); }
+    }
+
+    var api = {
+        loaded: true,
+        version: PROTOCOL,
+        cmd: {
+            push: function () {
+                Array.prototype.forEach.call(arguments, run);
+                return arguments.length;
+            }
+        },
+        setConfig: safe(setConfig),
+        setUser: safe(setUser),
+        registerAd: safe(registerAd),
+        refresh: safe(refresh),
+        destroy: safe(destroy),
+        on: safe(function (name, fn) {
+            if (typeof fn === 'function') {
+                (listeners[name] = listeners[name] || []).push(fn);
+            }
+        }),
+        off: safe(function (name, fn) {
+            listeners[name] = (listeners[name] || []).filter(function (f) { return f !== fn; });
+        })
+    };
+
+    var queue = prev && Array.isArray(prev.cmd) ? prev.cmd : [];
+    win.adserve = api;
+    queue.forEach(run);
+})(window, document);
