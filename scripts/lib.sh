@@ -35,6 +35,10 @@ adserve_env() {
     export ADSERVE_SIDECAR_PORT=${ADSERVE_SIDECAR_PORT:-8081}
     export ADSERVE_REDIS_PORT=${ADSERVE_REDIS_PORT:-6380}
     export ADSERVE_REDIS_HOST=127.0.0.1
+    # the demo publisher's page (make run seeds it unless ADSERVE_DEMO=off)
+    export ADSERVE_DEMO_PORT=${ADSERVE_DEMO_PORT:-8082}
+    export ADSERVE_DEMO=${ADSERVE_DEMO:-on}
+    case $ADSERVE_DEMO in on|off) ;; *) die "ADSERVE_DEMO must be on or off" ;; esac
     export ADSERVE_ADMIN_EMAIL=${ADSERVE_ADMIN_EMAIL:-admin@example.com}
     export ADSERVE_WORKERS=${ADSERVE_WORKERS:-auto}
     export ADSERVE_RATE=${ADSERVE_RATE:-100}      # serving requests/s per client; 0: no limit
