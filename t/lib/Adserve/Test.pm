@@ -14,8 +14,9 @@ use strict;
 use warnings;
 
 use Cwd qw(abs_path);
-use File::Basename qw(dirname);
-use File::Temp qw(tempdir);
+use File::Basename qw(basename dirname);
+use File::Path qw(make_path);
+use File::Temp qw(tempdir tempfile);
 use HTTP::Tiny;
 use IO::Socket::INET;
 use JSON::PP;
@@ -59,6 +60,7 @@ sub new {
             ADSERVE_PORT           => free_port(),
             ADSERVE_SIDECAR_PORT   => free_port(),
             ADSERVE_REDIS_PORT     => free_port(),
+            ADSERVE_DEMO_PORT      => free_port(),
             ADSERVE_WORKERS        => $opt{workers} // 2,
             # every test request comes from 127.0.0.1: the spec's 100
             # requests/s would throttle the load tests; 0 is no limit
@@ -94,6 +96,7 @@ sub var    { $_[0]{var} }
 sub port   { $_[0]{env}{ADSERVE_PORT} }
 sub env    { $_[0]{env} }
 sub base   { 'http://127.0.0.1:' . $_[0]->port }
+sub demo_base { 'http://127.0.0.1:' . $_[0]{env}{ADSERVE_DEMO_PORT} }
 sub admin  { ($_[0]{env}{ADSERVE_ADMIN_EMAIL}, $_[0]{env}{ADSERVE_ADMIN_PASSWORD}) }
 
 # script NAME ARGS: runs scripts/NAME with this stack's environment
@@ -422,6 +425,47 @@ sub shutdown {
     eval { $self->script('stop') };
     delete $self->{running};
     return $self->sanitizer_report;
+}
+
+# ---- browser tests -------------------------------------------------------
+
+# seed_demo: scripts/demo on this stack (the demo publisher, made through the
+# API); the demo page's URL
+sub seed_demo {
+    my ($self) = @_;
+    return (split /\n/, $self->script('demo'))[-1];
+}
+
+# with_locations(TEXT): a copy of nginx.conf.in whose ad server has the
+# locations of TEXT too (a fault to inject, say), for new(template => ...)
+sub with_locations {
+    my ($text) = @_;
+    open my $in, '<', "$ROOT/lua-free-conf/nginx.conf.in" or die "nginx.conf.in: $!";
+    my $conf = do { local $/; <$in> };
+    $conf =~ s{(include \@CONF\@/adserve-locations\.conf;\n)}{$1$text\n}
+        or die 'nginx.conf.in has no include of adserve-locations.conf';
+    my ($fh, $path) = tempfile('adserve-conf-XXXXXX', TMPDIR => 1, UNLINK => 1);
+    print $fh $conf;
+    close $fh or die "$path: $!";
+    return $path;
+}
+
+# browser(SCRIPT, NAME => VALUE...): runs t/js/SCRIPT, Playwright driving
+# Debian's chromium against this stack, with the stack's addresses and first
+# admin in its environment. Its TAP is the test file's. Screenshots go to
+# build/test-output/<test file>/, kept after the run. Returns node's exit
+# status, for exit().
+sub browser {
+    my ($self, $script, %env) = @_;
+    (my $name = basename($0)) =~ s/\.t$//;
+    my $out = "$ROOT/build/test-output/$name";
+    make_path($out);
+    my ($email, $password) = $self->admin;
+    local %ENV = (%ENV, ADSERVE_BASE => $self->base, ADSERVE_VAR => $self->var,
+                  ADSERVE_ADMIN_EMAIL => $email, ADSERVE_ADMIN_PASSWORD => $password,
+                  TEST_OUT => $out, %env);
+    system 'node', "$ROOT/t/js/$script";
+    return $? == -1 ? 255 : $? & 127 ? 128 + ($? & 127) : $? >> 8;
 }
 
 # After the sidecar stopped (LeakSanitizer reports at exit): any sanitizer

@@ -1,0 +1,111 @@
+// The browser tests' view of the stack that their .t file started
+// (Adserve::Test::browser): addresses, the management API, and Debian's
+// chromium driven by playwright-core, never a downloaded browser.
+
+import { chromium } from 'playwright-core';
+
+export const BASE = process.env.ADSERVE_BASE;        // nginx: serving, SDK, API
+export const DEMO = process.env.DEMO_URL;            // the demo publisher's page
+export const OUT = process.env.TEST_OUT;             // screenshots, kept
+
+// the flags this machine needs: no sandbox as root, and no calls home,
+// which the closed network would refuse
+export function launch() {
+    return chromium.launch({
+        executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+        chromiumSandbox: false,
+        args: ['--disable-gpu', '--disable-quic', '--no-first-run', '--disable-sync',
+               '--disable-background-networking', '--disable-component-update'],
+    });
+}
+
+let token;
+
+export async function api(method, path, body) {
+    if (!token) {
+        token = (await call('POST', '/api/auth/login', {
+            email: process.env.ADSERVE_ADMIN_EMAIL, password: process.env.ADSERVE_ADMIN_PASSWORD,
+        })).access_token;
+    }
+    return call(method, path, body, token);
+}
+
+async function call(method, path, body, bearer) {
+    const headers = { 'content-type': 'application/json' };
+    if (bearer) {
+        headers.authorization = `Bearer ${bearer}`;
+    }
+    const res = await fetch(BASE + path, {
+        method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) {
+        throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    }
+    return text ? JSON.parse(text) : null;
+}
+
+// the demo's ad units, by code (scripts/demo made them)
+export async function demoUnits() {
+    const { items } = await api('GET', '/api/ad-units?q=demo-');
+    return Object.fromEntries(items.map((u) => [u.code, u.id]));
+}
+
+// an ad unit's counter over the last two hours, from GET /api/metrics:
+// requests, ads, impressions, clicks
+export async function metric(unitId, name) {
+    const from = new Date(Date.now() - 2 * 3600e3).toISOString();
+    const { rows } = await api('GET',
+        `/api/metrics?group_by=ad_unit&ad_unit_id=${unitId}&from=${encodeURIComponent(from)}`);
+    return rows.reduce((sum, row) => sum + (row[name] || 0), 0);
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// polls fn until it returns want (counters reach Redis at each worker's
+// flush, every second); its last value
+export async function until(fn, want, ms = 10000) {
+    const end = Date.now() + ms;
+    let value = await fn();
+    while (value !== want && Date.now() < end) {
+        await sleep(100);
+        value = await fn();
+    }
+    return value;
+}
+
+// Runs in the page before its own scripts: the first command queued for
+// adserve.js records what the SDK reports, with the page's clock.
+export const RECORDER = `
+window.__events = [];
+window.adserve = {cmd: [function () {
+    ['render', 'nobid', 'impression', 'error'].forEach(function (name) {
+        adserve.on(name, function (e) {
+            __events.push({name: name, element: e.slot.element.id, at: performance.now(),
+                           ad: e.ad || null, error: e.error || null});
+        });
+    });
+}]};`;
+
+// what the page says and does: uncaught errors, console messages, requests
+export function observe(page) {
+    const seen = { errors: [], console: [], requests: [] };
+    page.on('pageerror', (e) => seen.errors.push(String(e)));
+    page.on('console', (m) => seen.console.push({ type: m.type(), text: m.text() }));
+    page.on('request', (r) => seen.requests.push(r));
+    return seen;
+}
+
+// the events recorded so far for one element, of one kind
+export function events(page, name, element) {
+    return page.evaluate(([n, el]) => __events.filter((e) => e.name === n && e.element === el),
+                         [name, element]);
+}
+
+// waits until the element has had `count` events of the kind; they all
+export async function waitFor(page, name, element, count = 1, ms = 10000) {
+    await page.waitForFunction(([n, el, c]) =>
+        __events.filter((e) => e.name === n && e.element === el).length >= c,
+        [name, element, count], { timeout: ms });
+    return events(page, name, element);
+}
