@@ -32,7 +32,7 @@
     };
     var user = null;
     var slots = [];
-    var listeners = {};
+    var listeners = Object.create(null);
 
     function warn(msg, detail) {
         try { console.warn('[adserve] ' + msg, detail === undefined ? '' : detail); } catch (e) { }
@@ -142,7 +142,7 @@
         if (typeof o.tagid !== 'string' || !/^[A-Za-z0-9._~-]{1,128}$/.test(o.tagid)) {
             return warn('registerAd: tagid must be 1 to 128 letters, digits or . _ ~ -', o.tagid);
         }
-        if (!el || el.nodeType !== 1) {
+        if (!el || el.nodeType !== 1 || !el.isConnected) {
             return warn('registerAd: no element "' + o.element + '" on the page');
         }
         if (!size(o.width) || !size(o.height)) {
@@ -151,8 +151,7 @@
         if (responsive !== 'fixed' && responsive !== 'resized') {
             return warn('registerAd: responsive must be fixed or resized', responsive);
         }
-        // a single-page app may drop an element without destroying its slot
-        drop(slots.filter(function (s) { return !s.el.isConnected; }));
+        prune();
         for (var i = 0; i < slots.length; i++) {
             if (slots[i].el === el) {
                 warn('registerAd: the element already holds an ad; refresh or destroy it');
@@ -182,8 +181,15 @@
         return s.handle;
     }
 
+    // A single-page app may take an element out of the page without
+    // destroying its slot: the slot goes at the next call.
+    function prune() {
+        drop(slots.filter(function (s) { return !s.el.isConnected; }));
+    }
+
     // slots named by a handle, an element, or an element's id; all without
     function find(target) {
+        prune();
         if (target === undefined) {
             return slots.slice();
         }
@@ -231,6 +237,9 @@
         s.abort = s.io = s.ro = s.viewTimer = s.inView = null;
         s.el.textContent = '';
         s.el.style.display = s.display;
+        if (s.responsive === 'resized') {
+            s.el.style.aspectRatio = s.w + ' / ' + s.h;
+        }
     }
 
     /* ---- the serving request -------------------------------------------- */
@@ -239,7 +248,8 @@
         clear(s);
         var gen = s.gen;
         var abort = s.abort = new AbortController();
-        var timer = setTimeout(function () { abort.abort(); }, cfg.timeout);
+        var ms = cfg.timeout;
+        var timer = setTimeout(function () { abort.abort(); }, ms);
         var body = {version: PROTOCOL, device: {ua: navigator.userAgent}};
         if (user) {
             body.user = user;
@@ -251,7 +261,7 @@
             cache: 'no-store', signal: abort.signal
         }).then(function (res) {
             if (res.status === 204) {
-                return null;
+                return;
             }
             if (res.status !== 200) {
                 return res.text().then(function (text) {
@@ -261,15 +271,21 @@
             return res.json();
         }).then(function (json) {
             clearTimeout(timer);
-            if (gen === s.gen) {
-                s.abort = null;
-                json ? render(s, json) : nobid(s);
+            if (gen !== s.gen) {
+                return;
+            }
+            s.abort = null;
+            try {
+                json === undefined ? nobid(s) : render(s, json);
+            } catch (e) {
+                clear(s);
+                fail(s, e);
             }
         }, function (err) {
             clearTimeout(timer);
             if (gen === s.gen) {
                 s.abort = null;
-                fail(s, abort.signal.aborted ? 'no answer within ' + cfg.timeout + ' ms' : err);
+                fail(s, abort.signal.aborted ? 'no answer within ' + ms + ' ms' : err);
             }
         });
     }
@@ -290,12 +306,15 @@
     /* ---- rendering ------------------------------------------------------ */
 
     function render(s, json) {
-        var ad = json.ad || {}, d = ad.display || {};
+        var ad = json && json.ad || {}, d = ad.display || {};
         var click = httpUrl(ad.click_url);
         var img = d.banner && httpUrl(d.banner.img);
         var media, node;
         if (!size(d.w) || !size(d.h) || (!img && typeof d.adm !== 'string')) {
             return fail(s, 'the answer holds no ad it can show');
+        }
+        if (s.responsive === 'fixed' && (d.w > s.w || d.h > s.h)) {
+            return fail(s, 'a ' + d.w + 'x' + d.h + ' ad does not fit the ' + s.w + 'x' + s.h + ' slot');
         }
         if (img) {
             node = media = doc.createElement('img');
@@ -320,10 +339,10 @@
         var box = doc.createElement('div');
         box.style.cssText = 'position:relative;overflow:hidden;margin:0 auto';
         box.appendChild(node);
-        place(s, box, node, media, d.w, d.h);
         s.el.appendChild(box);
+        place(s, box, node, media, d.w, d.h);
         watch(s, box, httpUrl(ad.impression_url));
-        debug('ad ' + ad.id + ' in ' + s.tagid);
+        debug('ad in ' + s.tagid, ad.id);
         emit('render', {slot: s.handle, ad: ad});
     }
 
@@ -358,12 +377,12 @@
             st.height = h + 'px';
             st.transformOrigin = '0 0';
             var scale = function () {
-                st.transform = 'scale(' + (s.el.clientWidth / w || 1) + ')';
+                st.transform = 'scale(' + (box.clientWidth / w || 1) + ')';
             };
             scale();
             if (typeof ResizeObserver === 'function') {
                 s.ro = new ResizeObserver(scale);
-                s.ro.observe(s.el);
+                s.ro.observe(box);
             }
         } else {
             st.width = st.height = '100%';
