@@ -78,6 +78,8 @@ export async function until(fn, want, ms = 10000) {
 // adserve.js records what the SDK reports, with the page's clock.
 export const RECORDER = `
 window.__events = [];
+window.__rejections = [];
+addEventListener('unhandledrejection', function (e) { __rejections.push(String(e.reason)); });
 window.adserve = {cmd: [function () {
     ['render', 'nobid', 'impression', 'error'].forEach(function (name) {
         adserve.on(name, function (e) {

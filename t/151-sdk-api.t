@@ -1,0 +1,27 @@
+# adserve.js's contract in Debian's chromium (t/js/sdk-api.mjs): how nginx
+# serves the file and its size, the request it sends, the command queue,
+# input checks, refresh and destroy, sizing, timeouts, the page's
+# visibility, answers it cannot use, and the script loaded twice. On the demo
+# page of scripts/demo.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Adserve::Test;
+
+# Two answers the module never gives, for the SDK's checks of an answer: a
+# 200 whose body is null, and an ad whose id is an object
+my $t = Adserve::Test->new(template => Adserve::Test::with_locations(<<'NGINX'));
+        location = /app/v0/ad/answer-null {
+            default_type application/json;
+            add_header Access-Control-Allow-Origin * always;
+            return 200 'null';
+        }
+        location = /app/v0/ad/answer-odd {
+            default_type application/json;
+            add_header Access-Control-Allow-Origin * always;
+            return 200 '{"version":"0.1.0","ad":{"id":{"toString":0},"display":{"w":300,"h":250,"banner":{"img":"http://127.0.0.1/x.png"}}},"ext":{}}';
+        }
+NGINX
+exit $t->browser('sdk-api.mjs', DEMO_URL => $t->seed_demo);
