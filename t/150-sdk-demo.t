@@ -12,12 +12,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Adserve::Test;
 
-my $t = Adserve::Test->new(template => Adserve::Test::with_locations(<<'NGINX'));
-        location = /app/v0/ad/demo-fault {
-            default_type application/json;
-            add_header Access-Control-Allow-Origin * always;
-            return 500 '{"detail":"injected fault"}\n';
-        }
-NGINX
+my $t = Adserve::Test->new(template => Adserve::Test::answering(
+    'demo-fault' => [ 500, '{"detail":"injected fault"}\n' ]));
 
 exit $t->browser('sdk-demo.mjs', DEMO_URL => $t->seed_demo);

@@ -12,16 +12,8 @@ use Adserve::Test;
 
 # Two answers the module never gives, for the SDK's checks of an answer: a
 # 200 whose body is null, and an ad whose id is an object
-my $t = Adserve::Test->new(template => Adserve::Test::with_locations(<<'NGINX'));
-        location = /app/v0/ad/answer-null {
-            default_type application/json;
-            add_header Access-Control-Allow-Origin * always;
-            return 200 'null';
-        }
-        location = /app/v0/ad/answer-odd {
-            default_type application/json;
-            add_header Access-Control-Allow-Origin * always;
-            return 200 '{"version":"0.1.0","ad":{"id":{"toString":0},"display":{"w":300,"h":250,"banner":{"img":"http://127.0.0.1/x.png"}}},"ext":{}}';
-        }
-NGINX
+my $t = Adserve::Test->new(template => Adserve::Test::answering(
+    'answer-null' => [ 200, 'null' ],
+    'answer-odd'  => [ 200, '{"version":"0.1.0","ad":{"id":{"toString":0},"display":{"w":300,'
+                          . '"h":250,"banner":{"img":"http://127.0.0.1/x.png"}}},"ext":{}}' ]));
 exit $t->browser('sdk-api.mjs', DEMO_URL => $t->seed_demo);

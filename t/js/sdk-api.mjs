@@ -9,7 +9,7 @@ import zlib from 'node:zlib';
 import { minify } from 'terser';
 import { tap } from './lib/tap.mjs';
 import {
-    BASE, DEMO, RECORDER, api, demoUnits, events, launch, metric, observe, sleep, until, waitFor,
+    BASE, DEMO, RECORDER, api, demoUnits, events, inBrowser, metric, observe, sleep, until, waitFor,
 } from './lib/stack.mjs';
 
 const t = tap();
@@ -34,8 +34,7 @@ const gzipped = zlib.gzipSync(min, { level: 9 }).length;
 t.cmp(min.length, '<', 8192, `minified it is under 8 KB: ${min.length} bytes (${gzipped} gzipped)`);
 t.note(`source ${source.length} bytes, served gzipped: ${zlib.gzipSync(source).length} bytes`);
 
-const browser = await launch();
-try {
+await inBrowser(t, async (browser) => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
     const page = await context.newPage();
     const seen = observe(page);
@@ -264,12 +263,7 @@ try {
 
     t.isDeep(seen.errors, [], 'no error ever reached the page');
     await context.close();
-    t.done();
-} catch (e) {
-    t.done(e);
-} finally {
-    await browser.close();
-}
+});
 
 // a server that accepts connections and never answers
 function silentServer() {

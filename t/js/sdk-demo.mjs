@@ -8,14 +8,12 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { tap } from './lib/tap.mjs';
 import {
-    BASE, DEMO, OUT, RECORDER, demoUnits, events, launch, metric, observe, sleep, until, waitFor,
+    BASE, DEMO, OUT, RECORDER, demoUnits, events, inBrowser, metric, observe, sleep, until, waitFor,
 } from './lib/stack.mjs';
 
 const t = tap();
 const units = await demoUnits();
-const browser = await launch();
-
-try {
+await inBrowser(t, async (browser) => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
     const page = await context.newPage();
     const seen = observe(page);
@@ -163,12 +161,7 @@ try {
     await page.locator('#ad-leaderboard').screenshot({ path: `${OUT}/leaderboard.png` });
     t.cmp(fs.statSync(`${OUT}/demo.png`).size, '>', 20000, `a screenshot of the page: ${OUT}/demo.png`);
     await context.close();
-    t.done();
-} catch (e) {
-    t.done(e);
-} finally {
-    await browser.close();
-}
+});
 
 // a port on this machine where nothing listens: a network error
 function closedPort() {

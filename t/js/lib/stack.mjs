@@ -19,6 +19,20 @@ export function launch() {
     });
 }
 
+// runs a test file's body with a browser: an error fails the file, the
+// plan is written, and the browser is closed whatever happened
+export async function inBrowser(t, body) {
+    const browser = await launch();
+    try {
+        await body(browser);
+        t.done();
+    } catch (e) {
+        t.done(e);
+    } finally {
+        await browser.close();
+    }
+}
+
 let token;
 
 export async function api(method, path, body) {

@@ -436,8 +436,23 @@ sub seed_demo {
     return (split /\n/, $self->script('demo'))[-1];
 }
 
+# answering(TAGID => [STATUS, BODY], ...): a copy of nginx.conf.in whose
+# ad server answers these serving requests itself, with CORS as the module
+# does: answers the module never gives (a fault to inject), for
+# new(template => ...)
+sub answering {
+    my (%answer) = @_;
+    return with_locations(join '', map { <<"NGINX" } sort keys %answer);
+        location = /app/v0/ad/$_ {
+            default_type application/json;
+            add_header Access-Control-Allow-Origin * always;
+            return $answer{$_}[0] '$answer{$_}[1]';
+        }
+NGINX
+}
+
 # with_locations(TEXT): a copy of nginx.conf.in whose ad server has the
-# locations of TEXT too (a fault to inject, say), for new(template => ...)
+# locations of TEXT too
 sub with_locations {
     my ($text) = @_;
     open my $in, '<', "$ROOT/lua-free-conf/nginx.conf.in" or die "nginx.conf.in: $!";
