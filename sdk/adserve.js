@@ -194,7 +194,7 @@
             return slots.slice();
         }
         return slots.filter(function (s) {
-            return s.handle === target || s.el === target || s.el.id === target;
+            return s.handle === target || s.el === target || (target && s.el.id === target);
         });
     }
 

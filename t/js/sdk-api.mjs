@@ -119,6 +119,17 @@ await inBrowser(t, async (browser) => {
          '... whose impression counts too');
     await page.evaluate(() => adserve.refresh('no-such-element'));
     t.ok(seen.console.some((m) => m.text.includes('refresh: no such ad')), 'refreshing nothing is logged');
+    await page.evaluate((tag) => {
+        const anonymous = document.createElement('div');
+        document.body.prepend(anonymous);
+        window.anonymousSlot = adserve.registerAd({ tagid: tag, element: anonymous, width: 300, height: 250 });
+    }, units['demo-rectangle']);
+    await page.waitForFunction(() => anonymousSlot.element.querySelector('img'));
+    const quiet = asked();
+    await page.evaluate(() => adserve.refresh(''));
+    await sleep(200);
+    t.is(asked(), quiet, 'refresh(\'\') names no slot, not even one whose element has no id');
+    await page.evaluate(() => { anonymousSlot.destroy(); anonymousSlot.element.remove(); });
 
     // ---- destroy, and the races of an answer in flight ------------------
     const destroyed = await page.evaluate(() => {
