@@ -29,6 +29,12 @@ wait_for() {
     die "$what did not come up within ${secs}s"
 }
 
+# a port on 127.0.0.1 that nothing listens on now (private stacks)
+free_port() {
+    perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(Listen => 1,
+        LocalAddr => "127.0.0.1", LocalPort => 0)->sockport'
+}
+
 # The variables of ../shared/API.md, with their defaults.
 adserve_env() {
     export ADSERVE_PORT=${ADSERVE_PORT:-8080}
