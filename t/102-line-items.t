@@ -113,32 +113,8 @@ my %path = (DRAFT => [], ACTIVE => ['ACTIVE'], PAUSED => [qw(ACTIVE PAUSED)], CO
 my %allowed = map { $_ => 1 } ('DRAFT ACTIVE', 'DRAFT ARCHIVED', 'ACTIVE PAUSED', 'ACTIVE COMPLETED',
                                'ACTIVE ARCHIVED', 'PAUSED ACTIVE', 'PAUSED COMPLETED', 'PAUSED ARCHIVED',
                                'COMPLETED ARCHIVED');
-sub li_in {
-    my ($state) = @_;
-    my $l = li();
-    for my $s (@{ $path{$state} }) {
-        my $res = patch($l->{id}, { status => $s });
-        is($res->{status}, 200, "to $s") or diag $res->{content};
-    }
-    return $l;
-}
-for my $from (@states) {
-    for my $to (grep { $_ ne $from } @states) {
-        my $l = li_in($from);
-        my $r0 = $t->revision;
-        my $res = patch($l->{id}, { status => $to });
-        if ($allowed{"$from $to"}) {
-            is($res->{status}, 200, "$from -> $to: allowed") or diag $res->{content};
-            is($res->{json}{status}, $to, "$from -> $to: the new status");
-            is($t->revision, $r0 + 1, "$from -> $to: one revision");
-        } else {
-            my $why = $from eq 'ARCHIVED' ? qr/is ARCHIVED: it can no longer change/
-                                          : qr/^status: cannot go from $from to $to/;
-            $t->refused($res, 409, $why, "$from -> $to: refused");
-            is($t->revision, $r0, "$from -> $to: no revision");
-        }
-    }
-}
+sub li_in { $t->in_state('/api/line-items', \&li, \%path, @_) }
+$t->transitions_ok('/api/line-items', \&li, \%path, \@states, \%allowed);
 $t->refused(patch(li_in('ARCHIVED')->{id}, { rate => 3 }), 409, qr/ARCHIVED/, 'an ARCHIVED line item does not change');
 is(patch(li_in('COMPLETED')->{id}, { name => 'Done' })->{status}, 200, 'a COMPLETED one can still be renamed');
 

@@ -224,6 +224,47 @@ sub refused {
     Test::More::like($res->{json} && $res->{json}{detail} // '', $like, "$name: the detail says why");
 }
 
+# in_state(PATH, MAKE, ROUTE, STATE): a new record of the resource at PATH
+# ("/api/orders"), made by MAKE and PATCHed along ROUTE->{STATE} (the states
+# that lead there); the record as the last answer shows it
+sub in_state {
+    my ($self, $path, $make, $route, $state) = @_;
+    my $record = $make->();
+    for my $s (@{ $route->{$state} }) {
+        my $res = $self->api('PATCH', "$path/$record->{id}", json => { status => $s });
+        Test::More::is($res->{status}, 200, "to $s") or Test::More::diag($res->{content});
+        $record = $res->{json};
+    }
+    return $record;
+}
+
+# transitions_ok(PATH, MAKE, ROUTE, STATES, ALLOWED): every change between
+# two STATES, each on a fresh record (in_state): an ALLOWED "FROM TO" answers
+# 200 with the new status and one revision; any other 409 with the reason,
+# no revision, and the record unchanged
+sub transitions_ok {
+    my ($self, $path, $make, $route, $states, $allowed) = @_;
+    for my $from (@$states) {
+        for my $to (grep { $_ ne $from } @$states) {
+            my $record = $self->in_state($path, $make, $route, $from);
+            my $r0 = $self->revision;
+            my $res = $self->api('PATCH', "$path/$record->{id}", json => { status => $to });
+            if ($allowed->{"$from $to"}) {
+                Test::More::is($res->{status}, 200, "$from -> $to: allowed") or Test::More::diag($res->{content});
+                Test::More::is($res->{json}{status}, $to, "$from -> $to: the new status");
+                Test::More::is($self->revision, $r0 + 1, "$from -> $to: one revision");
+            } else {
+                my $why = $from eq 'ARCHIVED' ? qr/is ARCHIVED: it can no longer change/
+                                              : qr/^status: cannot go from $from to $to/;
+                $self->refused($res, 409, $why, "$from -> $to: refused");
+                Test::More::is($self->api('GET', "$path/$record->{id}")->{json}{status}, $from,
+                               "$from -> $to: unchanged");
+                Test::More::is($self->revision, $r0, "$from -> $to: no revision");
+            }
+        }
+    }
+}
+
 sub revision { $_[0]->redis('GET', 'adserve:rev') || 0 }
 
 # ---- events -------------------------------------------------------------
