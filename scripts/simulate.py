@@ -452,6 +452,14 @@ async def client(idx, items, unit_id, capped_cr, r0, shared, out_path):
         else:
             await asyncio.gather(*(one(t_sched, who, u, body) for u in units))
 
+    async def track(conn, url, want, field):
+        """Fires a tracking URL at the simulated now; 1 when it answered want."""
+        path = url[url.index('/', 8):].encode()
+        status, _ = await conn.request(b'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n'
+                                       b'X-Adserve-Clock: %d\r\n\r\n' % (path, sim_now(r0)))
+        counts[field if status == want else F_BAD] += 1
+        return int(status == want)
+
     async def one(t_sched, user, unit, body):
         nonlocal lag_sum, lag_max
         conn = await pool.get()
@@ -473,25 +481,9 @@ async def client(idx, items, unit_id, capped_cr, r0, shared, out_path):
                 if PROBE and cr in capped_cr and not str(user).startswith('anon'):
                     await probe(user, clock, capped_cr[cr])
                 if rng.random() < RENDER:
-                    url = ad['impression_url']
-                    path = url[url.index('/', 8):].encode()
-                    ist, _ = await conn.request(b'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n'
-                                                b'X-Adserve-Clock: %d\r\n\r\n' % (path, sim_now(r0)))
-                    if ist == 204:
-                        imp = 1
-                        counts[F_IMP] += 1
-                    else:
-                        counts[F_BAD] += 1
+                    imp = await track(conn, ad['impression_url'], 204, F_IMP)
                     if imp and rng.random() < CTR:
-                        url = ad['click_url']
-                        path = url[url.index('/', 8):].encode()
-                        cst, _ = await conn.request(b'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n'
-                                                    b'X-Adserve-Clock: %d\r\n\r\n' % (path, sim_now(r0)))
-                        if cst == 302:
-                            clk = 1
-                            counts[F_CLK] += 1
-                        else:
-                            counts[F_BAD] += 1
+                        clk = await track(conn, ad['click_url'], 302, F_CLK)
             elif st == 204:
                 counts[F_204] += 1
             else:
