@@ -169,25 +169,34 @@ static void path_init(struct path *p)
     p->len = (size_t)snprintf(p->buf, sizeof p->buf, "targeting");
 }
 
-/* Appends ".name"; returns the previous length for path_pop. */
-static size_t path_name(struct path *p, const char *name)
+static size_t path_append(struct path *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Appends to the path, truncated at the buffer's end; returns the previous
+ * length for path_pop. */
+static size_t path_append(struct path *p, const char *fmt, ...)
 {
     size_t old = p->len;
-    int n = snprintf(p->buf + p->len, sizeof p->buf - p->len, ".%s", name);
+    va_list ap;
 
+    va_start(ap, fmt);
+    int n = vsnprintf(p->buf + p->len, sizeof p->buf - p->len, fmt, ap);
+    va_end(ap);
     if (n > 0)
         p->len = p->len + (size_t)n < sizeof p->buf ? p->len + (size_t)n : sizeof p->buf - 1;
     return old;
 }
 
+/* ".name" */
+static size_t path_name(struct path *p, const char *name)
+{
+    return path_append(p, ".%s", name);
+}
+
+/* "[i]" */
 static size_t path_index(struct path *p, int i)
 {
-    size_t old = p->len;
-    int n = snprintf(p->buf + p->len, sizeof p->buf - p->len, "[%d]", i);
-
-    if (n > 0)
-        p->len = p->len + (size_t)n < sizeof p->buf ? p->len + (size_t)n : sizeof p->buf - 1;
-    return old;
+    return path_append(p, "[%d]", i);
 }
 
 static void path_pop(struct path *p, size_t old)
