@@ -233,11 +233,32 @@ await inBrowser(t, async (browser) => {
     await waitFor(page, 'nobid', 'odd-shape');
     t.is(await page.evaluate(() => document.getElementById('odd-shape').style.aspectRatio), '300 / 250',
          '... a refresh leaves the slot at its registered shape, not the last ad\'s');
+    t.isDeep(await page.locator('#odd-shape').evaluate((e) => [e.innerHTML, getComputedStyle(e).display]),
+             ['', 'block'], '... empty and in place: without collapse_nobid a no-bid hides nothing');
     await api('PATCH', `/api/line-items/${boardItem.id}`, { status: 'ACTIVE' });
     await page.evaluate(() => ['odd-null', 'odd-id', 'odd-size', 'odd-shape'].forEach((id) => {
         adserve.destroy(id);
         document.getElementById(id).remove();
     }));
+
+    // ---- the threshold: half of the ad ------------------------------------
+    await page.evaluate((tag) => {
+        const div = document.createElement('div');
+        div.id = 'edge';
+        div.style.cssText = `position: fixed; left: 0; top: ${innerHeight - 100}px`;
+        document.body.appendChild(div);
+        adserve.registerAd({ tagid: tag, element: div, width: 300, height: 250 });
+    }, units['demo-rectangle']);
+    await waitFor(page, 'render', 'edge');
+    await sleep(1500);
+    t.isDeep(await events(page, 'impression', 'edge'), [], '40% of the ad in view for 1.5 s: no impression');
+    const more = await page.evaluate(() => {
+        document.getElementById('edge').style.top = `${innerHeight - 150}px`;
+        return performance.now();
+    });
+    const [edge] = await waitFor(page, 'impression', 'edge');
+    t.cmp(edge.at - more, '>=', 995, '60% in view: the impression a second later');
+    await page.evaluate(() => { adserve.destroy('edge'); document.getElementById('edge').remove(); });
 
     // ---- a hidden page sees nothing --------------------------------------
     // headless Chromium is always visible: the page is told otherwise

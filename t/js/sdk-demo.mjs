@@ -115,6 +115,17 @@ await inBrowser(t, async (browser) => {
     t.is(await until(() => metric(units['demo-rectangle'], 'clicks'), 1), 1, '... and the click was counted');
     await popup.close();
 
+    const [fromMarkup] = await Promise.all([context.waitForEvent('page'), frame.locator('a').click()]);
+    await fromMarkup.waitForLoadState();
+    const boardLanding = new URL('/landing.html?from=leaderboard', DEMO).href;
+    t.is(fromMarkup.url(), boardLanding, 'a click in the HTML ad\'s sandbox opens its landing page');
+    const boardArrival = all.find((r) => r.url() === boardLanding);
+    t.is(boardArrival && boardArrival.redirectedFrom() && boardArrival.redirectedFrom().url(),
+         board.ad.click_url, '... through the click URL the markup was given');
+    t.is(await until(() => metric(units['demo-leaderboard'], 'clicks'), 1), 1, '... and the click was counted');
+    await fromMarkup.close();
+    await page.evaluate(() => window.scrollTo(0, 0));
+
     // ---- the ad server failing: logged, the slot empty, the page fine ----
     const closed = await closedPort();
     await page.evaluate(([closedServer]) => {
