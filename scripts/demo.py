@@ -120,9 +120,9 @@ class Api:
 def seed(api):
     units = {}
     for code, (name, w, h) in UNITS.items():
-        unit = api.ensure("ad-units", {"code": code}, {"name": name, "display": {"w": w, "h": h}},
-                          q=code)
-        units[code] = api.status("ad-units", unit, "ACTIVE")
+        units[code] = api.ensure("ad-units", {"code": code},
+                                 {"name": name, "status": "ACTIVE", "display": {"w": w, "h": h}},
+                                 q=code)
 
     advertiser = api.ensure("advertisers", {"name": "Trail Runner Co. (demo)"},
                             {"domain": "trailrunner.example"}, q="demo")

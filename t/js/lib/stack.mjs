@@ -10,7 +10,7 @@ export const OUT = process.env.TEST_OUT;             // screenshots, kept
 
 // the flags this machine needs: no sandbox as root, and no calls home,
 // which the closed network would refuse
-export function launch() {
+function launch() {
     return chromium.launch({
         executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
         chromiumSandbox: false,
