@@ -18,21 +18,39 @@ as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi
 }
 
-# wait_for SECONDS DESCRIPTION COMMAND...: polls until the command succeeds
-wait_for() {
-    local secs=$1 what=$2 i
-    shift 2
-    for ((i = 0; i < secs * 10; i++)); do
+# wait_up SECONDS DESCRIPTION PIDFILE LOG COMMAND...: polls until the
+# command (which must time out on its own) succeeds. A process that died
+# (a port taken, a bad setting) fails at once rather than at the deadline;
+# either way the end of its log says why.
+wait_up() {
+    local secs=$1 what=$2 pidfile=$3 log=$4 pid end=$((SECONDS + $1))
+    shift 4
+    while [ "$SECONDS" -lt "$end" ]; do
         "$@" >/dev/null 2>&1 && return 0
+        pid=$(cat "$pidfile" 2>/dev/null || true)
+        if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+            log_tail "$log"
+            die "$what exited while starting (log: $log)"
+        fi
         sleep 0.1
     done
-    die "$what did not come up within ${secs}s"
+    log_tail "$log"
+    die "$what did not come up within ${secs}s (log: $log)"
 }
 
-# a port on 127.0.0.1 that nothing listens on now (private stacks)
-free_port() {
-    perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(Listen => 1,
-        LocalAddr => "127.0.0.1", LocalPort => 0)->sockport'
+log_tail() {
+    [ -s "$1" ] || return 0
+    say "--- the end of $1:"
+    tail -n 15 "$1" | sed 's/^/    /' >&2
+}
+
+# free_ports N: N distinct ports on 127.0.0.1 that nothing listens on now
+# (private stacks). The sockets are held until all are chosen: one at a
+# time, the kernel may hand out the same port twice.
+free_ports() {
+    perl -MIO::Socket::INET -e 'my @s = map { IO::Socket::INET->new(Listen => 1,
+        LocalAddr => "127.0.0.1", LocalPort => 0) or die "no free port: $!\n" } 1 .. $ARGV[0];
+        print join(" ", map { $_->sockport } @s), "\n"' "$1"
 }
 
 # The variables of ../shared/API.md, with their defaults.

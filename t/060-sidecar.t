@@ -9,6 +9,7 @@ use Test::More;
 use MIME::Base64 qw(encode_base64url);
 use Digest::SHA qw(hmac_sha256);
 use JSON::PP;
+use IO::Socket::INET;
 use Adserve::Test;
 
 my $t = Adserve::Test->new;
@@ -103,6 +104,20 @@ $t->start('sidecar');
 is($t->request('GET', '/api/health')->{status}, 200, 'sidecar started again');
 is($t->request('GET', '/api/auth/me', headers => $bearer)->{status}, 200,
    'tokens survive a sidecar restart (the key is kept in the runtime folder)');
+
+# ---- a sidecar that cannot start says why, without waiting out the deadline ----
+$t->stop('sidecar');
+my $taken = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                  LocalPort => $t->env->{ADSERVE_SIDECAR_PORT}, ReuseAddr => 1)
+    or die "cannot hold the sidecar's port: $!";
+eval { $t->start('sidecar') };
+my $why = $@;
+like($why, qr/the sidecar on port \d+ exited while starting/,
+     'its port taken: make run reports the sidecar exited, not a timeout');
+like($why, qr/cannot listen on 127\.0\.0\.1:\d+/, '... and shows the log line that says why');
+close $taken;
+$t->start('sidecar');
+is($t->request('GET', '/api/health')->{status}, 200, 'the port free again: it starts');
 
 # ---- Redis down ----------------------------------------------------------------
 $t->stop('redis');

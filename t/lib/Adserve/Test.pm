@@ -37,14 +37,26 @@ END {
 }
 our $JSON = JSON::PP->new->canonical->allow_nonref;
 
-sub free_port {
-    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
-                                  LocalPort => 0, ReuseAddr => 1)
-        or die "no free port: $!";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
+# free_ports(N): N ports on 127.0.0.1 that nothing listens on now, distinct
+# from each other and from every port this process was given before (a
+# file may run several stacks and an SMTP sink). The sockets are held until
+# all are chosen: one at a time, the kernel hands out the same port twice
+# in about one stack of a thousand, and then Redis holds the sidecar's port.
+my %given;
+sub free_ports {
+    my ($n) = @_;
+    my (@held, @ports);
+    while (@ports < $n) {
+        my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                      LocalPort => 0, ReuseAddr => 1)
+            or die "no free port: $!";
+        push @held, $s;
+        push @ports, $s->sockport unless $given{ $s->sockport }++;
+    }
+    close $_ for @held;
+    return @ports;
 }
+sub free_port { (free_ports(1))[0] }
 
 sub new {
     my ($class, %opt) = @_;
@@ -52,15 +64,16 @@ sub new {
                       CLEANUP => !$ENV{ADSERVE_TEST_KEEP});
     # as make run's var/: nginx workers run as another user (secrets/ is 0700)
     chmod 0755, $var;
+    my @ports = free_ports(4);
     my $self = bless {
         var   => $var,
         owner => $$,
         env   => {
             ADSERVE_VAR            => $var,
-            ADSERVE_PORT           => free_port(),
-            ADSERVE_SIDECAR_PORT   => free_port(),
-            ADSERVE_REDIS_PORT     => free_port(),
-            ADSERVE_DEMO_PORT      => free_port(),
+            ADSERVE_PORT           => $ports[0],
+            ADSERVE_SIDECAR_PORT   => $ports[1],
+            ADSERVE_REDIS_PORT     => $ports[2],
+            ADSERVE_DEMO_PORT      => $ports[3],
             ADSERVE_WORKERS        => $opt{workers} // 2,
             # every test request comes from 127.0.0.1: the spec's 100
             # requests/s would throttle the load tests; 0 is no limit
