@@ -10,6 +10,7 @@ import { minify } from 'terser';
 import { tap } from './lib/tap.mjs';
 import {
     BASE, DEMO, RECORDER, api, demoUnits, events, inBrowser, metric, observe, sleep, until, waitFor,
+    workersCurrent,
 } from './lib/stack.mjs';
 
 const t = tap();
@@ -153,8 +154,9 @@ await inBrowser(t, async (browser) => {
 
     // ---- sizing: resized follows its container, fixed does not ----------
     await page.setViewportSize({ width: 480, height: 720 });
-    await page.waitForFunction(() => document.getElementById('ad-leaderboard').clientWidth < 728);
-    await sleep(200);
+    // the ResizeObserver scales the ad after layout: wait for it to have run
+    await page.waitForFunction(() => document.getElementById('ad-leaderboard').clientWidth < 728
+        && document.querySelector('#ad-leaderboard iframe').style.transform !== 'scale(1)');
     const narrow = await page.evaluate(() => {
         const el = document.getElementById('ad-leaderboard');
         return [el.clientWidth, el.clientHeight, el.querySelector('iframe').style.transform];
@@ -165,9 +167,8 @@ await inBrowser(t, async (browser) => {
     t.cmp(Math.abs(scale - narrow[0] / 728), '<', 1e-4, `... the markup scaled to fit: ${narrow[2]}`);
     await page.setViewportSize({ width: 1280, height: 720 });
     await page.waitForFunction(() => document.getElementById('ad-leaderboard').clientWidth === 728);
-    await sleep(200);
-    t.is(await page.evaluate(() => document.querySelector('#ad-leaderboard iframe').style.transform),
-         'scale(1)', '... and back at full width');
+    t.is(await until(() => page.evaluate(() => document.querySelector('#ad-leaderboard iframe').style.transform),
+                     'scale(1)', 3000), 'scale(1)', '... and back at full width');
 
     // ---- an ad server that never answers --------------------------------
     const silent = await silentServer();
@@ -219,16 +220,15 @@ await inBrowser(t, async (browser) => {
         el.style.cssText = 'width: 500px; padding: 0 50px; box-sizing: border-box';
         adserve.registerAd({ tagid: board, element: el, width: 300, height: 250, responsive: 'resized' });
     }, units['demo-leaderboard']);
-    await waitFor(page, 'render', 'odd-shape');
-    await sleep(200);
+    await waitFor(page, 'render', 'odd-shape');     // scaled as it is placed
     const padScale = await page.evaluate(() => document.querySelector('#odd-shape iframe').style.transform);
     t.cmp(Math.abs(Number(/[\d.]+/.exec(padScale)[0]) - 400 / 728), '<', 1e-4,
           `resized in a padded element: scaled to its content box, 400 px (${padScale})`);
     const { items: [boardItem] } = await api('GET', `/api/line-items?q=${encodeURIComponent('Demo: leaderboard')}`);
     await api('PATCH', `/api/line-items/${boardItem.id}`, { status: 'PAUSED' });
-    t.is(await until(async () => (await fetch(`${BASE}/app/v0/ad/${units['demo-leaderboard']}`,
-                                              { method: 'POST', body: '{}' })).status, 204), 204,
-         'the leaderboard\'s line item paused through the API: no ad');
+    t.ok(await workersCurrent(), 'the leaderboard\'s line item paused through the API: every worker has it');
+    t.is((await fetch(`${BASE}/app/v0/ad/${units['demo-leaderboard']}`, { method: 'POST', body: '{}' })).status,
+         204, '... and serves no ad for it');
     await page.evaluate(() => adserve.refresh('odd-shape'));
     await waitFor(page, 'nobid', 'odd-shape');
     t.is(await page.evaluate(() => document.getElementById('odd-shape').style.aspectRatio), '300 / 250',

@@ -2,6 +2,8 @@
 // (Adserve::Test::browser): addresses, the management API, and Debian's
 // chromium driven by playwright-core, never a downloaded browser.
 
+import { execFileSync } from 'node:child_process';
+import http from 'node:http';
 import { chromium } from 'playwright-core';
 
 export const BASE = process.env.ADSERVE_BASE;        // nginx: serving, SDK, API
@@ -86,6 +88,37 @@ export async function until(fn, want, ms = 10000) {
         value = await fn();
     }
     return value;
+}
+
+// GET /app/v0/status on a connection of its own: nginx gives each
+// connection to one worker, so fresh ones reach every worker in time
+function workerStatus() {
+    return new Promise((resolve, reject) => {
+        http.get(`${BASE}/app/v0/status`, { agent: false }, (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk) => { body += chunk; });
+            res.on('end', () => resolve(JSON.parse(body)));
+        }).on('error', reject).setTimeout(2000, function () { this.destroy(new Error('status: timeout')); });
+    });
+}
+
+// true once every worker is on the data's revision (adserve:rev) as it is
+// now: each worker reloads on its own timer, so a write one of them serves
+// may not be served by the other yet, and the browser may be talking to it
+export async function workersCurrent(ms = 10000) {
+    const rev = Number(execFileSync('redis-cli', ['-p', process.env.ADSERVE_REDIS_PORT, 'GET', 'adserve:rev'],
+                                    { encoding: 'utf8', timeout: 5000 }).trim() || 0);
+    const workers = Number(process.env.ADSERVE_WORKERS);
+    if (!(workers > 0)) throw new Error(`ADSERVE_WORKERS is not a count of workers: ${process.env.ADSERVE_WORKERS}`);
+    return until(async () => {
+        const seen = new Map();
+        for (let i = 0; i < 20 * workers && seen.size < workers; i++) {
+            const s = await workerStatus();
+            seen.set(s.pid, s.rev);
+        }
+        return seen.size === workers && [...seen.values()].every((r) => r >= rev);
+    }, true, ms);
 }
 
 // Runs in the page before its own scripts: the first command queued for
