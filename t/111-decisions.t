@@ -19,8 +19,8 @@ sub iso { strftime('%Y-%m-%dT%H:%M:%SZ', gmtime $_[0]) }
 
 # the creative served on a unit, '' for 204, "status N" otherwise
 sub served {
-    my ($unit) = @_;
-    my $res = $t->ad($unit);
+    my ($unit, $via) = @_;
+    my $res = $t->ad($unit, undef, $via ? (via => $via) : ());
     return $res->{status} == 200 ? $res->{json}{ad}{id} : $res->{status} == 204 ? '' : "status $res->{status}";
 }
 
@@ -31,6 +31,10 @@ sub tally {
     $seen{ served($unit) }++ for 1 .. $n;
     return \%seen;
 }
+
+# true when every worker serves WANT on UNIT: each reads pacing (observed
+# CTRs) on its own timer
+sub everywhere { my ($unit, $want) = @_; return !grep { served($unit, $_) ne $want } @{ $t->worker_connections } }
 
 sub loaded { my ($rev) = @_; ok($t->wait_until(5, sub { $t->workers_at($rev) }), "workers at revision $rev") }
 
@@ -161,16 +165,16 @@ loaded(line(cpc => { cost_type => 'CPC', rate => 1 }));
 is_deeply(tally($unit, 10), { cr('cpm_low') => 10 },
           'a new CPC line item ranks on the prior CTR (0.1%: eCPM 1) below a CPM of 2');
 $t->redis('HSET', 'adserve:delivery', "$li{cpc}{id}:imp", 1000, "$li{cpc}{id}:clk", 99);
-ok($t->wait_until(5, sub { served($unit) eq cr('cpc') }),
+ok($t->wait_until(5, sub { everywhere($unit, cr('cpc')) }),
    'observed CTR 100/2000 (eCPM 50): the CPC line item wins, once pacing has read it');
 is_deeply(tally($unit, 10), { cr('cpc') => 10 }, '... every time');
 $t->redis('HSET', 'adserve:delivery', "$li{cpc}{id}:clk", 0);
-ok($t->wait_until(5, sub { served($unit) eq cr('cpm_low') }), 'no clicks (eCPM 0.5): CPM wins again');
+ok($t->wait_until(5, sub { everywhere($unit, cr('cpm_low')) }), 'no clicks (eCPM 0.5): CPM wins again');
 status_of(cpc => 'PAUSED');
 
 loaded(line(cpc_default => { cost_type => 'CPC', rate => 0 }));
 $t->redis('HSET', 'adserve:delivery', "$li{cpc_default}{id}:imp", 1000);
-ok($t->wait_until(5, sub { served($unit) eq cr('cpc_default') }),
+ok($t->wait_until(5, sub { everywhere($unit, cr('cpc_default')) }),
    "a CPC line item without a rate bids the unit's default_cpc (10 x 0.05% x 1000 = eCPM 5)");
 status_of(cpc_default => 'PAUSED');
 status_of(cpm_low => 'PAUSED');

@@ -20,21 +20,8 @@ my $uuid = \&Adserve::Test::uuid;
 my $JSON = JSON::PP->new->canonical;
 my $clock = time;
 
-# two keep-alive connections on different workers (each a pid of its own)
-my (%by_pid, @conns);
-for (1 .. 200) {
-    my $http = HTTP::Tiny->new(keep_alive => 1, timeout => 10);
-    my $res = $http->get($t->base . '/app/v0/status');
-    my $pid = $res->{success} ? eval { decode_json($res->{content})->{pid} } : undef;
-    if (!$pid) {
-        diag "status: $res->{status} $res->{content}";
-        sleep 0.05;
-        next;
-    }
-    $by_pid{$pid} //= $http;
-    last if keys %by_pid == 2;
-}
-@conns = values %by_pid;
+# two keep-alive connections, one on each worker: requests alternate
+my @conns = @{ $t->worker_connections };
 is(scalar @conns, 2, 'two connections, one on each worker');
 
 my $turn = 0;
@@ -128,7 +115,8 @@ ok($t->wait_until(5, sub { served($unit, 'carol') eq cr('capped') }), '... carol
 my $port = $t->env->{ADSERVE_REDIS_PORT};
 system("redis-cli -p $port EVAL 'local s = redis.call(\"TIME\")[1] + 2; "
        . "while tonumber(redis.call(\"TIME\")[1]) < s do end return 1' 0 >/dev/null 2>&1 &");
-sleep 0.3;
+ok($t->wait_until(1.5, sub { system('timeout', '0.1', 'redis-cli', '-p', $port, 'PING') != 0 }),
+   'Redis is stalled by the script');
 my $t0 = Time::HiRes::time();
 is(served($unit, 'dan'), cr('house'), 'Redis stalled: capped line items do not serve');
 cmp_ok(Time::HiRes::time() - $t0, '<', 0.5, '... and the answer does not wait for Redis');
@@ -146,6 +134,7 @@ set_status(goal => 'PAUSED');
 # through the tracking endpoint: impressions of served ads reach the goal
 $rev = line(goal2 => { type => 'SPONSORSHIP', delivery => 'ASAP', goal => { type => 'IMPRESSIONS', units => 5 } });
 my @urls;
+ok($t->wait_until(5, sub { $t->workers_at($rev) }), '... loaded by every worker');
 ok($t->wait_until(5, sub { served($unit, 'erin') eq cr('goal2') }), 'a second ASAP line item with a goal of 5');
 my $fired = 0;
 for (1 .. 40) {

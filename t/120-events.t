@@ -39,8 +39,9 @@ sub rid { unpack 'H*', substr(decode_base64url($_[0]), 1, 12) }
 
 # ---- ad requests and ads, from both workers ------------------------------------------------------
 my @tokens;
-for (1 .. 30) {
-    my $res = $t->ad($unit);
+my $conns = $t->worker_connections;
+for my $i (1 .. 30) {
+    my $res = $t->ad($unit, undef, via => $conns->[ $i % @$conns ]);
     push @tokens, $res->{json}{ext}{ad_log} if $res->{status} == 200;
 }
 is(scalar @tokens, 30, '30 ads served');

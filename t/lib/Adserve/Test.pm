@@ -18,6 +18,7 @@ use File::Basename qw(basename dirname);
 use File::Path qw(make_path);
 use File::Temp qw(tempdir tempfile);
 use HTTP::Tiny;
+use IO::Select;
 use IO::Socket::INET;
 use JSON::PP;
 use Time::HiRes qw(sleep time);
@@ -174,7 +175,7 @@ sub request {
     } elsif (exists $o{body}) {
         $args{content} = $o{body};
     }
-    my $http = exists $o{redirect} && !$o{redirect} ? $self->{http_noredirect} : $self->{http};
+    my $http = $o{via} // (exists $o{redirect} && !$o{redirect} ? $self->{http_noredirect} : $self->{http});
     my $res = $http->request($method, $self->base . $path, \%args);
     if (($res->{headers}{'content-type'} // '') =~ m{^application/json}
         && length $res->{content})
@@ -184,12 +185,33 @@ sub request {
     return $res;
 }
 
-# ad TAGID [BODY]: the serving request, with the spec's request by default
+# ad TAGID [BODY [OPTIONS]]: the serving request, with the spec's request by
+# default; OPTIONS as request's (via => a connection of worker_connections)
 sub ad {
-    my ($self, $tagid, $body) = @_;
+    my ($self, $tagid, $body, %o) = @_;
     $body //= { version => '0.1.0', user => { id => 'u1' }, device => { ua => 'Mozilla/5.0' } };
     return $self->request('POST', "/app/v0/ad/$tagid",
-                          ref $body ? (json => $body) : (body => $body));
+                          ref $body ? (json => $body) : (body => $body), %o);
+}
+
+# One keep-alive connection on each worker: [HTTP::Tiny, ...]. nginx gives a
+# connection to one worker for its life, and fresh ones to a worker in runs,
+# so only these reach every worker for sure: each worker reloads its
+# snapshot and reads pacing on its own timer. Idle for nginx's
+# keepalive_timeout (75 s), a connection is closed and HTTP::Tiny's next one
+# may reach another worker: take them where they are used.
+sub worker_connections {
+    my ($self) = @_;
+    my @workers = $self->workers;
+    my %by_pid;
+    for (1 .. 100 * @workers) {
+        my $http = HTTP::Tiny->new(keep_alive => 1, timeout => 10);
+        my $res = $self->request('GET', '/app/v0/status', via => $http);
+        my $pid = $res->{json} && $res->{json}{pid} or next;
+        $by_pid{$pid} //= $http;
+        return [ @by_pid{ sort keys %by_pid } ] if keys %by_pid == @workers;
+    }
+    die 'no connection reached every worker (' . scalar(@workers) . ')';
 }
 
 # login EMAIL PASSWORD: the token response (dies unless 200); with no
@@ -336,7 +358,8 @@ sub status {
 
 sub redis {
     my ($self, @cmd) = @_;
-    open my $fh, '-|', 'redis-cli', '-p', $self->{env}{ADSERVE_REDIS_PORT}, @cmd
+    # a stalled Redis fails the test in 10 s rather than hanging it
+    open my $fh, '-|', 'timeout', '10', 'redis-cli', '-p', $self->{env}{ADSERVE_REDIS_PORT}, @cmd
         or die "redis-cli: $!";
     my $out = do { local $/; <$fh> } // '';
     close $fh;
@@ -378,10 +401,11 @@ sub transaction {
     my ($self, @cmds) = @_;
     my $in = join '', map { _resp(@$_) } ['MULTI'], @cmds, ['INCR', 'adserve:rev'], ['EXEC'];
     my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                     PeerPort => $self->{env}{ADSERVE_REDIS_PORT})
+                                     PeerPort => $self->{env}{ADSERVE_REDIS_PORT}, Timeout => 10)
         or die "redis: $!";
     print $sock $in;
     shutdown $sock, 1;
+    IO::Select->new($sock)->can_read(10) or die 'redis transaction: no answer in 10 s';
     local $/;
     my $out = <$sock>;
     die "redis transaction failed: $out" if $out =~ /^-/m;
@@ -487,7 +511,11 @@ sub shutdown {
 # API); the demo page's URL
 sub seed_demo {
     my ($self) = @_;
-    return (split /\n/, $self->script('demo'))[-1];
+    my $url = (split /\n/, $self->script('demo'))[-1];
+    # scripts/demo saw one worker serve it; the browser may reach the other
+    $self->wait_until(10, sub { $self->workers_at($self->revision) })
+        or die 'the demo is not loaded by every worker';
+    return $url;
 }
 
 # answering(TAGID => [STATUS, BODY], ...): a copy of nginx.conf.in whose
@@ -530,9 +558,11 @@ sub browser {
     my $out = "$ROOT/build/test-output/$name";
     make_path($out);
     my ($email, $password) = $self->admin;
+    my @workers = $self->workers;
     local %ENV = (%ENV, ADSERVE_BASE => $self->base, ADSERVE_VAR => $self->var,
                   ADSERVE_ADMIN_EMAIL => $email, ADSERVE_ADMIN_PASSWORD => $password,
-                  TEST_OUT => $out, %env);
+                  ADSERVE_REDIS_PORT => $self->{env}{ADSERVE_REDIS_PORT},
+                  ADSERVE_WORKERS => scalar @workers, TEST_OUT => $out, %env);
     system 'node', "$ROOT/t/js/$script";
     return $? == -1 ? 255 : $? & 127 ? 128 + ($? & 127) : $? >> 8;
 }
