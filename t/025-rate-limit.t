@@ -21,14 +21,18 @@ is_deeply(\%pre, { 204 => 150 }, 'preflights are not rate limited');
 
 my %seen;
 my $limited;
+my $t0 = Time::HiRes::time();
 for (1 .. 150) {
     my $res = $t->ad($c->{unit});
     $seen{ $res->{status} }++;
     $limited //= $res if $res->{status} == 429;
 }
 cmp_ok($seen{200} // 0, '>=', 100, 'the burst is served');
-cmp_ok($seen{200} // 0, '<=', 105, '... and not much more, at 1 request/s');
-cmp_ok($seen{429} // 0, '>=', 45, 'the rest is refused with 429');
+# 1 request/s refills the burst while the loop runs (well under a second
+# here, seconds on a loaded machine)
+my $refilled = 1 + int(Time::HiRes::time() - $t0);
+cmp_ok($seen{200} // 0, '<=', 100 + $refilled, "... and not more than the loop's $refilled s of 1 request/s");
+cmp_ok($seen{429} // 0, '>=', 50 - $refilled, 'the rest is refused with 429');
 is_deeply($limited->{json}, { detail => 'request rate over the limit' }, '... as {detail}');
 is($limited->{headers}{'retry-after'}, '1', '... with Retry-After');
 is($limited->{headers}{'access-control-allow-origin'}, '*', '... and CORS, so a page can read it');

@@ -178,15 +178,21 @@ sleep 0.5;
 is(scalar(@busy = mails_to('busy@example.com')), 1, 'only the request from another client was mailed');
 
 # ---- similar timing: known and unknown addresses ------------------------------------------------
+# Interleaved, each known address's mail delivered before the next request
+# (the mail thread would otherwise slow only the unknown ones). Alike: the
+# medians within a third of each other; answering an unknown address
+# without the password hash's work would put it near zero.
 my (@known_s, @unknown_s);
-for my $i (1 .. 6) {
+for my $i (1 .. 10) {
     make_user("timing$i\@example.com");
     push @known_s, forgot({ email => "timing$i\@example.com" })->{seconds};
+    mails_to("timing$i\@example.com");
     push @unknown_s, forgot({ email => "ghost$i\@example.com" })->{seconds};
 }
 sub median { my @s = sort { $a <=> $b } @_; return $s[@s / 2] }
 my ($k, $u) = (median(@known_s), median(@unknown_s));
-ok(abs($k - $u) < 0.05, sprintf 'known and unknown answer alike (median %.1f ms vs %.1f ms)', 1000 * $k, 1000 * $u);
+cmp_ok(abs($k - $u), '<', ($k > $u ? $k : $u) / 3,
+       sprintf 'known and unknown answer alike (median %.1f ms vs %.1f ms)', 1000 * $k, 1000 * $u);
 
 # ---- a mail server that never answers ------------------------------------------------------------
 my $hole = IO::Socket::INET->new(Listen => 5, LocalAddr => '127.0.0.1', LocalPort => 0, ReuseAddr => 1)

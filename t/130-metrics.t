@@ -278,7 +278,7 @@ sub hour_key { my @g = gmtime $_[0]; sprintf '%04d%02d%02d%02d', $g[5] + 1900, $
 sub iso { my @g = gmtime $_[0]; sprintf '%04d-%02d-%02dT%02d:%02d:%02dZ', $g[5] + 1900, $g[4] + 1, @g[3, 2, 1, 0] }
 # far enough from the end of the hour (and of the day) that "now" stays in
 # this hour for the whole check
-sleep 1 while time % 3600 > 3600 - 20;
+sleep 1 while time % 3600 > 3600 - 20 || time % 3600 < 3;    # "now" is exclusive: not at :00:00
 my $now = time;
 my $hour = $now - $now % 3600;
 my $today = $now - $now % 86400;

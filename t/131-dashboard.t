@@ -22,8 +22,10 @@ sub iso { my @g = gmtime $_[0]; sprintf '%04d-%02d-%02dT%02d:%02d:%02dZ', $g[5] 
 sub epoch { my @p = $_[0] =~ /^(\d+)-(\d+)-(\d+)T(\d+):(\d+):(\d+)Z$/ or die "not a time: $_[0]"; timegm(@p[5, 4, 3], $p[2], $p[1] - 1, $p[0]) }
 sub hour_key { my @g = gmtime $_[0]; sprintf 'adserve:stats:%04d%02d%02d%02d', $g[5] + 1900, $g[4] + 1, @g[3, 2] }
 
-# far enough from midnight that today stays one day for the whole test
-sleep 1 while time % 86400 > 86400 - 60;
+# far enough from midnight that today stays one day for the whole test, and
+# from 23:00, where yesterday_same_time takes in yesterday's last hour
+sub near { my ($at) = @_; my $s = time % 86400; return $s > $at - 60 && $s < $at + 2 }
+sleep 1 while near(86400) || near(23 * 3600);
 my $now = int time;
 my $today = $now - $now % 86400;
 my $hour = $now - $now % 3600;

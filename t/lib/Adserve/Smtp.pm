@@ -56,13 +56,22 @@ sub log {
     return <$fh> // '';
 }
 
+# Where a mail comes in the sink's order: Python's Maildir names a file
+# SECONDS.MMICROSECONDSPpidQcount.host, the count rising with each mail of
+# the process (the microseconds are not zero-padded: no string order).
+sub order {
+    my ($file) = @_;
+    my ($count) = $file =~ m{/\d+\.M\d+P\d+Q(\d+)\.[^/]*$} or die "not a Maildir name: $file";
+    return $count;
+}
+
 # Every mail so far, oldest first: {to, from, headers => {lower-case
 # name => value}, body} (line ends normalised to \n).
 sub mails {
     my ($self) = @_;
     my @files = map { glob "$self->{dir}/Maildir/$_/*" } qw(new cur);
     my @mails;
-    for my $f (sort { (stat $a)[9] <=> (stat $b)[9] || $a cmp $b } @files) {
+    for my $f (sort { order($a) <=> order($b) } @files) {
         open my $fh, '<', $f or next;
         local $/;
         my $raw = <$fh>;
