@@ -14,6 +14,8 @@ package Adserve::Load;
 
 use strict;
 use warnings;
+use Errno ();
+use IO::Select;
 use IO::Socket::INET;
 use JSON::PP;
 use Time::HiRes qw(time);
@@ -104,13 +106,20 @@ sub _fail {
     push @{ $res->{errors} }, $why if @{ $res->{errors} } < 5;
 }
 
+# sysread, but a server silent for 10 s is an error, not a hang
+sub _read {
+    my ($sock, undef, $len, $off) = @_;
+    IO::Select->new($sock)->can_read(10) or do { $! = Errno::ETIMEDOUT; return undef };
+    return sysread($sock, $_[1], $len, $off);
+}
+
 # one request/response; (status) or (undef, error, whether any byte came)
 sub _exchange {
     my ($sock, $req) = @_;
     defined syswrite($sock, $req) or return (undef, "write: $!", 0);
     my $buf = '';
     while ($buf !~ /\r\n\r\n/) {
-        my $n = sysread($sock, $buf, 16384, length $buf);
+        my $n = _read($sock, $buf, 16384, length $buf);
         return (undef, defined $n ? 'closed before the headers' : "read: $!", length $buf) if !$n;
     }
     my ($head, $rest) = split /\r\n\r\n/, $buf, 2;
@@ -118,8 +127,8 @@ sub _exchange {
     my ($len) = $head =~ /^Content-Length:\s*(\d+)/mi;
     $len //= 0;
     while (length $rest < $len) {
-        my $n = sysread($sock, $rest, $len - length $rest, length $rest);
-        return (undef, 'short body', 1) if !$n;
+        my $n = _read($sock, $rest, $len - length $rest, length $rest);
+        return (undef, defined $n ? 'short body' : "read: $!", 1) if !$n;
     }
     return ($status);
 }
