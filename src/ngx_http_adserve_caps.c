@@ -218,7 +218,6 @@ ngx_http_adserve_caps_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     adserve_snapshot_t            *s;
     adserve_li_t                  *li;
     redisReply                    *m, *sc;
-    u_char                        *colon;
     size_t                         i;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
@@ -243,13 +242,14 @@ ngx_http_adserve_caps_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
             continue;
         }
 
-        colon = ngx_strlchr((u_char *) m->str + m->len - NGX_HTTP_ADSERVE_RID_HEX - 1,
-                            (u_char *) m->str + m->len, ':');
-        if (m->len <= NGX_HTTP_ADSERVE_RID_HEX + 1 || colon == NULL) {
+        /* "{line item id}:{request id}": the request id has a fixed length */
+        if (m->len <= NGX_HTTP_ADSERVE_RID_HEX + 1
+            || m->str[m->len - NGX_HTTP_ADSERVE_RID_HEX - 1] != ':')
+        {
             continue;
         }
 
-        li = adserve_snapshot_li(s, m->str, colon - (u_char *) m->str);
+        li = adserve_snapshot_li(s, m->str, m->len - NGX_HTTP_ADSERVE_RID_HEX - 1);
         if (li == NULL || li->ncaps == 0) {
             continue;
         }
