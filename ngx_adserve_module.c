@@ -593,9 +593,7 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
     /* a unit with capped line items needs what this user has seen: an
      * async read with a deadline; without a user id caps stay unknown, and
      * capped line items do not serve */
-    if (unit->max_cap_seconds && ctx->req.user_id.len
-        && ctx->req.user_id.len <= ADSERVE_TOKEN_USER_MAX)
-    {
+    if (unit->max_cap_seconds && ctx->req.user_id.len) {
         rc = ngx_http_adserve_caps_read(r, ctx, unit->max_cap_seconds);
         if (rc == NGX_AGAIN) {
             return NGX_AGAIN;
@@ -678,14 +676,14 @@ ngx_http_adserve_start(ngx_http_request_t *r, ngx_uint_t explain)
 }
 
 
-static ngx_int_t
+ngx_table_elt_t *
 ngx_http_adserve_header(ngx_http_request_t *r, const char *name, ngx_str_t *value)
 {
     ngx_table_elt_t  *h;
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
 
     h->hash = 1;
@@ -693,7 +691,7 @@ ngx_http_adserve_header(ngx_http_request_t *r, const char *name, ngx_str_t *valu
     h->key.len = ngx_strlen(name);
     h->value = *value;
 
-    return NGX_OK;
+    return h;
 }
 
 
@@ -732,11 +730,11 @@ ngx_http_adserve_preflight_handler(ngx_http_request_t *r)
     }
 
     /* what only a preflight needs: every ad response is spared them */
-    if (ngx_http_adserve_header(r, "Access-Control-Allow-Methods", methods) != NGX_OK
+    if (ngx_http_adserve_header(r, "Access-Control-Allow-Methods", methods) == NULL
         || ngx_http_adserve_header(r, "Access-Control-Allow-Headers",
-                                   &(ngx_str_t) ngx_string("Content-Type")) != NGX_OK
+                                   &(ngx_str_t) ngx_string("Content-Type")) == NULL
         || ngx_http_adserve_header(r, "Access-Control-Max-Age",
-                                   &(ngx_str_t) ngx_string("86400")) != NGX_OK)
+                                   &(ngx_str_t) ngx_string("86400")) == NULL)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -780,10 +778,6 @@ static ngx_int_t
 ngx_http_adserve_explain_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, adserve_decision_t *d)
 {
-    static const char *const  types[] = {
-        "SPONSORSHIP", "STANDARD", "PRICE_PRIORITY", "HOUSE"
-    };
-    static const char *const  costs[] = { "CPM", "CPC", "CPA" };
     static const char *const  verdicts[] = {
         "won", "tied", "outranked", "lower_priority", "held_back"
     };
@@ -844,8 +838,8 @@ ngx_http_adserve_explain_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
         p = ngx_sprintf(p, ",\"type\":\"%s\",\"priority\":%d,\"cost_type\":\"%s\","
                         "\"bid\":%.6f,\"ecpm\":%.6f,\"creatives\":%uD,"
                         "\"decision\":\"%s\"",
-                        types[li->tier & 3], (int) li->priority,
-                        costs[li->cost_type % 3], x[i].cand->bid, x[i].ecpm,
+                        adserve_tier_names[li->tier & 3], (int) li->priority,
+                        adserve_cost_names[li->cost_type % 3], x[i].cand->bid, x[i].ecpm,
                         x[i].ncands, verdicts[x[i].verdict]);
 
         if (x[i].verdict == ADSERVE_X_RULE) {

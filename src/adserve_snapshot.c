@@ -27,6 +27,12 @@ const char *const adserve_kind_keys[ADSERVE_KIND_COUNT] = {
     "adserve:licas",
 };
 
+const char *const adserve_tier_names[4] = {
+    "SPONSORSHIP", "STANDARD", "PRICE_PRIORITY", "HOUSE"
+};
+
+const char *const adserve_cost_names[3] = { "CPM", "CPC", "CPA" };
+
 
 #define NONE  UINT32_MAX
 
@@ -643,16 +649,14 @@ parse_orders(build_t *b, cJSON **objs)
 }
 
 
+/* the index of name in names[n], or -1 */
 static int
-tier_of(const char *type)
+name_index(const char *name, const char *const *names, int n)
 {
-    static const char *const  types[] = {
-        "SPONSORSHIP", "STANDARD", "PRICE_PRIORITY", "HOUSE"
-    };
     int  i;
 
-    for (i = 0; i < 4; i++) {
-        if (str_is(type, types[i])) {
+    for (i = 0; i < n; i++) {
+        if (str_is(name, names[i])) {
             return i;
         }
     }
@@ -726,13 +730,10 @@ parse_line_items(build_t *b, cJSON **objs)
         li = &b->lis[i];
         li->id = get_str(o, "id");
         li->first_lica = NONE;
-        li->tier = tier_of(get_str(o, "type"));
+        li->tier = name_index(get_str(o, "type"), adserve_tier_names, 4);
         li->priority = clamp_int(get_num(o, "priority", 8), 1, 16);
 
-        t = get_str(o, "cost_type");
-        li->cost_type = str_is(t, "CPM") ? ADSERVE_COST_CPM
-                        : str_is(t, "CPC") ? ADSERVE_COST_CPC
-                        : str_is(t, "CPA") ? ADSERVE_COST_CPA : -1;
+        li->cost_type = name_index(get_str(o, "cost_type"), adserve_cost_names, 3);
         li->rate = get_num(o, "rate", 0);
         li->snap_li = NONE;
         parse_delivery(li, o);

@@ -49,6 +49,11 @@ typedef enum {
     ADSERVE_TIER_HOUSE
 } adserve_tier_e;
 
+/* the API's names: line item types by adserve_tier_e, cost types by
+ * adserve_cost_e (adserve_token.h) */
+extern const char *const adserve_tier_names[4];
+extern const char *const adserve_cost_names[3];
+
 
 /* Raw input of one build: the record texts of each kind, and the revision
  * that was read before they were scanned. */

@@ -319,6 +319,11 @@ time_t ngx_http_adserve_clock(void);
 ngx_int_t ngx_http_adserve_body(ngx_http_request_t *r, u_char **start,
     size_t *len);
 
+/* adds a response header (name a static string, value kept as given); the
+ * header, or NULL when out of memory */
+ngx_table_elt_t *ngx_http_adserve_header(ngx_http_request_t *r,
+    const char *name, ngx_str_t *value);
+
 /* a response with a body in memory (or none); the JSON type when there is */
 ngx_int_t ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);

@@ -189,7 +189,6 @@ static const char  ngx_http_adserve_flush_script[] =
 static const char  *ngx_http_adserve_ev_names[] = { "imp", "clk", "conv" };
 static const char  *ngx_http_adserve_dim_names[] = { "u:", "li:", "cr:" };
 static const char  *ngx_http_adserve_metric_names[] = { "req", "ads", "opp" };
-static const char  *ngx_http_adserve_cost_names[] = { "CPM", "CPC", "CPA" };
 
 
 typedef struct {
@@ -236,7 +235,6 @@ typedef struct {
     ngx_uint_t    incrs;
     ngx_uint_t    events;
     ngx_uint_t    refusals;           /* "ERR" replies: the script failed */
-    ngx_msec_t    sent;
     unsigned      sending:1;
 } ngx_http_adserve_batch_t;
 
@@ -645,7 +643,7 @@ ngx_http_adserve_seal_event(ngx_http_adserve_seal_t *s,
     ngx_http_adserve_arg(s, e->li, e->li_len);
     ngx_http_adserve_arg(s, e->cr, e->cr_len);
     ngx_http_adserve_arg(s, e->user, e->user_len);
-    name = e->cost_type < 3 ? ngx_http_adserve_cost_names[e->cost_type] : "";
+    name = e->cost_type < 3 ? adserve_cost_names[e->cost_type] : "";
     ngx_http_adserve_arg(s, name, ngx_strlen(name));
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%uL", e->price_micros));
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%L", e->value_micros));
@@ -984,7 +982,6 @@ ngx_http_adserve_events_send(ngx_http_adserve_events_t *ev)
     }
 
     ev->batch.sending = 1;
-    ev->batch.sent = ngx_current_msec;
 
     ngx_add_timer(&ev->deadline, rd->timeout);
 }

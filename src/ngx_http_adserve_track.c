@@ -60,23 +60,20 @@ static ngx_int_t
 ngx_http_adserve_track_not_allowed(ngx_http_request_t *r, char *allow,
     ngx_str_t *body)
 {
-    ngx_table_elt_t  *h;
-    ngx_int_t         rc;
+    ngx_str_t  value;
+    ngx_int_t  rc;
 
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
+    value.data = (u_char *) allow;
+    value.len = ngx_strlen(allow);
+
+    if (ngx_http_adserve_header(r, "Allow", &value) == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "Allow");
-    h->value.data = (u_char *) allow;
-    h->value.len = ngx_strlen(allow);
 
     return ngx_http_adserve_track_send(r, NGX_HTTP_NOT_ALLOWED, body);
 }
@@ -91,26 +88,11 @@ ngx_http_adserve_track_token(ngx_http_request_t *r,
 {
     ngx_http_adserve_main_conf_t  *amcf;
     time_t                         ttl;
-    size_t                         i;
-    u_char                         ch;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
 
-    if (len == 0 || len > ADSERVE_TOKEN_MAX) {
-        goto invalid;
-    }
-
-    /* base64url only: nothing to unescape, nothing else to accept */
-    for (i = 0; i < len; i++) {
-        ch = tok[i];
-
-        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z')
-              || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_'))
-        {
-            goto invalid;
-        }
-    }
-
+    /* base64url only (the decoder refuses anything else, and any length
+     * that is not a token's): an escaped query value is never unescaped */
     if (adserve_token_decode(amcf->tokens, (const char *) tok, len, log, buf)
         != 0)
     {
@@ -175,26 +157,20 @@ static ngx_int_t
 ngx_http_adserve_track_redirect(ngx_http_request_t *r,
     const adserve_creative_t *cr)
 {
-    ngx_table_elt_t  *h;
-    u_char           *url;
+    ngx_str_t  url;
 
-    url = ngx_pnalloc(r->pool, cr->landing_url.len);
-    if (url == NULL) {
+    url.len = cr->landing_url.len;
+    url.data = ngx_pnalloc(r->pool, url.len);
+    if (url.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_memcpy(url, cr->landing_url.data, cr->landing_url.len);
+    ngx_memcpy(url.data, cr->landing_url.data, url.len);
 
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
+    r->headers_out.location = ngx_http_adserve_header(r, "Location", &url);
+    if (r->headers_out.location == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "Location");
-    h->value.data = url;
-    h->value.len = cr->landing_url.len;
-    r->headers_out.location = h;
 
     return ngx_http_adserve_send(r, NGX_HTTP_MOVED_TEMPORARILY, NULL, 0);
 }
