@@ -509,7 +509,6 @@ static void api_settings_api_token(struct request *req, struct reply *rep)
     struct user u;
     time_t exp;
     char at[RFC3339_LEN];
-    struct tm tm;
 
     enum store_status st = bump_api_version(request_store(req), req->user, &u);
     if (st == STORE_NOT_FOUND) {
@@ -522,8 +521,7 @@ static void api_settings_api_token(struct request *req, struct reply *rep)
     }
     char *token = api_token_issue(&u, &exp);
     cJSON *body = cJSON_CreateObject();
-    if (token == NULL || body == NULL || gmtime_r(&exp, &tm) == NULL ||
-        strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0 ||
+    if (token == NULL || body == NULL || rfc3339_format(exp, at) != 0 ||
         cJSON_AddStringToObject(body, "api_token", token) == NULL ||
         cJSON_AddStringToObject(body, "token_type", "bearer") == NULL ||
         cJSON_AddStringToObject(body, "expires_at", at) == NULL) {

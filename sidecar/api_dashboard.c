@@ -46,11 +46,6 @@ struct dash {
     enum store_status st;
 };
 
-static void counts_free(void *p)
-{
-    free(p);
-}
-
 static int on_hour(long long hour, const redisReply *fields, void *arg)
 {
     struct dash *d = arg;
@@ -88,8 +83,7 @@ static bool own_item(const struct dash *d, const char *id)
 {
     const struct stats_record *rec = stats_record(&d->item_recs, id);
 
-    return d->caller == NULL ||
-           (rec != NULL && rec->exists && strcmp(rec->advertiser_id, d->caller) == 0);
+    return resource_owned_by(d->caller, rec != NULL && rec->exists ? rec->advertiser_id : NULL);
 }
 
 static double micros(long long v)
@@ -116,6 +110,8 @@ static cJSON *totals(struct dash *d, enum day day)
         }
         stats_counts_add(&sum, e->value);
     }
+    struct stats_figures f;
+    stats_figures(&sum, &f);
     cJSON *o = cJSON_CreateObject();
     if (o == NULL ||
         !cJSON_AddItemToObject(o, "requests", units ? cJSON_CreateNumber((double)sum.v[STATS_REQ])
@@ -124,12 +120,10 @@ static cJSON *totals(struct dash *d, enum day day)
         !cJSON_AddNumberToObject(o, "impressions", (double)sum.v[STATS_IMP]) ||
         !cJSON_AddNumberToObject(o, "clicks", (double)sum.v[STATS_CLK]) ||
         !cJSON_AddNumberToObject(o, "conversions", (double)sum.v[STATS_CONV]) ||
-        !cJSON_AddNumberToObject(o, "spend", micros(sum.v[STATS_SPEND])) ||
-        !cJSON_AddNumberToObject(o, "conversion_value", micros(sum.v[STATS_CONVVAL])) ||
-        !cJSON_AddNumberToObject(o, "ctr", stats_ratio(sum.v[STATS_CLK], sum.v[STATS_IMP])) ||
-        !cJSON_AddItemToObject(o, "fill_rate",
-                               units ? cJSON_CreateNumber(stats_ratio(sum.v[STATS_ADS], sum.v[STATS_REQ]))
-                                     : cJSON_CreateNull())) {
+        !cJSON_AddNumberToObject(o, "spend", f.spend) ||
+        !cJSON_AddNumberToObject(o, "conversion_value", f.conversion_value) ||
+        !cJSON_AddNumberToObject(o, "ctr", f.ctr) ||
+        !cJSON_AddItemToObject(o, "fill_rate", units ? cJSON_CreateNumber(f.fill_rate) : cJSON_CreateNull())) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -202,28 +196,23 @@ struct paced {
     long long units, delivered;
 };
 
-static const char *str_or_null(const cJSON *o, const char *name)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
-}
-
 /* An ACTIVE line item with an IMPRESSIONS or CLICKS goal that the caller
  * sees: its terms into p (taking li), else false. */
 static bool paced_from(const struct dash *d, cJSON *li, struct paced *p)
 {
     const cJSON *goal = cJSON_GetObjectItemCaseSensitive(li, "goal");
-    const char *type = str_or_null(goal, "type"), *status = str_or_null(li, "status");
-    const char *adv = str_or_null(li, "advertiser_id"), *id = str_or_null(li, "id");
+    const char *type = json_str_member(goal, "type"), *status = json_str_member(li, "status");
+    const char *adv = json_str_member(li, "advertiser_id"), *id = json_str_member(li, "id");
     const cJSON *units = cJSON_GetObjectItemCaseSensitive(goal, "units");
 
     if (id == NULL || status == NULL || strcmp(status, "ACTIVE") != 0 || type == NULL ||
         (strcmp(type, "IMPRESSIONS") != 0 && strcmp(type, "CLICKS") != 0) ||
         !cJSON_IsNumber(units) || units->valuedouble < 1 || strlen(id) > STATS_ID_MAX ||
-        (d->caller != NULL && (adv == NULL || strcmp(adv, d->caller) != 0)))
+        !resource_owned_by(d->caller, adv))
         return false;
-    const char *delivery = str_or_null(li, "delivery");
+    const char *delivery = json_str_member(li, "delivery");
     *p = (struct paced){
-        .li = li, .id = id, .name = str_or_null(li, "name"),
+        .li = li, .id = id, .name = json_str_member(li, "name"),
         .clicks = strcmp(type, "CLICKS") == 0,
         .even = delivery == NULL || strcmp(delivery, "ASAP") != 0,
         .units = (long long)units->valuedouble,
@@ -325,6 +314,28 @@ static int by_name(const void *a, const void *b)
     return c != 0 ? c : strcmp(x->id, y->id);
 }
 
+static int by_id(const void *a, const void *b)
+{
+    return strcmp(((const struct paced *)a)->id, ((const struct paced *)b)->id);
+}
+
+/* HSCAN may return a field twice (the hash rehashing during the walk):
+ * keeps one of each line item. The new length. */
+static size_t drop_repeats(struct paced *list, size_t n)
+{
+    size_t kept = 0;
+
+    if (n > 1)
+        qsort(list, n, sizeof *list, by_id);
+    for (size_t i = 0; i < n; i++) {
+        if (kept > 0 && strcmp(list[kept - 1].id, list[i].id) == 0)
+            cJSON_Delete(list[i].li);
+        else
+            list[kept++] = list[i];
+    }
+    return kept;
+}
+
 struct pace {
     bool has_expected, has_projected;
     double expected;
@@ -335,8 +346,8 @@ struct pace {
 static void pace(const struct paced *p, long long now, struct pace *out)
 {
     long long start, end;
-    bool closed = rfc3339_parse(str_or_null(p->li, "start_at"), &start) == 0 &&
-                  rfc3339_parse(str_or_null(p->li, "end_at"), &end) == 0 && end > start;
+    bool closed = rfc3339_parse(json_str_member(p->li, "start_at"), &start) == 0 &&
+                  rfc3339_parse(json_str_member(p->li, "end_at"), &end) == 0 && end > start;
     double units = (double)p->units, delivered = (double)p->delivered;
 
     *out = (struct pace){ .status = "on_track" };
@@ -381,8 +392,8 @@ static cJSON *pacing_entry(const struct paced *p, long long now)
         !cJSON_AddStringToObject(goal, "type", p->clicks ? "CLICKS" : "IMPRESSIONS") ||
         !cJSON_AddNumberToObject(goal, "units", (double)p->units) ||
         !cJSON_AddStringToObject(o, "delivery", p->even ? "EVEN" : "ASAP") ||
-        !cJSON_AddItemToObject(o, "start_at", nullable_str(str_or_null(p->li, "start_at"))) ||
-        !cJSON_AddItemToObject(o, "end_at", nullable_str(str_or_null(p->li, "end_at"))) ||
+        !cJSON_AddItemToObject(o, "start_at", nullable_str(json_str_member(p->li, "start_at"))) ||
+        !cJSON_AddItemToObject(o, "end_at", nullable_str(json_str_member(p->li, "end_at"))) ||
         !cJSON_AddNumberToObject(o, "delivered", (double)p->delivered) ||
         !cJSON_AddItemToObject(o, "expected_now", pc.has_expected
                                                       ? cJSON_CreateNumber(floor(pc.expected))
@@ -404,6 +415,7 @@ static enum store_status pacing(struct dash *d, cJSON **out)
     enum store_status st = scan_line_items(d, &list, &n);
 
     *out = NULL;
+    n = drop_repeats(list, n);
     if (st == STORE_OK)
         st = load_delivered(d, list, n);
     if (st == STORE_OK) {
@@ -432,8 +444,8 @@ static enum store_status pacing(struct dash *d, cJSON **out)
 static void dash_free(struct dash *d)
 {
     for (int i = 0; i < DAYS; i++) {
-        stats_map_free(&d->units[i], counts_free);
-        stats_map_free(&d->items[i], counts_free);
+        stats_map_free(&d->units[i], NULL);
+        stats_map_free(&d->items[i], NULL);
     }
     stats_records_free(&d->unit_recs);
     stats_records_free(&d->item_recs);
@@ -463,7 +475,7 @@ static enum store_status build(struct dash *d, cJSON *body)
         if ((st = load_records(d, &d->unit_recs, &d->units[i])) != STORE_OK ||
             (st = load_records(d, &d->item_recs, &d->items[i])) != STORE_OK)
             return st;
-    if (stats_rfc3339(d->now, at) != 0 || !cJSON_AddStringToObject(body, "at", at) ||
+    if (rfc3339_format(d->now, at) != 0 || !cJSON_AddStringToObject(body, "at", at) ||
         put(body, "today", totals(d, TODAY)) != 0 ||
         put(body, "yesterday", totals(d, YESTERDAY)) != 0 ||
         put(body, "yesterday_same_time", totals(d, YESTERDAY_SAME)) != 0 ||
@@ -490,7 +502,7 @@ static void api_dashboard(struct request *req, struct reply *rep)
     cJSON *body = cJSON_CreateObject();
     d.today = stats_floor(d.now, STATS_DAY);
     d.same_until = stats_floor(d.now, STATS_HOUR) - STATS_DAY;
-    d.caller = resource_role(req) == ROLE_ADVERTISER ? req->user->advertiser_id : NULL;
+    d.caller = resource_caller_advertiser(req);
     d.c = request_store(req);
     enum store_status st = body != NULL ? build(&d, body) : STORE_ERROR;
     dash_free(&d);

@@ -74,6 +74,9 @@ static void row_json(struct report *r, const char *time, const char *id, const c
 {
     struct stats_buf *b = &r->out;
     bool unit = r->group == GROUP_AD_UNIT;
+    struct stats_figures f;
+
+    stats_figures(c, &f);
 
     stats_buf_str(b, r->rows ? ",{\"" : "{\"");
     stats_buf_str(b, group_ids[r->group]);
@@ -89,14 +92,14 @@ static void row_json(struct report *r, const char *time, const char *id, const c
     stats_buf_printf(b, ",\"ads\":%lld,\"impressions\":%lld,\"clicks\":%lld,\"conversions\":%lld",
                      c->v[STATS_ADS], c->v[STATS_IMP], c->v[STATS_CLK], c->v[STATS_CONV]);
     stats_buf_str(b, ",\"ctr\":");
-    stats_buf_num(b, stats_ratio(c->v[STATS_CLK], c->v[STATS_IMP]));
+    stats_buf_num(b, f.ctr);
     stats_buf_str(b, ",\"spend\":");
-    stats_buf_num(b, (double)c->v[STATS_SPEND] / 1e6);
+    stats_buf_num(b, f.spend);
     stats_buf_str(b, ",\"conversion_value\":");
-    stats_buf_num(b, (double)c->v[STATS_CONVVAL] / 1e6);
+    stats_buf_num(b, f.conversion_value);
     stats_buf_str(b, ",\"fill_rate\":");
     if (unit)
-        stats_buf_num(b, stats_ratio(c->v[STATS_ADS], c->v[STATS_REQ]));
+        stats_buf_num(b, f.fill_rate);
     else
         stats_buf_str(b, "null");
     stats_buf_str(b, "}");
@@ -115,6 +118,9 @@ static void row_csv(struct report *r, const char *time, const char *id, const ch
 {
     struct stats_buf *b = &r->out;
     bool unit = r->group == GROUP_AD_UNIT;
+    struct stats_figures f;
+
+    stats_figures(c, &f);
 
     stats_buf_printf(b, "%s,", time);
     stats_buf_csv_str(b, id);
@@ -125,14 +131,14 @@ static void row_csv(struct report *r, const char *time, const char *id, const ch
         stats_buf_num(b, (double)c->v[STATS_REQ]);
     stats_buf_printf(b, ",%lld,%lld,%lld,%lld,", c->v[STATS_ADS], c->v[STATS_IMP],
                      c->v[STATS_CLK], c->v[STATS_CONV]);
-    stats_buf_num(b, stats_ratio(c->v[STATS_CLK], c->v[STATS_IMP]));
+    stats_buf_num(b, f.ctr);
     stats_buf_str(b, ",");
-    stats_buf_num(b, (double)c->v[STATS_SPEND] / 1e6);
+    stats_buf_num(b, f.spend);
     stats_buf_str(b, ",");
-    stats_buf_num(b, (double)c->v[STATS_CONVVAL] / 1e6);
+    stats_buf_num(b, f.conversion_value);
     stats_buf_str(b, ",");
     if (unit)
-        stats_buf_num(b, stats_ratio(c->v[STATS_ADS], c->v[STATS_REQ]));
+        stats_buf_num(b, f.fill_rate);
     stats_buf_str(b, "\r\n");
 }
 
@@ -158,19 +164,14 @@ static bool visible(const struct report *r, const char *id, const struct stats_r
         return true;
     case GROUP_LINE_ITEM:
     case GROUP_CREATIVE:
-        if (r->caller != NULL && strcmp(rec->advertiser_id, r->caller) != 0)
+        if (!resource_owned_by(r->caller, rec->exists ? rec->advertiser_id : NULL))
             return false;
         return r->advertiser == NULL || strcmp(rec->advertiser_id, r->advertiser) == 0;
     case GROUP_ADVERTISER:
-        return (r->caller == NULL || strcmp(id, r->caller) == 0) &&
+        return resource_owned_by(r->caller, id) &&
                (r->advertiser == NULL || strcmp(id, r->advertiser) == 0);
     }
     return false;
-}
-
-static void counts_free(void *p)
-{
-    free(p);
 }
 
 /* Advertiser rows: the line items' sums, folded by their advertiser. A
@@ -204,7 +205,7 @@ static int flush_bucket(struct report *r)
         rc = 0;
         goto out;
     }
-    if (ids == NULL || stats_rfc3339(r->bucket, time) != 0) {
+    if (ids == NULL || rfc3339_format(r->bucket, time) != 0) {
         r->st = STORE_ERROR;
         goto out;
     }
@@ -248,8 +249,8 @@ static int flush_bucket(struct report *r)
         r->st = STORE_ERROR;
 out:
     free(ids);
-    stats_map_free(&folded, counts_free);
-    stats_map_clear(&r->sums, counts_free);
+    stats_map_free(&folded, NULL);
+    stats_map_clear(&r->sums, NULL);
     r->open = false;
     return rc;
 }
@@ -378,7 +379,7 @@ static bool read_filters(const cJSON *q, struct report *r, struct reply *rep)
 
 static void report_free(struct report *r)
 {
-    stats_map_free(&r->sums, counts_free);
+    stats_map_free(&r->sums, NULL);
     stats_records_free(&r->units);
     stats_records_free(&r->line_items);
     stats_records_free(&r->creatives);
@@ -407,7 +408,7 @@ static void api_metrics(struct request *req, struct reply *rep)
     r.csv = format != NULL ? strcmp(format, "csv") == 0
                            : wants_csv(request_header(req, "Accept"));
     r.external = audience != NULL ? strcmp(audience, "external") == 0 : advertiser;
-    r.caller = advertiser ? req->user->advertiser_id : NULL;
+    r.caller = resource_caller_advertiser(req);
 
     if (advertiser && r.group == GROUP_AD_UNIT)
         reply_error(rep, 403, "group_by=ad_unit: advertisers cannot read ad units");
@@ -422,7 +423,11 @@ static void api_metrics(struct request *req, struct reply *rep)
             header_csv(&r);
         else
             stats_buf_str(&r.out, "{\"rows\":[");
-        r.st = stats_read_hours(r.c, first, hours, on_hour, &r);
+        /* a callback's own failure (a record read, memory) stops the walk
+         * and is kept in r.st: the walk's status must not overwrite it */
+        enum store_status walked = stats_read_hours(r.c, first, hours, on_hour, &r);
+        if (r.st == STORE_OK)
+            r.st = walked;
         if (r.st == STORE_OK && !r.too_many)
             flush_bucket(&r);
         if (!r.csv)
@@ -446,11 +451,10 @@ static void api_metrics(struct request *req, struct reply *rep)
 
 /* ---- the shapes, for validation and the OpenAPI document -------------------------------- */
 
-static const char *const groups[] = { "ad_unit", "line_item", "creative", "advertiser", NULL };
 static const char *const granularities[] = { "hour", "day", NULL };
 static const char *const audiences[] = { "internal", "external", NULL };
 static const char *const formats[] = { "json", "csv", NULL };
-static const struct schema group_s = { .type = SCHEMA_STRING, .enum_values = groups };
+static const struct schema group_s = { .type = SCHEMA_STRING, .enum_values = group_names };
 static const struct schema granularity_s = { .type = SCHEMA_STRING, .enum_values = granularities };
 static const struct schema audience_s = { .type = SCHEMA_STRING, .enum_values = audiences };
 static const struct schema format_s = { .type = SCHEMA_STRING, .enum_values = formats };

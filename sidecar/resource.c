@@ -78,11 +78,14 @@ unsigned resource_role(const struct request *req)
     return role_from_name(req->user->role);
 }
 
-/* An advertiser caller's advertiser_id ("" when its user has none, which
- * then owns nothing); NULL for admins and operators. */
-static const char *caller_advertiser(const struct request *req)
+const char *resource_caller_advertiser(const struct request *req)
 {
     return resource_role(req) == ROLE_ADVERTISER ? req->user->advertiser_id : NULL;
+}
+
+bool resource_owned_by(const char *caller, const char *advertiser)
+{
+    return caller == NULL || (caller[0] != '\0' && same(advertiser, caller));
 }
 
 static bool visible(const struct resource *res, const char *advertiser, const cJSON *rec)
@@ -93,9 +96,9 @@ static bool visible(const struct resource *res, const char *advertiser, const cJ
     case OWNER_NONE:
         return false;
     case OWNER_SELF:
-        return advertiser[0] != '\0' && same(json_str_member(rec, "id"), advertiser);
+        return resource_owned_by(advertiser, json_str_member(rec, "id"));
     case OWNER_FIELD:
-        return advertiser[0] != '\0' && same(json_str_member(rec, "advertiser_id"), advertiser);
+        return resource_owned_by(advertiser, json_str_member(rec, "advertiser_id"));
     }
     return false;
 }
@@ -332,7 +335,7 @@ static bool parent_of(const struct resource *res, struct request *req, struct re
 static void list_records(const struct resource *res, struct request *req, struct reply *rep,
                          const cJSON *query, const char *parent_id)
 {
-    const char *advertiser = caller_advertiser(req);
+    const char *advertiser = resource_caller_advertiser(req);
     char hash[KEY_MAX], set[KEY_MAX];
     cJSON **recs = NULL;
     size_t n = 0, k = 0;
@@ -371,7 +374,7 @@ void resource_list(const struct resource *res, struct request *req, struct reply
 
     /* The routes' roles say so already; this keeps the rule in one place
      * should a route row ever be wrong. */
-    if (caller_advertiser(req) != NULL && res->owner != OWNER_FIELD) {
+    if (resource_caller_advertiser(req) != NULL && res->owner != OWNER_FIELD) {
         reply_error(rep, 403, "role not allowed");
         return;
     }
@@ -393,7 +396,7 @@ static enum store_status load_visible(struct request *req, struct reply *rep,
 {
     enum store_status st = resource_load(request_store(req), res, parent_id, id, out);
 
-    if (st == STORE_OK && !visible(res, caller_advertiser(req), *out)) {
+    if (st == STORE_OK && !visible(res, resource_caller_advertiser(req), *out)) {
         cJSON_Delete(*out);
         *out = NULL;
         st = STORE_NOT_FOUND;
@@ -956,7 +959,7 @@ static void write_attempts(struct request *req, struct reply *rep, const struct 
             usleep(randombytes_uniform((uint32_t)(BACKOFF_US * i)) + 1);
         struct resource_write w = {
             .res = job->res, .req = req, .rep = rep, .c = request_store(req),
-            .advertiser = caller_advertiser(req), .parent_id = job->parent_id,
+            .advertiser = resource_caller_advertiser(req), .parent_id = job->parent_id,
             .changes = job->changes,
         };
         txn_init(&w.txn);
@@ -1000,7 +1003,7 @@ const int resource_delete_errors[] = { 401, 403, 404, 409, 503, 0 };
 /* Inventory and advertiser records are made by admins and operators. */
 static bool may_create(const struct resource *res, struct request *req, struct reply *rep)
 {
-    if (caller_advertiser(req) == NULL || res->owner == OWNER_FIELD)
+    if (resource_caller_advertiser(req) == NULL || res->owner == OWNER_FIELD)
         return true;
     reply_error(rep, 403, "role not allowed");
     return false;

@@ -211,6 +211,14 @@ extern const int resource_list_errors[], resource_create_errors[], resource_get_
 /* The caller's role bit (users.h). */
 unsigned resource_role(const struct request *req);
 
+/* An advertiser caller's advertiser_id ("" when its user has none, which
+ * then owns nothing); NULL for admins and operators, who see everything. */
+const char *resource_caller_advertiser(const struct request *req);
+
+/* Whether that caller may see what advertiser (an advertiser_id, or NULL
+ * when unknown) owns. */
+bool resource_owned_by(const char *caller, const char *advertiser);
+
 /* Answers status {detail} and returns STORE_OK: a hook's refusal. */
 enum store_status resource_refuse(struct resource_write *w, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

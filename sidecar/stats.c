@@ -1,5 +1,7 @@
 #include "stats.h"
 
+#include "json_util.h"
+
 #include <cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -284,8 +286,7 @@ static void record_free(void *p)
 
 static enum stats_metric_mode metric_mode(const cJSON *rec)
 {
-    const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(rec, "ext"), "metric_mode"));
+    const char *m = json_str_member(cJSON_GetObjectItemCaseSensitive(rec, "ext"), "metric_mode");
 
     if (m != NULL && strcmp(m, "internal_only") == 0)
         return MODE_INTERNAL_ONLY;
@@ -307,8 +308,8 @@ static struct stats_record *record_from(const redisReply *v)
         return r;
     }
     r->exists = true;
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "name"));
-    const char *adv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "advertiser_id"));
+    const char *name = json_str_member(j, "name");
+    const char *adv = json_str_member(j, "advertiser_id");
     if (name != NULL && (r->name = strdup(name)) == NULL) {
         cJSON_Delete(j);
         free(r);
@@ -408,16 +409,6 @@ long long stats_floor(long long t, long long unit)
     if (t % unit != 0 && t < 0)
         q--;
     return q * unit;
-}
-
-int stats_rfc3339(long long t, char out[RFC3339_LEN])
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-
-    if (gmtime_r(&tt, &tm) == NULL || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
-        return -1;
-    return strftime(out, RFC3339_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0 ? -1 : 0;
 }
 
 /* ---- text ------------------------------------------------------------------------------- */
@@ -533,4 +524,12 @@ double stats_ratio(long long num, long long den)
     if (den == 0)
         return 0;
     return round((double)num / (double)den * 1e6) / 1e6;
+}
+
+void stats_figures(const struct stats_counts *c, struct stats_figures *f)
+{
+    f->ctr = stats_ratio(c->v[STATS_CLK], c->v[STATS_IMP]);
+    f->fill_rate = stats_ratio(c->v[STATS_ADS], c->v[STATS_REQ]);
+    f->spend = (double)c->v[STATS_SPEND] / 1e6;
+    f->conversion_value = (double)c->v[STATS_CONVVAL] / 1e6;
 }

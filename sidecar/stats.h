@@ -101,8 +101,6 @@ void stats_records_free(struct stats_records *r);
 
 /* t rounded down to a multiple of unit (also before 1970). */
 long long stats_floor(long long t, long long unit);
-/* "2024-01-31T13:00:00Z" of t; -1 when it has no such form. */
-int stats_rfc3339(long long t, char out[RFC3339_LEN]);
 
 /* ---- text ------------------------------------------------------------------ */
 
@@ -128,5 +126,13 @@ void stats_buf_free(struct stats_buf *b);
 
 /* num / den rounded to 6 decimals; 0 when den is 0. */
 double stats_ratio(long long num, long long den);
+
+/* The figures derived from counters (README "Statistics"): ctr = clicks /
+ * impressions, fill_rate = ads / requests (ad units only), spend and
+ * conversion_value in currency units (the counters hold micros). */
+struct stats_figures {
+    double ctr, fill_rate, spend, conversion_value;
+};
+void stats_figures(const struct stats_counts *c, struct stats_figures *f);
 
 #endif

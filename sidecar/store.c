@@ -308,10 +308,8 @@ enum store_status store_pipeline(struct store_conn *c, const char *const *const 
             st = STORE_UNAVAILABLE;
             break;
         }
-        if (r->type == REDIS_REPLY_ERROR) {
-            enum store_status e = error_is_transient(r) ? STORE_UNAVAILABLE : STORE_ERROR;
-            log_line("redis error reply: %.200s", r->str);
-            freeReplyObject(r);
+        enum store_status e = check_reply(r);
+        if (e != STORE_OK) {
             if (st == STORE_OK)
                 st = e;
             continue;

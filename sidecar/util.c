@@ -31,14 +31,21 @@ void uuid_v4(char out[UUID_STR_LEN])
              b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
+int rfc3339_format(long long t, char out[RFC3339_LEN])
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+
+    if (gmtime_r(&tt, &tm) == NULL || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
+        return -1;
+    return strftime(out, RFC3339_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0 ? -1 : 0;
+}
+
 int now_rfc3339(char out[RFC3339_LEN])
 {
     time_t t = time(NULL);
-    struct tm tm;
 
-    if (t == (time_t)-1 || gmtime_r(&t, &tm) == NULL)
-        return -1;
-    return strftime(out, RFC3339_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0 ? -1 : 0;
+    return t == (time_t)-1 ? -1 : rfc3339_format(t, out);
 }
 
 double monotonic_ms(void)

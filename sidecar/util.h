@@ -15,7 +15,11 @@ int random_hex(char *out, size_t outlen, size_t nbytes);
 /* A random (version 4, RFC 4122) UUID in lower-case canonical form. */
 void uuid_v4(char out[UUID_STR_LEN]);
 
-/* The current UTC time as RFC 3339 with second precision. 0 or -1. */
+/* Unix seconds as UTC RFC 3339 with second precision ("2024-01-31T12:34:56Z";
+ * years 0 to 9999). 0 or -1. */
+int rfc3339_format(long long t, char out[RFC3339_LEN]);
+
+/* The current UTC time, as rfc3339_format writes it. 0 or -1. */
 int now_rfc3339(char out[RFC3339_LEN]);
 
 /* An RFC 3339 date-time ("2024-01-31T12:34:56Z", fractions and +hh:mm
