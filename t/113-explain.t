@@ -21,13 +21,13 @@ $t->put(ad_units => { id => $unit, status => 'ACTIVE', display => { w => 300, h 
                       ext => { target_ecpm => 3, bcat => ['IAB7'] } },
         orders => { id => $order, status => 'APPROVED' });
 
-my (%li, %name_of);
+my (%li, %name_of, %cr);
 sub line {
     my ($name, $fields, $creative) = @_;
     my $id = $uuid->();
     $li{$name} = $id;
     $name_of{$id} = $name;
-    my $cr = $uuid->();
+    my $cr = $cr{$name} = $uuid->();
     return $t->put(line_items => { id => $id, order_id => $order, status => 'ACTIVE', type => 'STANDARD',
                                    priority => 8, cost_type => 'CPM', rate => 2,
                                    targeting => { ad_units => { include => [ $unit ] } }, %$fields },
@@ -91,11 +91,11 @@ is($x->{caps}, 'unknown', 'no user id: caps unknown');
 is($by{capped}{reason}, 'frequency_cap', '... the capped line item held back');
 
 # serving agrees, and the explainer counted nothing
-my $served = $t->request('POST', "/app/v0/ad/$unit", json => $request, headers => { 'X-Adserve-Clock' => $clock });
-my $hour = do { my @g = gmtime $clock; sprintf '%04d%02d%02d%02d', $g[5] + 1900, $g[4] + 1, @g[3, 2] };
-ok($t->wait_until(5, sub { ($t->redis('HGET', "adserve:stats:$hour", "u:$unit:req") || 0) >= 1 }), 'serving counts');
+my $served = $t->ad($unit, $request, headers => { 'X-Adserve-Clock' => $clock });
+is($served->{json} && $served->{json}{ad}{id}, $cr{winner}, "serving picks the explainer's winner");
+ok($t->wait_until(5, sub { $t->stat_sum("u:$unit:req") >= 1 }), 'serving counts');
 sleep 1.2;
-is($t->redis('HGET', "adserve:stats:$hour", "u:$unit:req"), 1, '... its one request; the explainer none');
+is($t->stat_sum("u:$unit:req"), 1, '... its one request; the explainer none');
 
 # who may ask
 is(ask(as => { token => undef })->{status}, 401, 'no token: 401');

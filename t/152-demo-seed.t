@@ -24,6 +24,8 @@ is_deeply([ map { $unit{$_}{status} } sort keys %unit ], [ ('ACTIVE') x 3 ], '..
 is_deeply([ map { "$_->{display}{w}x$_->{display}{h}" } @unit{qw(demo-rectangle demo-leaderboard demo-empty)} ],
           [qw(300x250 728x90 300x250)], '... of the sizes the page registers');
 
+# scripts/demo saw one worker serve the demo; these requests may reach the other
+ok($t->wait_until(10, sub { $t->workers_at($t->revision) }), 'every worker has the demo');
 my $ad = $t->ad($unit{'demo-rectangle'}{id});
 is($ad->{status}, 200, 'the rectangle serves');
 is($ad->{json}{ad}{display}{banner}{img}, "$demo/assets/rectangle.svg", '... its image, on the demo server');

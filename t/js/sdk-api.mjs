@@ -96,6 +96,13 @@ await inBrowser(t, async (browser) => {
     for (const what of ['id must be', 'yob must be', 'gender must be']) {
         t.ok(seen.console.some((m) => m.text.includes(`setUser: ${what}`)), `setUser: "${what}" is logged`);
     }
+    await page.evaluate(() => {
+        adserve.setConfig({ server: 'javascript:alert(1)', timeout: 5 });
+        adserve.cmd.push(42);
+    });
+    for (const what of ['setConfig: server must be', 'setConfig: timeout must be', 'cmd.push takes functions']) {
+        t.ok(seen.console.some((m) => m.type === 'warning' && m.text.includes(what)), `"${what}" is logged`);
+    }
     await page.evaluate(() => adserve.setUser({ id: 'v-2' }));
     await sleep(200);
     t.is(asked(), before, 'no request was sent for them');
@@ -139,16 +146,16 @@ await inBrowser(t, async (browser) => {
         return [el.innerHTML, el.style.cssText];
     });
     t.isDeep(destroyed, ['', ''], 'destroy empties the element and gives back its own style');
-    const raced = await page.evaluate((tag) => {
+    await page.evaluate((tag) => {
         const slot = adserve.registerAd({ tagid: tag, element: 'spare', width: 300, height: 250 });
         slot.refresh();
         slot.destroy();
         slot.refresh();                       // a destroyed slot stays destroyed
         adserve.refresh();
-        return document.getElementById('spare').innerHTML;
     }, units['demo-rectangle']);
-    await sleep(1000);
-    t.is(raced, '', 'a slot destroyed while its request is in flight');
+    await sleep(1000);                        // the answers have come back by now
+    t.is(await page.evaluate(() => document.getElementById('spare').innerHTML), '',
+         'a slot destroyed while its request is in flight stays empty');
     t.isDeep(await events(page, 'render', 'spare'), [], '... never renders its answer');
     t.is((await events(page, 'render', 'ad-rectangle')).length, 2, 'refresh() skips destroyed slots');
 
@@ -188,7 +195,7 @@ await inBrowser(t, async (browser) => {
 
     // ---- answers it cannot use, and slots that cannot hold the ad --------
     const odd = await page.evaluate(([board]) => {
-        for (const id of ['odd-null', 'odd-id', 'odd-size', 'odd-shape']) {
+        for (const id of ['odd-null', 'odd-id', 'odd-size', 'odd-shape', 'odd-js', 'odd-jsclick']) {
             const div = document.createElement('div');
             div.id = id;
             document.body.prepend(div);
@@ -197,13 +204,19 @@ await inBrowser(t, async (browser) => {
         adserve.setConfig({ debug: true });
         adserve.registerAd({ tagid: 'answer-null', element: 'odd-null', width: 300, height: 250 });
         adserve.registerAd({ tagid: 'answer-odd', element: 'odd-id', width: 300, height: 250 });
+        adserve.registerAd({ tagid: 'answer-js', element: 'odd-js', width: 300, height: 250 });
+        adserve.registerAd({ tagid: 'answer-jsclick', element: 'odd-jsclick', width: 300, height: 250 });
         adserve.registerAd({ tagid: board, element: 'odd-size', width: 300, height: 250 });
         return adserve.registerAd({ tagid: board, element: loose, width: 728, height: 90 }) === undefined;
     }, [units['demo-leaderboard']]);
     await waitFor(page, 'render', 'odd-id');
     t.is(await page.locator('#odd-id img').getAttribute('src'), 'http://127.0.0.1/x.png',
          'an ad whose id is an object (the SDK uses none) still renders, debug log and all');
-    for (const [id, why] of [['odd-null', /no ad it can show/],
+    await waitFor(page, 'render', 'odd-jsclick');
+    t.isDeep(await page.locator('#odd-jsclick').evaluate((e) => [e.querySelectorAll('a').length,
+                                                                  e.querySelector('img').src]),
+             [0, 'http://127.0.0.1/x.png'], 'a javascript: click_url is never a link: the image alone');
+    for (const [id, why] of [['odd-null', /no ad it can show/], ['odd-js', /no ad it can show/],
                              ['odd-size', /a 728x90 ad does not fit the 300x250 slot/]]) {
         const [failure] = await waitFor(page, 'error', id);
         t.like(failure.error, why, `${id}: an error (${failure.error})`);
@@ -236,7 +249,7 @@ await inBrowser(t, async (browser) => {
     t.isDeep(await page.locator('#odd-shape').evaluate((e) => [e.innerHTML, getComputedStyle(e).display]),
              ['', 'block'], '... empty and in place: without collapse_nobid a no-bid hides nothing');
     await api('PATCH', `/api/line-items/${boardItem.id}`, { status: 'ACTIVE' });
-    await page.evaluate(() => ['odd-null', 'odd-id', 'odd-size', 'odd-shape'].forEach((id) => {
+    await page.evaluate(() => ['odd-null', 'odd-id', 'odd-size', 'odd-shape', 'odd-js', 'odd-jsclick'].forEach((id) => {
         adserve.destroy(id);
         document.getElementById(id).remove();
     }));

@@ -367,6 +367,12 @@ sub redis {
     return $out;
 }
 
+# true while Redis answers no PING within 0.1 s (a script holds it)
+sub redis_stalled {
+    my ($self) = @_;
+    return system('timeout', '0.1', 'redis-cli', '-p', $self->{env}{ADSERVE_REDIS_PORT}, 'PING') != 0;
+}
+
 my %KIND = map { $_ => "adserve:$_" }
     qw(ad_units placements orders line_items creatives licas);
 
