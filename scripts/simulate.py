@@ -28,7 +28,14 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 import uuid
+
+
+def fail(why):
+    """An error, not a missed target: exit status 2 (1 means targets missed)."""
+    print(f'error: {why}', file=sys.stderr)
+    sys.exit(2)
 
 
 def env_num(name, default, kind=float, lo=None, hi=None):
@@ -38,9 +45,9 @@ def env_num(name, default, kind=float, lo=None, hi=None):
     try:
         v = kind(raw)
     except ValueError:
-        sys.exit(f'error: {name}={raw!r} is not a number')
+        fail(f'{name}={raw!r} is not a number')
     if (lo is not None and v < lo) or (hi is not None and v > hi):
-        sys.exit(f'error: {name}={raw} is out of range ({lo}..{hi})')
+        fail(f'{name}={raw} is out of range ({lo}..{hi})')
     return v
 
 
@@ -145,7 +152,7 @@ UNITS = ['home', 'article', 'sports']
 # rate) among those that pacing lets through.
 #   name, type, priority, rate, delivery, goal share, units, caps [(max, seconds)]
 LINE_ITEMS = [
-    ('sponsor-home', 'SPONSORSHIP', 1, 10.0, 'EVEN', 0.06, ['home'], [(3, 3600)]),
+    ('sponsor-home', 'SPONSORSHIP', 1, 10.0, 'EVEN', 0.05, ['home'], [(3, 3600)]),
     ('brand-all', 'STANDARD', 4, 4.0, 'EVEN', 0.12, UNITS, []),
     ('brand-capped', 'STANDARD', 4, 2.0, 'EVEN', 0.06, ['article', 'sports'], [(3, 3600), (10, 86400)]),
     ('article-asap', 'STANDARD', 4, 3.0, 'ASAP', 0.04, ['article'], [(2, 3600)]),
@@ -875,4 +882,8 @@ def main():
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception:                  # a bug or a broken stack: an error, never "missed"
+        traceback.print_exc()
+        sys.exit(2)
