@@ -464,12 +464,12 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     p = ngx_cpymem(p, tok, n);
     p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
 
-    ngx_http_adserve_count(amcf->events, now, NGX_HTTP_ADSERVE_DIM_UNIT,
+    ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_UNIT,
                            &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
                            NGX_HTTP_ADSERVE_M_ADS, 1);
-    ngx_http_adserve_count(amcf->events, now, NGX_HTTP_ADSERVE_DIM_LINE_ITEM,
+    ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_LINE_ITEM,
                            &li->id, li->hash, NGX_HTTP_ADSERVE_M_ADS, 1);
-    ngx_http_adserve_count(amcf->events, now, NGX_HTTP_ADSERVE_DIM_CREATIVE,
+    ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_CREATIVE,
                            &c->creative_id, c->creative_hash, NGX_HTTP_ADSERVE_M_ADS, 1);
 
     if (li->ncaps && log.user.len) {
@@ -478,7 +478,7 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     }
 
     if (unit->impression_on_response) {
-        (void) ngx_http_adserve_track(amcf->events, NGX_HTTP_ADSERVE_EV_IMPRESSION,
+        (void) ngx_http_adserve_track(amcf->events, ADSERVE_EVENT_IMPRESSION,
                                       &log, now, 0);
     }
 
@@ -585,7 +585,7 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
     ctx->now = ngx_http_adserve_now(r);
 
     if (!ctx->explain) {
-        ngx_http_adserve_count(amcf->events, ctx->now, NGX_HTTP_ADSERVE_DIM_UNIT,
+        ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,
                                &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
                                NGX_HTTP_ADSERVE_M_REQUESTS, 1);
     }
@@ -838,8 +838,8 @@ ngx_http_adserve_explain_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
         p = ngx_sprintf(p, ",\"type\":\"%s\",\"priority\":%d,\"cost_type\":\"%s\","
                         "\"bid\":%.6f,\"ecpm\":%.6f,\"creatives\":%uD,"
                         "\"decision\":\"%s\"",
-                        adserve_tier_names[li->tier & 3], (int) li->priority,
-                        adserve_cost_names[li->cost_type % 3], x[i].cand->bid, x[i].ecpm,
+                        adserve_tier_names[li->tier % ADSERVE_TIER_COUNT], (int) li->priority,
+                        adserve_cost_names[li->cost_type % ADSERVE_COST_COUNT], x[i].cand->bid, x[i].ecpm,
                         x[i].ncands, verdicts[x[i].verdict]);
 
         if (x[i].verdict == ADSERVE_X_RULE) {
@@ -1145,18 +1145,19 @@ ngx_http_adserve_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                     ((u_char *) conf + cmd->offset);
     ngx_str_t                 *value = cf->args->elts;
     ngx_int_t                  rc;
+    char                      *err = NULL;
 
     if (rd->host != NULL) {
         return "is duplicate";
     }
 
-    rc = ngx_http_adserve_redis_parse_addr(cf, &value[1], rd);
+    rc = ngx_http_adserve_redis_parse_addr(cf, &value[1], rd, &err);
 
     if (rc == NGX_DECLINED) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "%V: \"%V\" is not \"IP:port\" or "
-                           "\"unix:/path\" (names would need a blocking lookup)",
-                           &cmd->name, &value[1]);
+                           "%V: \"%V\": %s; it takes \"IP:port\", "
+                           "\"[IPv6]:port\" or \"unix:/path\"",
+                           &cmd->name, &value[1], err);
         return NGX_CONF_ERROR;
     }
 

@@ -58,7 +58,15 @@ adserve_env() {
     export ADSERVE_PORT=${ADSERVE_PORT:-8080}
     export ADSERVE_SIDECAR_PORT=${ADSERVE_SIDECAR_PORT:-8081}
     export ADSERVE_REDIS_PORT=${ADSERVE_REDIS_PORT:-6380}
-    export ADSERVE_REDIS_HOST=127.0.0.1
+    # the loopback that the sidecar and nginx reach Redis on (make run's
+    # Redis listens on both)
+    export ADSERVE_REDIS_HOST=${ADSERVE_REDIS_HOST:-127.0.0.1}
+    case $ADSERVE_REDIS_HOST in
+        127.0.0.1) ADSERVE_REDIS_ADDR=$ADSERVE_REDIS_HOST:$ADSERVE_REDIS_PORT ;;
+        ::1) ADSERVE_REDIS_ADDR=[$ADSERVE_REDIS_HOST]:$ADSERVE_REDIS_PORT ;;
+        *) die "ADSERVE_REDIS_HOST must be 127.0.0.1 or ::1 (make run's Redis is local)" ;;
+    esac
+    export ADSERVE_REDIS_ADDR
     # the demo publisher's page (make run seeds it unless ADSERVE_DEMO=off)
     export ADSERVE_DEMO_PORT=${ADSERVE_DEMO_PORT:-8082}
     export ADSERVE_DEMO=${ADSERVE_DEMO:-on}

@@ -23,13 +23,13 @@ bool ad_unit_path_id(struct request *req, struct reply *rep, const char *name,
 
 enum store_status ad_units_watch(struct store_conn *c)
 {
-    return store_do(c, (const char *[]){ "WATCH", AD_UNITS_KEY, AD_UNIT_CODES_KEY, NULL });
+    return store_do(c, (const char *[]){ "WATCH", ADSERVE_KEY_AD_UNITS, ADSERVE_KEY_AD_UNIT_CODES, NULL });
 }
 
 enum store_status ad_unit_load(struct store_conn *c, const char *id, cJSON **unit)
 {
     redisReply *r;
-    enum store_status st = store_cmd(c, &r, (const char *[]){ "HGET", AD_UNITS_KEY, id, NULL });
+    enum store_status st = store_cmd(c, &r, (const char *[]){ "HGET", ADSERVE_KEY_AD_UNITS, id, NULL });
 
     *unit = NULL;
     if (st != STORE_OK)
@@ -50,7 +50,7 @@ enum store_status ad_unit_load(struct store_conn *c, const char *id, cJSON **uni
 
 void ad_unit_children_key(char key[AD_UNIT_CHILDREN_KEY_LEN], const char *id)
 {
-    snprintf(key, AD_UNIT_CHILDREN_KEY_LEN, "%s%s", AD_UNIT_CHILDREN_PREFIX, id);
+    snprintf(key, AD_UNIT_CHILDREN_KEY_LEN, "%s%s", ADSERVE_KEY_AD_UNIT_CHILDREN, id);
 }
 
 /* Replaces (or adds) member name of o; false on OOM (value freed). */
@@ -73,7 +73,7 @@ cJSON *ad_unit_finish(cJSON *unit)
               (ad_unit_str(unit, "created_at") != NULL ||
                set_member(unit, "created_at", cJSON_CreateString(now))) &&
               set_member(unit, "is_active",
-                         cJSON_CreateBool(status != NULL && strcmp(status, "ACTIVE") == 0));
+                         cJSON_CreateBool(adserve_vocab_str(adserve_unit_status_names, status) == ADSERVE_UNIT_ACTIVE));
     /* The output view lists the fields in the table's order, so every
      * stored record reads the same whatever the order of the request. */
     cJSON *out = ok ? schema_output(&schema_ad_unit, unit) : NULL;
@@ -109,9 +109,9 @@ void ad_unit_txn_put(struct txn *t, const struct user *actor, const char *action
     if (json == NULL || id == NULL)
         t->failed = true;
     else
-        txn_cmd(t, "HSET", AD_UNITS_KEY, id, json, NULL);
+        txn_cmd(t, "HSET", ADSERVE_KEY_AD_UNITS, id, json, NULL);
     cJSON_free(json);
-    txn_audit(t, actor, action, "ad_unit", id != NULL ? id : "", before, after);
+    txn_audit(t, actor, action, ADSERVE_RECORD_AD_UNIT, id != NULL ? id : "", before, after);
 }
 
 void ad_unit_write(struct request *req, struct reply *rep, ad_unit_attempt *attempt, void *arg)

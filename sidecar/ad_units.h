@@ -19,10 +19,7 @@
 
 #include <cJSON.h>
 
-#define AD_UNITS_KEY "adserve:ad_units"
-#define AD_UNIT_CODES_KEY "adserve:ad_unit_codes"
-#define AD_UNIT_CHILDREN_PREFIX "adserve:ad_unit_children:"
-#define AD_UNIT_CHILDREN_KEY_LEN (sizeof AD_UNIT_CHILDREN_PREFIX + UUID_STR_LEN)
+#define AD_UNIT_CHILDREN_KEY_LEN (sizeof ADSERVE_KEY_AD_UNIT_CHILDREN + UUID_STR_LEN)
 
 /* The ad unit id of path segment name, lower-cased, in out; false (and a
  * 404 in rep) when it is not a UUID: such an ad unit cannot exist. */

@@ -49,7 +49,7 @@ static enum store_status try_bootstrap(struct store_conn *c, const char *email,
 {
     struct user u;
     enum store_status st = store_do(c, (const char *[]){
-        "WATCH", "adserve:user_by_email", "adserve:users", NULL });
+        "WATCH", ADSERVE_KEY_USER_BY_EMAIL, ADSERVE_KEY_USERS, NULL });
 
     if (st == STORE_OK)
         st = admin_present(c, email);

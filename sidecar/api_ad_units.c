@@ -77,7 +77,7 @@ static void api_ad_units_list(struct request *req, struct reply *rep)
     if (query == NULL)
         return;
     enum store_status st = store_cmd(request_store(req), &r,
-                                     (const char *[]){ "HGETALL", AD_UNITS_KEY, NULL });
+                                     (const char *[]){ "HGETALL", ADSERVE_KEY_AD_UNITS, NULL });
     if (st != STORE_OK || r->type != REDIS_REPLY_ARRAY) {
         reply_store_error(rep, st != STORE_OK ? st : STORE_ERROR);
         if (st == STORE_OK)
@@ -107,7 +107,7 @@ static void api_ad_units_list(struct request *req, struct reply *rep)
 static enum store_status code_owner(struct store_conn *c, const char *code, char id[UUID_STR_LEN])
 {
     enum store_status st = store_get_str(c, id, UUID_STR_LEN,
-                                         (const char *[]){ "HGET", AD_UNIT_CODES_KEY, code, NULL });
+                                         (const char *[]){ "HGET", ADSERVE_KEY_AD_UNIT_CODES, code, NULL });
     if (st == STORE_NOT_FOUND) {
         id[0] = '\0';
         return STORE_OK;
@@ -190,7 +190,7 @@ static enum store_status insert(struct request *req, struct reply *rep, const cJ
 
     txn_init(&t);
     ad_unit_txn_put(&t, req->user, "create", NULL, unit);
-    txn_cmd(&t, "HSET", AD_UNIT_CODES_KEY, ad_unit_str(unit, "code"), id, NULL);
+    txn_cmd(&t, "HSET", ADSERVE_KEY_AD_UNIT_CODES, ad_unit_str(unit, "code"), id, NULL);
     txn_link_child(&t, "SADD", ad_unit_str(unit, "parent_id"), id);
     txn_bump_revision(&t);
     enum store_status st = txn_exec(&t, request_store(req));
@@ -300,8 +300,8 @@ static enum store_status patch_code(struct request *req, struct reply *rep, stru
         return STORE_OK;
     }
     if (old != NULL)
-        txn_cmd(&p->txn, "HDEL", AD_UNIT_CODES_KEY, old, NULL);
-    txn_cmd(&p->txn, "HSET", AD_UNIT_CODES_KEY, new, p->id, NULL);
+        txn_cmd(&p->txn, "HDEL", ADSERVE_KEY_AD_UNIT_CODES, old, NULL);
+    txn_cmd(&p->txn, "HSET", ADSERVE_KEY_AD_UNIT_CODES, new, p->id, NULL);
     return STORE_OK;
 }
 
@@ -513,12 +513,12 @@ static enum store_status remove_unit(struct request *req, struct reply *rep, con
 
     ad_unit_children_key(key, id);
     txn_init(&t);
-    txn_cmd(&t, "HDEL", AD_UNITS_KEY, id, NULL);
+    txn_cmd(&t, "HDEL", ADSERVE_KEY_AD_UNITS, id, NULL);
     if (ad_unit_str(unit, "code") != NULL)
-        txn_cmd(&t, "HDEL", AD_UNIT_CODES_KEY, ad_unit_str(unit, "code"), NULL);
+        txn_cmd(&t, "HDEL", ADSERVE_KEY_AD_UNIT_CODES, ad_unit_str(unit, "code"), NULL);
     txn_link_child(&t, "SREM", ad_unit_str(unit, "parent_id"), id);
     txn_cmd(&t, "DEL", key, NULL);
-    txn_audit(&t, req->user, "delete", "ad_unit", id, unit, NULL);
+    txn_audit(&t, req->user, "delete", ADSERVE_RECORD_AD_UNIT, id, unit, NULL);
     txn_bump_revision(&t);
     enum store_status st = txn_exec(&t, request_store(req));
     txn_free(&t);

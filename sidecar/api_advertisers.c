@@ -13,10 +13,10 @@
 
 #define DEMAND_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 
-static const char *const advertiser_watch[] = { ORDERS_KEY, CREATIVES_KEY, NULL };
+static const char *const advertiser_watch[] = { ADSERVE_KEY_ORDERS, ADSERVE_KEY_CREATIVES, NULL };
 static const struct resource_dependent advertiser_dependents[] = {
-    { ADVERTISER_ORDERS_PREFIX, false, "orders" },
-    { ADVERTISER_CREATIVES_PREFIX, false, "creatives" },
+    { ADSERVE_KEY_ADVERTISER_ORDERS, false, "orders" },
+    { ADSERVE_KEY_ADVERTISER_CREATIVES, false, "creatives" },
     { NULL, false, NULL },
 };
 static const struct resource_filter advertiser_filters[] = {
@@ -25,7 +25,7 @@ static const struct resource_filter advertiser_filters[] = {
 };
 
 const struct resource resource_advertisers = {
-    .name = "advertiser", .label = "advertiser", .hash = ADVERTISERS_KEY,
+    .name = ADSERVE_RECORD_ADVERTISER, .label = "advertiser", .hash = ADSERVE_KEY_ADVERTISERS,
     .location = "/api/advertisers", .schema = &schema_advertiser,
     .list_query = &schema_advertiser_list_query, .filters = advertiser_filters,
     .serving = false, .owner = OWNER_SELF, .watch = advertiser_watch,

@@ -5,7 +5,7 @@
  * only returns entries inside it; the other filters are applied here, while
  * the window is read newest first in batches. total counts the matches in
  * the window: narrow windows are cheap, an unbounded one reads the whole
- * stream (capped at AUDIT_MAXLEN entries). */
+ * stream (capped at ADSERVE_AUDIT_MAXLEN entries). */
 #include "api.h"
 #include "schema.h"
 #include "txn.h"
@@ -99,7 +99,7 @@ static enum store_status scan(struct store_conn *c, struct query *q, cJSON *item
 
     snprintf(cursor, sizeof cursor, "%s", q->end);
     for (;;) {
-        st = store_cmd(c, &r, (const char *[]){ "XREVRANGE", AUDIT_STREAM, cursor, q->start,
+        st = store_cmd(c, &r, (const char *[]){ "XREVRANGE", ADSERVE_KEY_AUDIT, cursor, q->start,
                                                 "COUNT", AUDIT_BATCH, NULL });
         if (st != STORE_OK)
             return st;

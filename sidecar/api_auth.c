@@ -16,7 +16,6 @@
 #include <string.h>
 
 #define WRITE_ATTEMPTS 3            /* optimistic transactions, then 409 */
-#define RESET_SUPPRESSED_KEY "adserve:stats:reset_mails_suppressed"
 #define RESET_SENT_DETAIL "if the account exists, a reset link has been sent"
 #define RESET_INVALID_DETAIL "invalid or expired reset token"
 #define MAIL_BODY_MAX 2048
@@ -332,7 +331,7 @@ static void forgot_password(struct request *req, struct reply *rep, const cJSON 
     if (st == STORE_OK && over) {
         long long count;
         redisReply *r;
-        st = store_cmd(c, &r, (const char *[]){ "INCR", RESET_SUPPRESSED_KEY, NULL });
+        st = store_cmd(c, &r, (const char *[]){ "INCR", ADSERVE_KEY_RESET_SUPPRESSED, NULL });
         count = st == STORE_OK && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
         if (st == STORE_OK)
             freeReplyObject(r);
@@ -395,7 +394,7 @@ static enum store_status store_new_password(struct store_conn *c, const char *us
             t.failed = true;
         user_txn_write(&t, u, old);
         /* The actor is the account itself, proven by the mailed token. */
-        txn_audit(&t, old, "reset_password", "user", u->id, before, after);
+        txn_audit(&t, old, "reset_password", ADSERVE_RECORD_USER, u->id, before, after);
         st = txn_exec(&t, c);
         txn_free(&t);
         cJSON_Delete(before);
@@ -494,7 +493,7 @@ static enum store_status bump_api_version(struct store_conn *c, const struct use
         t.failed = view == NULL;
         user_txn_write(&t, u, &old);
         /* before and after read alike: the version is no public field. */
-        txn_audit(&t, actor, "api_token", "user", u->id, view, view);
+        txn_audit(&t, actor, "api_token", ADSERVE_RECORD_USER, u->id, view, view);
         st = txn_exec(&t, c);
         txn_free(&t);
         cJSON_Delete(view);

@@ -19,32 +19,27 @@
 
 #include <string.h>
 
-static const char *const creative_watch[] = { ADVERTISERS_KEY, LICAS_KEY, LINE_ITEMS_KEY, NULL };
+static const char *const creative_watch[] = { ADSERVE_KEY_ADVERTISERS, ADSERVE_KEY_LICAS, ADSERVE_KEY_LINE_ITEMS, NULL };
 static const char *const creative_immutable[] = { "advertiser_id", NULL };
 static const struct resource_ref creative_refs[] = {
     { "advertiser_id", &resource_advertisers, false },
     { NULL, NULL, false },
 };
 static const struct resource_index creative_indexes[] = {
-    { "advertiser_id", ADVERTISER_CREATIVES_PREFIX },
+    { "advertiser_id", ADSERVE_KEY_ADVERTISER_CREATIVES },
     { NULL, NULL },
 };
 static const struct resource_dependent creative_dependents[] = {
-    { CREATIVE_LICAS_PREFIX, false, "LICAs" },
+    { ADSERVE_KEY_CREATIVE_LICAS, false, "LICAs" },
     { NULL, false, NULL },
 };
 static const struct resource_filter creative_filters[] = {
-    { "advertiser_id", "advertiser_id", ADVERTISER_CREATIVES_PREFIX, false },
+    { "advertiser_id", "advertiser_id", ADSERVE_KEY_ADVERTISER_CREATIVES, false },
     { "approval", "approval", NULL, false },
     { "type", "type", NULL, false },
     { "q", "name", NULL, true },
     { NULL, NULL, NULL, false },
 };
-
-static bool is(const char *a, const char *b)
-{
-    return a != NULL && strcmp(a, b) == 0;
-}
 
 static bool has(const cJSON *o, const char *name)
 {
@@ -56,15 +51,17 @@ static bool has(const cJSON *o, const char *name)
 /* The content field of each type; the other type's must be null. */
 static enum store_status check_content(struct resource_write *w)
 {
-    bool image = is(json_str_member(w->after, "type"), "IMAGE");
+    int type = adserve_vocab_str(adserve_creative_type_names,
+                                 json_str_member(w->after, "type"));
+    bool image = type == ADSERVE_CREATIVE_IMAGE;
     const char *need = image ? "image_url" : "html", *other = image ? "html" : "image_url";
+    const char *name = adserve_creative_type_names[image ? ADSERVE_CREATIVE_IMAGE
+                                                         : ADSERVE_CREATIVE_HTML];
 
     if (!has(w->after, need))
-        return resource_refuse(w, 422, "%s: required for an %s creative", need,
-                               image ? "IMAGE" : "HTML");
+        return resource_refuse(w, 422, "%s: required for an %s creative", need, name);
     if (has(w->after, other))
-        return resource_refuse(w, 422, "%s: must be null for an %s creative", other,
-                               image ? "IMAGE" : "HTML");
+        return resource_refuse(w, 422, "%s: must be null for an %s creative", other, name);
     return STORE_OK;
 }
 
@@ -77,9 +74,9 @@ static bool reviewed_change(const struct resource_write *w)
     return false;
 }
 
-static bool set_approval(cJSON *creative, const char *value)
+static bool set_approval(cJSON *creative, adserve_approval_e value)
 {
-    cJSON *v = cJSON_CreateString(value);
+    cJSON *v = cJSON_CreateString(adserve_approval_names[value]);
 
     if (v == NULL)
         return false;
@@ -98,10 +95,11 @@ static enum store_status check_approval(struct resource_write *w)
     if (advertiser && cJSON_GetObjectItemCaseSensitive(w->changes, "approval") != NULL)
         return resource_refuse(w, 403, "approval: only admins and operators review creatives");
     if (w->before == NULL && !has(w->changes, "approval"))
-        return set_approval(w->after, advertiser ? "PENDING" : "APPROVED") ? STORE_OK
+        return set_approval(w->after, advertiser ? ADSERVE_APPROVAL_PENDING
+                                                     : ADSERVE_APPROVAL_APPROVED) ? STORE_OK
                                                                             : STORE_ERROR;
     if (w->before != NULL && advertiser && reviewed_change(w))
-        return set_approval(w->after, "PENDING") ? STORE_OK : STORE_ERROR;
+        return set_approval(w->after, ADSERVE_APPROVAL_PENDING) ? STORE_OK : STORE_ERROR;
     return STORE_OK;
 }
 
@@ -113,7 +111,7 @@ static enum store_status check_licas_fit(struct resource_write *w)
 
     if (w->before == NULL || (!resource_changed(w, "w") && !resource_changed(w, "h")))
         return STORE_OK;
-    enum store_status st = resource_load_indexed(w->c, &resource_licas, CREATIVE_LICAS_PREFIX,
+    enum store_status st = resource_load_indexed(w->c, &resource_licas, ADSERVE_KEY_CREATIVE_LICAS,
                                                  json_str_member(w->after, "id"), &licas, &n);
     for (size_t i = 0; st == STORE_OK && w->rep->status == 0 && i < n; i++) {
         cJSON *line_item;
@@ -144,7 +142,7 @@ static enum store_status creative_check(struct resource_write *w)
 }
 
 const struct resource resource_creatives = {
-    .name = "creative", .label = "creative", .hash = CREATIVES_KEY,
+    .name = ADSERVE_RECORD_CREATIVE, .label = "creative", .hash = ADSERVE_KEY_CREATIVES,
     .location = "/api/creatives", .schema = &schema_creative,
     .list_query = &schema_creative_list_query, .filters = creative_filters, .serving = true,
     .owner = OWNER_FIELD, .watch = creative_watch, .immutable = creative_immutable,

@@ -205,16 +205,18 @@ static bool paced_from(const struct dash *d, cJSON *li, struct paced *p)
     const char *adv = json_str_member(li, "advertiser_id"), *id = json_str_member(li, "id");
     const cJSON *units = cJSON_GetObjectItemCaseSensitive(goal, "units");
 
-    if (id == NULL || status == NULL || strcmp(status, "ACTIVE") != 0 || type == NULL ||
-        (strcmp(type, "IMPRESSIONS") != 0 && strcmp(type, "CLICKS") != 0) ||
+    int goal_type = adserve_vocab_str(adserve_goal_names, type);
+
+    if (id == NULL || adserve_vocab_str(adserve_li_status_names, status) != ADSERVE_LI_ACTIVE ||
+        (goal_type != ADSERVE_GOAL_IMPRESSIONS && goal_type != ADSERVE_GOAL_CLICKS) ||
         !cJSON_IsNumber(units) || units->valuedouble < 1 || strlen(id) > STATS_ID_MAX ||
         !resource_owned_by(d->caller, adv))
         return false;
     const char *delivery = json_str_member(li, "delivery");
     *p = (struct paced){
         .li = li, .id = id, .name = json_str_member(li, "name"),
-        .clicks = strcmp(type, "CLICKS") == 0,
-        .even = delivery == NULL || strcmp(delivery, "ASAP") != 0,
+        .clicks = goal_type == ADSERVE_GOAL_CLICKS,
+        .even = adserve_vocab_str(adserve_delivery_names, delivery) != ADSERVE_DELIVERY_ASAP,
         .units = (long long)units->valuedouble,
     };
     return true;
@@ -243,7 +245,7 @@ static enum store_status scan_line_items(struct dash *d, struct paced **list, si
     do {
         redisReply *r;
         enum store_status st = store_cmd(d->c, &r, (const char *[]){
-            "HSCAN", LINE_ITEMS_KEY, cursor, "COUNT", SCAN_COUNT, NULL });
+            "HSCAN", ADSERVE_KEY_LINE_ITEMS, cursor, "COUNT", SCAN_COUNT, NULL });
         if (st != STORE_OK)
             return st;
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -282,10 +284,11 @@ static enum store_status load_delivered(struct dash *d, struct paced *list, size
     for (size_t done = 0; done < n; done += PER) {
         size_t k = n - done < PER ? n - done : PER;
         argv[0] = "HMGET";
-        argv[1] = STATS_DELIVERY_KEY;
+        argv[1] = ADSERVE_KEY_DELIVERY;
         for (size_t i = 0; i < k; i++) {
             snprintf(fields[i], sizeof fields[i], "%s:%s", list[done + i].id,
-                     list[done + i].clicks ? "clk" : "imp");
+                     adserve_metric_names[list[done + i].clicks ? ADSERVE_METRIC_CLK
+                                                                     : ADSERVE_METRIC_IMP]);
             argv[2 + i] = fields[i];
         }
         argv[2 + k] = NULL;
@@ -389,9 +392,11 @@ static cJSON *pacing_entry(const struct paced *p, long long now)
     }
     if (!cJSON_AddStringToObject(o, "line_item_id", p->id) ||
         !cJSON_AddItemToObject(o, "name", nullable_str(p->name)) ||
-        !cJSON_AddStringToObject(goal, "type", p->clicks ? "CLICKS" : "IMPRESSIONS") ||
+        !cJSON_AddStringToObject(goal, "type", adserve_goal_names[p->clicks ? ADSERVE_GOAL_CLICKS
+                                                                        : ADSERVE_GOAL_IMPRESSIONS]) ||
         !cJSON_AddNumberToObject(goal, "units", (double)p->units) ||
-        !cJSON_AddStringToObject(o, "delivery", p->even ? "EVEN" : "ASAP") ||
+        !cJSON_AddStringToObject(o, "delivery", adserve_delivery_names[p->even ? ADSERVE_DELIVERY_EVEN
+                                                                       : ADSERVE_DELIVERY_ASAP]) ||
         !cJSON_AddItemToObject(o, "start_at", nullable_str(json_str_member(p->li, "start_at"))) ||
         !cJSON_AddItemToObject(o, "end_at", nullable_str(json_str_member(p->li, "end_at"))) ||
         !cJSON_AddNumberToObject(o, "delivered", (double)p->delivered) ||
@@ -491,7 +496,7 @@ static const struct schema dashboard_query;
 static void api_dashboard(struct request *req, struct reply *rep)
 {
     struct dash d = {
-        .unit_recs = { .hash = AD_UNITS_KEY }, .item_recs = { .hash = LINE_ITEMS_KEY },
+        .unit_recs = { .hash = ADSERVE_KEY_AD_UNITS }, .item_recs = { .hash = ADSERVE_KEY_LINE_ITEMS },
         .now = (long long)time(NULL),
     };
     cJSON *query = request_query_object(req, rep, &dashboard_query);
@@ -559,8 +564,9 @@ static const struct schema top_s = { .name = "DashboardLineItem", .type = SCHEMA
 static const struct schema top_list = { .type = SCHEMA_ARRAY, .items = &top_s,
                                         .max_items = TOP_LINE_ITEMS };
 
-static const char *const goal_types[] = { "IMPRESSIONS", "CLICKS", NULL };
-static const struct schema goal_type = { .type = SCHEMA_STRING, .enum_values = goal_types };
+/* a paced goal: the contract's goal types after NONE */
+static const struct schema goal_type = { .type = SCHEMA_STRING,
+                                         .enum_values = &adserve_goal_names[ADSERVE_GOAL_NONE + 1] };
 static const struct schema units_s = { .type = SCHEMA_INTEGER, .has_min = true, .min = 1 };
 static const struct schema_field goal_fields[] = {
     { "type", &goal_type, .required = true },
@@ -568,8 +574,8 @@ static const struct schema_field goal_fields[] = {
     { NULL },
 };
 static const struct schema goal_s = { .type = SCHEMA_OBJECT, .fields = goal_fields };
-static const char *const deliveries[] = { "EVEN", "ASAP", NULL };
-static const struct schema delivery_s = { .type = SCHEMA_STRING, .enum_values = deliveries };
+static const struct schema delivery_s = { .type = SCHEMA_STRING,
+                                          .enum_values = adserve_delivery_names };
 static const char *const statuses[] = { "on_track", "behind", "ahead", "complete", NULL };
 static const struct schema status_s = { .type = SCHEMA_STRING, .enum_values = statuses };
 static const struct schema_field pacing_fields[] = {

@@ -16,7 +16,7 @@
 
 #include <string.h>
 
-static const char *const lica_watch[] = { LINE_ITEMS_KEY, CREATIVES_KEY, NULL };
+static const char *const lica_watch[] = { ADSERVE_KEY_LINE_ITEMS, ADSERVE_KEY_CREATIVES, NULL };
 static const char *const lica_immutable[] = { "line_item_id", "creative_id", NULL };
 static const struct resource_ref lica_refs[] = {
     { "line_item_id", &resource_line_items, true },
@@ -24,18 +24,18 @@ static const struct resource_ref lica_refs[] = {
     { NULL, NULL, false },
 };
 static const struct resource_index lica_indexes[] = {
-    { "line_item_id", LINE_ITEM_LICAS_PREFIX },
-    { "creative_id", CREATIVE_LICAS_PREFIX },
+    { "line_item_id", ADSERVE_KEY_LINE_ITEM_LICAS },
+    { "creative_id", ADSERVE_KEY_CREATIVE_LICAS },
     { NULL, NULL },
 };
 static const struct resource_unique lica_uniques[] = {
-    { LICA_PAIRS_KEY, false, { "line_item_id", "creative_id", NULL },
+    { ADSERVE_KEY_LICA_PAIRS, false, { "line_item_id", "creative_id", NULL },
       "creative_id: the creative is already associated with this line item" },
     { NULL, false, { NULL }, NULL },
 };
 static const struct resource_filter lica_filters[] = {
-    { "line_item_id", "line_item_id", LINE_ITEM_LICAS_PREFIX, false },
-    { "creative_id", "creative_id", CREATIVE_LICAS_PREFIX, false },
+    { "line_item_id", "line_item_id", ADSERVE_KEY_LINE_ITEM_LICAS, false },
+    { "creative_id", "creative_id", ADSERVE_KEY_CREATIVE_LICAS, false },
     { "advertiser_id", "advertiser_id", NULL, false },
     { "status", "status", NULL, false },
     { NULL, NULL, NULL, false },
@@ -65,7 +65,7 @@ static enum store_status lica_check(struct resource_write *w)
 }
 
 const struct resource resource_licas = {
-    .name = "lica", .label = "LICA", .hash = LICAS_KEY, .location = "/api/licas",
+    .name = ADSERVE_RECORD_LICA, .label = "LICA", .hash = ADSERVE_KEY_LICAS, .location = "/api/licas",
     .schema = &schema_lica, .list_query = &schema_lica_list_query, .filters = lica_filters,
     .serving = true, .owner = OWNER_FIELD, .watch = lica_watch, .immutable = lica_immutable,
     .refs = lica_refs, .indexes = lica_indexes, .uniques = lica_uniques, .check = lica_check,

@@ -28,8 +28,8 @@
 #include <time.h>
 
 static const char *const line_item_watch[] = {
-    ORDERS_KEY, LICAS_KEY, CREATIVES_KEY, AD_UNITS_KEY, PLACEMENTS_KEY, TARGETING_KEYS_KEY,
-    TARGETING_KEY_NAMES_KEY, NULL,
+    ADSERVE_KEY_ORDERS, ADSERVE_KEY_LICAS, ADSERVE_KEY_CREATIVES, ADSERVE_KEY_AD_UNITS, ADSERVE_KEY_PLACEMENTS, ADSERVE_KEY_TARGETING_KEYS,
+    ADSERVE_KEY_TARGETING_KEY_NAMES, NULL,
 };
 static const char *const line_item_immutable[] = { "order_id", NULL };
 static const struct resource_ref line_item_refs[] = {
@@ -37,30 +37,30 @@ static const struct resource_ref line_item_refs[] = {
     { NULL, NULL, false },
 };
 static const struct resource_index line_item_indexes[] = {
-    { "order_id", ORDER_LINE_ITEMS_PREFIX },
-    { "targeting.placements", PLACEMENT_LINE_ITEMS_PREFIX },
+    { "order_id", ADSERVE_KEY_ORDER_LINE_ITEMS },
+    { "targeting.placements", ADSERVE_KEY_PLACEMENT_LINE_ITEMS },
     { NULL, NULL },
 };
 static const struct resource_dependent line_item_dependents[] = {
-    { LINE_ITEM_LICAS_PREFIX, false, "LICAs" },
+    { ADSERVE_KEY_LINE_ITEM_LICAS, false, "LICAs" },
     { NULL, false, NULL },
 };
-static const char *const line_item_initial[] = { "DRAFT", NULL };
+static const char *const line_item_initial[] = { ADSERVE_V_DRAFT, NULL };
 static const struct resource_transition line_item_transitions[] = {
-    { "DRAFT", "ACTIVE", 0 },
-    { "ACTIVE", "PAUSED", 0 },
-    { "PAUSED", "ACTIVE", 0 },
-    { "ACTIVE", "COMPLETED", 0 },
-    { "PAUSED", "COMPLETED", 0 },
-    { NULL, "ARCHIVED", 0 },
+    { ADSERVE_V_DRAFT, ADSERVE_V_ACTIVE, 0 },
+    { ADSERVE_V_ACTIVE, ADSERVE_V_PAUSED, 0 },
+    { ADSERVE_V_PAUSED, ADSERVE_V_ACTIVE, 0 },
+    { ADSERVE_V_ACTIVE, ADSERVE_V_COMPLETED, 0 },
+    { ADSERVE_V_PAUSED, ADSERVE_V_COMPLETED, 0 },
+    { NULL, ADSERVE_V_ARCHIVED, 0 },
     { NULL, NULL, 0 },
 };
 static const struct resource_states line_item_states = {
     .field = "status", .initial = line_item_initial, .transitions = line_item_transitions,
-    .frozen = "ARCHIVED",
+    .frozen = ADSERVE_V_ARCHIVED,
 };
 static const struct resource_filter line_item_filters[] = {
-    { "order_id", "order_id", ORDER_LINE_ITEMS_PREFIX, false },
+    { "order_id", "order_id", ADSERVE_KEY_ORDER_LINE_ITEMS, false },
     { "advertiser_id", "advertiser_id", NULL, false },
     { "status", "status", NULL, false },
     { "type", "type", NULL, false },
@@ -68,23 +68,17 @@ static const struct resource_filter line_item_filters[] = {
     { NULL, NULL, NULL, false },
 };
 
-/* The default priority of a type: the middle of GAM's bands, which is
- * also how serving ranks types before priorities. */
+/* The default priority of a type (the contract's adserve_tier_priority). */
 static int default_priority(const char *type)
 {
-    static const struct { const char *type; int priority; } defaults[] = {
-        { "SPONSORSHIP", 4 }, { "STANDARD", 8 }, { "PRICE_PRIORITY", 12 }, { "HOUSE", 16 },
-    };
+    int tier = adserve_vocab_str(adserve_tier_names, type);
 
-    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
-        if (type != NULL && strcmp(defaults[i].type, type) == 0)
-            return defaults[i].priority;
-    return 8;
+    return adserve_tier_priority[tier < 0 ? ADSERVE_TIER_STANDARD : tier];
 }
 
-static bool is(const char *a, const char *b)
+static bool is(const char *value, const char *const *names, int word)
 {
-    return a != NULL && strcmp(a, b) == 0;
+    return adserve_vocab_str(names, value) == word;
 }
 
 /* The flight, the goal against type and cost type: 422. */
@@ -99,10 +93,12 @@ static enum store_status check_terms(struct resource_write *w)
     if (start != NULL && end != NULL && rfc3339_parse(start, &from) == 0 &&
         rfc3339_parse(end, &to) == 0 && from >= to)
         return resource_refuse(w, 422, "end_at: must be after start_at (%s)", start);
-    if (is(cost, "CPM") && is(goal, "CLICKS"))
+    if (is(cost, adserve_cost_names, ADSERVE_COST_CPM) &&
+        is(goal, adserve_goal_names, ADSERVE_GOAL_CLICKS))
         return resource_refuse(w, 422, "goal.type: a CPM line item's goal counts IMPRESSIONS "
                                        "(or NONE)");
-    if (is(cost, "CPC") && is(goal, "IMPRESSIONS"))
+    if (is(cost, adserve_cost_names, ADSERVE_COST_CPC) &&
+        is(goal, adserve_goal_names, ADSERVE_GOAL_IMPRESSIONS))
         return resource_refuse(w, 422, "goal.type: a CPC line item's goal counts CLICKS (or "
                                        "NONE)");
     return STORE_OK;
@@ -115,7 +111,7 @@ static enum store_status check_activation(struct resource_write *w)
     long long until;
     cJSON *order = NULL;
 
-    if (!resource_changed(w, "status") || !is(json_str_member(w->after, "status"), "ACTIVE"))
+    if (!resource_changed(w, "status") || !is(json_str_member(w->after, "status"), adserve_li_status_names, ADSERVE_LI_ACTIVE))
         return STORE_OK;
     if (end != NULL && rfc3339_parse(end, &until) == 0 && until <= (long long)time(NULL))
         return resource_refuse(w, 409, "status: the flight ended at %s; change end_at first",
@@ -124,7 +120,8 @@ static enum store_status check_activation(struct resource_write *w)
                                          json_str_member(w->after, "order_id"), &order);
     if (st == STORE_NOT_FOUND)      /* an order deleted around the API */
         st = resource_refuse(w, 409, "status: the line item's order no longer exists");
-    else if (st == STORE_OK && is(json_str_member(order, "status"), "ARCHIVED"))
+    else if (st == STORE_OK && is(json_str_member(order, "status"), adserve_order_status_names,
+                                       ADSERVE_ORDER_ARCHIVED))
         st = resource_refuse(w, 409, "status: the order is ARCHIVED: its line items cannot "
                                      "be activated");
     cJSON_Delete(order);
@@ -139,7 +136,7 @@ static enum store_status check_licas_fit(struct resource_write *w)
 
     if (w->before == NULL || !resource_changed(w, "targeting"))
         return STORE_OK;
-    enum store_status st = resource_load_indexed(w->c, &resource_licas, LINE_ITEM_LICAS_PREFIX,
+    enum store_status st = resource_load_indexed(w->c, &resource_licas, ADSERVE_KEY_LINE_ITEM_LICAS,
                                                  json_str_member(w->after, "id"), &licas, &n);
     for (size_t i = 0; st == STORE_OK && i < n; i++) {
         cJSON *creative;
@@ -183,7 +180,7 @@ static enum store_status line_item_check(struct resource_write *w)
 }
 
 const struct resource resource_line_items = {
-    .name = "line_item", .label = "line item", .hash = LINE_ITEMS_KEY,
+    .name = ADSERVE_RECORD_LINE_ITEM, .label = "line item", .hash = ADSERVE_KEY_LINE_ITEMS,
     .location = "/api/line-items", .schema = &schema_line_item,
     .list_query = &schema_line_item_list_query, .filters = line_item_filters, .serving = true,
     .owner = OWNER_FIELD, .watch = line_item_watch, .immutable = line_item_immutable,

@@ -390,8 +390,8 @@ static void report_free(struct report *r)
 static void api_metrics(struct request *req, struct reply *rep)
 {
     struct report r = {
-        .units = { .hash = AD_UNITS_KEY }, .line_items = { .hash = LINE_ITEMS_KEY },
-        .creatives = { .hash = CREATIVES_KEY }, .advertisers = { .hash = ADVERTISERS_KEY },
+        .units = { .hash = ADSERVE_KEY_AD_UNITS }, .line_items = { .hash = ADSERVE_KEY_LINE_ITEMS },
+        .creatives = { .hash = ADSERVE_KEY_CREATIVES }, .advertisers = { .hash = ADSERVE_KEY_ADVERTISERS },
     };
     bool advertiser = resource_role(req) == ROLE_ADVERTISER;
     long long from, to;

@@ -14,42 +14,42 @@
 #include "resource.h"
 #include "schema_demand.h"
 
-static const char *const order_watch[] = { ADVERTISERS_KEY, LINE_ITEMS_KEY, NULL };
+static const char *const order_watch[] = { ADSERVE_KEY_ADVERTISERS, ADSERVE_KEY_LINE_ITEMS, NULL };
 static const char *const order_immutable[] = { "advertiser_id", NULL };
 static const struct resource_ref order_refs[] = {
     { "advertiser_id", &resource_advertisers, false },
     { NULL, NULL, false },
 };
 static const struct resource_index order_indexes[] = {
-    { "advertiser_id", ADVERTISER_ORDERS_PREFIX },
+    { "advertiser_id", ADSERVE_KEY_ADVERTISER_ORDERS },
     { NULL, NULL },
 };
 static const struct resource_dependent order_dependents[] = {
-    { ORDER_LINE_ITEMS_PREFIX, false, "line items" },
+    { ADSERVE_KEY_ORDER_LINE_ITEMS, false, "line items" },
     { NULL, false, NULL },
 };
-static const char *const order_initial[] = { "DRAFT", NULL };
-static const char *const order_deletable[] = { "DRAFT", NULL };
+static const char *const order_initial[] = { ADSERVE_V_DRAFT, NULL };
+static const char *const order_deletable[] = { ADSERVE_V_DRAFT, NULL };
 static const struct resource_transition order_transitions[] = {
-    { "DRAFT", "APPROVED", ROLE_ADMIN | ROLE_OPERATOR },
-    { "APPROVED", "PAUSED", 0 },
-    { "PAUSED", "APPROVED", ROLE_ADMIN | ROLE_OPERATOR },
-    { NULL, "ARCHIVED", 0 },
+    { ADSERVE_V_DRAFT, ADSERVE_V_APPROVED, ROLE_ADMIN | ROLE_OPERATOR },
+    { ADSERVE_V_APPROVED, ADSERVE_V_PAUSED, 0 },
+    { ADSERVE_V_PAUSED, ADSERVE_V_APPROVED, ROLE_ADMIN | ROLE_OPERATOR },
+    { NULL, ADSERVE_V_ARCHIVED, 0 },
     { NULL, NULL, 0 },
 };
 static const struct resource_states order_states = {
     .field = "status", .initial = order_initial, .transitions = order_transitions,
-    .frozen = "ARCHIVED", .deletable = order_deletable,
+    .frozen = ADSERVE_V_ARCHIVED, .deletable = order_deletable,
 };
 static const struct resource_filter order_filters[] = {
-    { "advertiser_id", "advertiser_id", ADVERTISER_ORDERS_PREFIX, false },
+    { "advertiser_id", "advertiser_id", ADSERVE_KEY_ADVERTISER_ORDERS, false },
     { "status", "status", NULL, false },
     { "q", "name", NULL, true },
     { NULL, NULL, NULL, false },
 };
 
 const struct resource resource_orders = {
-    .name = "order", .label = "order", .hash = ORDERS_KEY, .location = "/api/orders",
+    .name = ADSERVE_RECORD_ORDER, .label = "order", .hash = ADSERVE_KEY_ORDERS, .location = "/api/orders",
     .schema = &schema_order, .list_query = &schema_order_list_query, .filters = order_filters,
     .serving = true, .owner = OWNER_FIELD, .watch = order_watch, .immutable = order_immutable,
     .refs = order_refs, .indexes = order_indexes, .dependents = order_dependents,

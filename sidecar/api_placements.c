@@ -16,16 +16,16 @@
 
 /* Ad units as a reference target (api_ad_units.c owns them). */
 const struct resource resource_ad_units_ref = {
-    .name = "ad_unit", .label = "ad unit", .hash = AD_UNITS_KEY, .owner = OWNER_NONE,
+    .name = ADSERVE_RECORD_AD_UNIT, .label = "ad unit", .hash = ADSERVE_KEY_AD_UNITS, .owner = OWNER_NONE,
 };
 
-static const char *const placement_watch[] = { AD_UNITS_KEY, LINE_ITEMS_KEY, NULL };
+static const char *const placement_watch[] = { ADSERVE_KEY_AD_UNITS, ADSERVE_KEY_LINE_ITEMS, NULL };
 static const struct resource_ref placement_refs[] = {
     { "ad_unit_ids", &resource_ad_units_ref, false },
     { NULL, NULL, false },
 };
 static const struct resource_dependent placement_dependents[] = {
-    { PLACEMENT_LINE_ITEMS_PREFIX, false, "line items targeting it" },
+    { ADSERVE_KEY_PLACEMENT_LINE_ITEMS, false, "line items targeting it" },
     { NULL, false, NULL },
 };
 static const struct resource_filter placement_filters[] = {
@@ -35,7 +35,7 @@ static const struct resource_filter placement_filters[] = {
 };
 
 const struct resource resource_placements = {
-    .name = "placement", .label = "placement", .hash = PLACEMENTS_KEY,
+    .name = ADSERVE_RECORD_PLACEMENT, .label = "placement", .hash = ADSERVE_KEY_PLACEMENTS,
     .location = "/api/placements", .schema = &schema_placement,
     .list_query = &schema_placement_list_query, .filters = placement_filters, .serving = true,
     .owner = OWNER_NONE, .watch = placement_watch, .refs = placement_refs,

@@ -27,11 +27,11 @@
 
 static const char *const key_immutable[] = { "name", "type", NULL };
 static const struct resource_unique key_uniques[] = {
-    { TARGETING_KEY_NAMES_KEY, false, { "name", NULL }, "name: a key with this name exists" },
+    { ADSERVE_KEY_TARGETING_KEY_NAMES, false, { "name", NULL }, "name: a key with this name exists" },
     { NULL, false, { NULL }, NULL },
 };
 static const struct resource_dependent key_dependents[] = {
-    { TARGETING_VALUES_PREFIX, true, "values" },
+    { ADSERVE_KEY_TARGETING_VALUES, true, "values" },
     { NULL, false, NULL },
 };
 static const struct resource_filter key_filters[] = {
@@ -41,7 +41,7 @@ static const struct resource_filter key_filters[] = {
 };
 
 const struct resource resource_targeting_keys = {
-    .name = "targeting_key", .label = "custom targeting key", .hash = TARGETING_KEYS_KEY,
+    .name = ADSERVE_RECORD_TARGETING_KEY, .label = "custom targeting key", .hash = ADSERVE_KEY_TARGETING_KEYS,
     .location = "/api/custom-targeting/keys", .schema = &schema_targeting_key,
     .list_query = &schema_targeting_key_list_query, .filters = key_filters, .serving = false,
     .owner = OWNER_NONE, .immutable = key_immutable, .dependents = key_dependents,
@@ -59,10 +59,10 @@ RESOURCE_DOCS(keys, "Custom Targeting Key", schema_targeting_key, schema_targeti
 
 /* ---- values -------------------------------------------------------------------------- */
 
-static const char *const value_watch[] = { TARGETING_KEYS_KEY, NULL };
+static const char *const value_watch[] = { ADSERVE_KEY_TARGETING_KEYS, NULL };
 static const char *const value_immutable[] = { "name", NULL };
 static const struct resource_unique value_uniques[] = {
-    { TARGETING_VALUE_NAMES_PREFIX, true, { "name", NULL },
+    { ADSERVE_KEY_TARGETING_VALUE_NAMES, true, { "name", NULL },
       "name: the key has a value with this name" },
     { NULL, false, { NULL }, NULL },
 };
@@ -72,8 +72,8 @@ static const struct resource_filter value_filters[] = {
 };
 
 const struct resource resource_targeting_values = {
-    .name = "targeting_value", .label = "custom targeting value",
-    .hash = TARGETING_VALUES_PREFIX, .location = "/api/custom-targeting/keys/{key_id}/values",
+    .name = ADSERVE_RECORD_TARGETING_VALUE, .label = "custom targeting value",
+    .hash = ADSERVE_KEY_TARGETING_VALUES, .location = "/api/custom-targeting/keys/{key_id}/values",
     .schema = &schema_targeting_value, .list_query = &schema_targeting_value_list_query,
     .filters = value_filters, .serving = false, .owner = OWNER_NONE, .parent_param = "key_id",
     .parent = &resource_targeting_keys, .watch = value_watch, .immutable = value_immutable,

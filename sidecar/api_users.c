@@ -195,7 +195,7 @@ static enum store_status insert_new(struct store_conn *c, const struct user *u,
     enum store_status st = STORE_CONFLICT;
 
     for (int i = 0; i < WRITE_ATTEMPTS && st == STORE_CONFLICT; i++) {
-        st = store_do(c, (const char *[]){ "WATCH", "adserve:user_by_email", NULL });
+        st = store_do(c, (const char *[]){ "WATCH", ADSERVE_KEY_USER_BY_EMAIL, NULL });
         if (st == STORE_OK)
             st = email_free(c, u->email, NULL);
         if (st == STORE_CONFLICT) {
@@ -333,7 +333,7 @@ static enum store_status try_update(struct store_conn *c, const struct request *
     if (hash == NULL && same_user(u, old))
         return STORE_OK;                    /* nothing to write */
     if (strcmp(u->email, old->email) != 0 &&
-        ((st = store_do(c, (const char *[]){ "WATCH", "adserve:user_by_email", NULL })) !=
+        ((st = store_do(c, (const char *[]){ "WATCH", ADSERVE_KEY_USER_BY_EMAIL, NULL })) !=
              STORE_OK ||
          (st = email_free(c, u->email, id)) != STORE_OK)) {
         if (st == STORE_CONFLICT)
@@ -353,7 +353,7 @@ static enum store_status try_update(struct store_conn *c, const struct request *
     txn_init(&t);
     t.failed = before == NULL || after == NULL;
     user_txn_write(&t, u, old);
-    txn_audit(&t, req->user, "update", "user", id, before, after);
+    txn_audit(&t, req->user, "update", ADSERVE_RECORD_USER, id, before, after);
     st = txn_exec(&t, c);
     txn_free(&t);
     cJSON_Delete(before);
@@ -419,7 +419,7 @@ static enum store_status try_delete(struct store_conn *c, const struct request *
     txn_init(&t);
     t.failed = before == NULL;
     user_txn_delete(&t, &old);
-    txn_audit(&t, req->user, "delete", "user", id, before, NULL);
+    txn_audit(&t, req->user, "delete", ADSERVE_RECORD_USER, id, before, NULL);
     st = txn_exec(&t, c);
     txn_free(&t);
     cJSON_Delete(before);

@@ -190,7 +190,7 @@ static int digest_key(char *key, size_t keylen, const char *prefix, const char *
 
 static int family_key(char key[KEY_MAX], const char *family)
 {
-    int n = snprintf(key, KEY_MAX, "adserve:refresh_family:%s", family);
+    int n = snprintf(key, KEY_MAX, ADSERVE_KEY_REFRESH_FAMILY "%s", family);
     return n > 0 && n < KEY_MAX ? 0 : -1;
 }
 
@@ -203,7 +203,7 @@ static enum store_status store_refresh(struct store_conn *c, const char *user_id
     char key[KEY_MAX], fkey[KEY_MAX], ttl[24];
 
     if (random_hex(out, REFRESH_TOKEN_LEN, REFRESH_TOKEN_BYTES) != 0 ||
-        digest_key(key, sizeof key, "adserve:refresh_token:", out) != 0 ||
+        digest_key(key, sizeof key, ADSERVE_KEY_REFRESH_TOKEN, out) != 0 ||
         family_key(fkey, family) != 0)
         return STORE_ERROR;
     snprintf(ttl, sizeof ttl, "%ld", REFRESH_TTL_SECONDS);
@@ -333,7 +333,7 @@ enum refresh_result refresh_token_rotate(struct store_conn *c, const char *token
     memset(u, 0, sizeof *u);
     if (strlen(token) != REFRESH_TOKEN_LEN - 1)
         return REFRESH_INVALID;
-    if (digest_key(key, sizeof key, "adserve:refresh_token:", token) != 0)
+    if (digest_key(key, sizeof key, ADSERVE_KEY_REFRESH_TOKEN, token) != 0)
         return REFRESH_FAILED;
     enum refresh_result res = refresh_record(c, key, &rec);
     if (res == REFRESH_OK)
@@ -358,7 +358,7 @@ enum refresh_result refresh_token_rotate(struct store_conn *c, const char *token
 
 static int reset_key(char key[KEY_MAX], const char *token)
 {
-    return digest_key(key, KEY_MAX, "adserve:reset:", token);
+    return digest_key(key, KEY_MAX, ADSERVE_KEY_RESET, token);
 }
 
 /* A fresh reset token and its key. */

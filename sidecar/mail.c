@@ -291,7 +291,7 @@ static int outbox_append(const struct mail *m)
     }
     struct store_conn *c = store_acquire();
     enum store_status st = store_do(c, (const char *[]){
-        "XADD", OUTBOX_STREAM, "MAXLEN", "~", OUTBOX_MAXLEN, "*", "at", at,
+        "XADD", ADSERVE_KEY_OUTBOX, "MAXLEN", "~", OUTBOX_MAXLEN, "*", "at", at,
         "from", M.from, "to", m->to, "subject", m->subject, "sealed", sealed, NULL });
     store_release(c);
     free(sealed);
@@ -311,7 +311,7 @@ static void deliver(const struct mail *m, bool stopping)
         log_line("%s not sent (%.200s): falling back to the outbox", m->what, err);
     }
     if (outbox_append(m) == 0)
-        log_line("%s queued for the outbox (%s)", m->what, OUTBOX_STREAM);
+        log_line("%s queued for the outbox (%s)", m->what, ADSERVE_KEY_OUTBOX);
     else
         log_line("%s lost: the outbox cannot be written", m->what);
 }
@@ -451,7 +451,7 @@ int mail_outbox_print(const char *var_dir, const char *host, int port, long coun
         return -1;
     }
     snprintf(countbuf, sizeof countbuf, "%ld", count);
-    const char *argv[] = { "XREVRANGE", OUTBOX_STREAM, "+", "-", "COUNT", countbuf };
+    const char *argv[] = { "XREVRANGE", ADSERVE_KEY_OUTBOX, "+", "-", "COUNT", countbuf };
     redisReply *r = redisCommandArgv(c, 6, argv, NULL);
     int rc = r != NULL && r->type == REDIS_REPLY_ARRAY ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < r->elements; i++) {
@@ -464,7 +464,7 @@ int mail_outbox_print(const char *var_dir, const char *host, int port, long coun
         print_body(out, entry_field(e->element[1], "sealed"));
     }
     if (rc != 0)
-        log_line("cannot read %s", OUTBOX_STREAM);
+        log_line("cannot read %s", ADSERVE_KEY_OUTBOX);
     freeReplyObject(r);
     redisFree(c);
     sodium_memzero(M.outbox_key, sizeof M.outbox_key);

@@ -23,7 +23,6 @@
 
 #define MAIL_TIMEOUT_S 5
 #define MAIL_QUEUE_MAX 100
-#define OUTBOX_STREAM "adserve:outbox"
 #define OUTBOX_MAXLEN "1000"
 
 /* Reads the configuration and starts the sending thread.  0 or -1

@@ -74,7 +74,7 @@ static int limit_key(char key[KEY_MAX], const struct rate_limit *l, const char *
     if (crypto_hash_sha256(digest, (const unsigned char *)subject, strlen(subject)) != 0)
         return -1;
     sodium_bin2hex(hex, sizeof hex, digest, sizeof digest);
-    int n = snprintf(key, KEY_MAX, "adserve:ratelimit:%s:%s", l->name, hex);
+    int n = snprintf(key, KEY_MAX, ADSERVE_KEY_RATELIMIT "%s:%s", l->name, hex);
     return n > 0 && n < KEY_MAX ? 0 : -1;
 }
 

@@ -256,23 +256,6 @@ extern const struct resource resource_targeting_values;
 extern const struct resource resource_ad_units_ref;
 
 /* Redis keys of the demand model (README). */
-#define ADVERTISERS_KEY "adserve:advertisers"
-#define PLACEMENTS_KEY "adserve:placements"
-#define ORDERS_KEY "adserve:orders"
-#define LINE_ITEMS_KEY "adserve:line_items"
-#define CREATIVES_KEY "adserve:creatives"
-#define LICAS_KEY "adserve:licas"
-#define TARGETING_KEYS_KEY "adserve:targeting_keys"
-#define TARGETING_KEY_NAMES_KEY "adserve:targeting_key_names"
-#define TARGETING_VALUES_PREFIX "adserve:targeting_values:"
-#define TARGETING_VALUE_NAMES_PREFIX "adserve:targeting_value_names:"
-#define LICA_PAIRS_KEY "adserve:lica_pairs"
-#define ADVERTISER_ORDERS_PREFIX "adserve:advertiser_orders:"
-#define ADVERTISER_CREATIVES_PREFIX "adserve:advertiser_creatives:"
-#define ORDER_LINE_ITEMS_PREFIX "adserve:order_line_items:"
-#define PLACEMENT_LINE_ITEMS_PREFIX "adserve:placement_line_items:"
-#define LINE_ITEM_LICAS_PREFIX "adserve:line_item_licas:"
-#define CREATIVE_LICAS_PREFIX "adserve:creative_licas:"
 
 /* The LICA rule shared by line items, creatives and LICAs: a creative fits
  * a line item when the line item targets no sizes, or targets the

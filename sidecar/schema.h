@@ -30,9 +30,14 @@
 #ifndef ADSERVE_SCHEMA_H
 #define ADSERVE_SCHEMA_H
 
+#include "adserve_contract.h"
+
 #include <cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/* A default that is a word of a vocabulary, as JSON text. */
+#define SCHEMA_JSON_STR(word) "\"" word "\""
 
 enum schema_type {
     SCHEMA_OBJECT,          /* fields; unknown properties rejected */

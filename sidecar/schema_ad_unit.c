@@ -76,9 +76,8 @@ static const struct schema count_array_n = { .type = SCHEMA_ARRAY, .items = &cou
 
 /* ---- enumerations (the spec's table, exact values) -------------------------- */
 
-static const char *const ad_unit_statuses[] = { "ACTIVE", "INACTIVE", "ARCHIVED", NULL };
 static const struct schema ad_unit_status = {
-    .name = "AdUnitStatus", .type = SCHEMA_STRING, .enum_values = ad_unit_statuses,
+    .name = "AdUnitStatus", .type = SCHEMA_STRING, .enum_values = adserve_unit_status_names,
     .description = "Operational status; only ACTIVE serves.",
 };
 
@@ -166,9 +165,8 @@ static const struct schema event_tracking_method_array_n = {
 static const int event_types[] = { 1, 2, 3, 4, 5 };
 static const struct schema event_type = { .name = "EventType", INT_ENUM(event_types) };
 
-static const char *const ad_log_tracking_modes[] = { "on_ad_response", "on_event_tracker", NULL };
 static const struct schema ad_log_tracking_mode_n = {
-    .name = "AdLogTrackingMode", .type = SCHEMA_STRING, .enum_values = ad_log_tracking_modes,
+    .name = "AdLogTrackingMode", .type = SCHEMA_STRING, .enum_values = adserve_tracking_names,
     .nullable = true,
     .description = "When an impression is recorded; missing or null means on_event_tracker.",
 };
@@ -193,10 +191,8 @@ static const struct schema fallback_order = {
     .name = "FallbackOrder", .type = SCHEMA_STRING, .enum_values = fallback_orders,
 };
 
-static const char *const ops[] = {
-    "eq", "ne", "lt", "le", "gt", "ge", "in", "nin", "intersects", NULL,
-};
-static const struct schema op = { .name = "Op", .type = SCHEMA_STRING, .enum_values = ops };
+static const struct schema op = { .name = "Op", .type = SCHEMA_STRING,
+                                  .enum_values = adserve_op_names };
 
 /* Video enumerations the spec names in the VideoPlacement table. */
 static const int pod_sequences[] = { -1, 0, 1 };
@@ -594,8 +590,10 @@ static const struct schema compare = {
     .name = "Compare", .type = SCHEMA_OBJECT, .fields = compare_fields,
 };
 
-static const char *const tag_cmp[] = { "cmp", NULL }, *const tag_and[] = { "and", NULL },
-                  *const tag_or[] = { "or", NULL }, *const tag_not[] = { "not", NULL };
+static const char *const tag_cmp[] = { ADSERVE_V_EXPR_CMP, NULL },
+                  *const tag_and[] = { ADSERVE_V_EXPR_AND, NULL },
+                  *const tag_or[] = { ADSERVE_V_EXPR_OR, NULL },
+                  *const tag_not[] = { ADSERVE_V_EXPR_NOT, NULL };
 static const struct schema type_cmp = { .type = SCHEMA_STRING, .enum_values = tag_cmp };
 static const struct schema type_and = { .type = SCHEMA_STRING, .enum_values = tag_and };
 static const struct schema type_or = { .type = SCHEMA_STRING, .enum_values = tag_or };
@@ -630,7 +628,8 @@ static const struct schema expr_or = { .name = "ExprOr", .type = SCHEMA_OBJECT,
 static const struct schema expr_not = { .name = "ExprNot", .type = SCHEMA_OBJECT,
                                         .fields = expr_not_fields };
 static const struct schema_variant expr_variants[] = {
-    { "cmp", &expr_cmp }, { "and", &expr_and }, { "or", &expr_or }, { "not", &expr_not },
+    { ADSERVE_V_EXPR_CMP, &expr_cmp }, { ADSERVE_V_EXPR_AND, &expr_and },
+    { ADSERVE_V_EXPR_OR, &expr_or }, { ADSERVE_V_EXPR_NOT, &expr_not },
     { NULL },
 };
 static const struct schema expr = {
@@ -760,7 +759,7 @@ static const struct schema_field ad_unit_fields[] = {
     { "native", &native_placement, .dflt = "{\"assets\":[]}" },
     { .name = "no", .schema = &integer_n },
     { "recommendation", &recommendation_placement, .dflt = "{\"ext\":{},\"topn\":10}" },
-    { "status", &ad_unit_status, .dflt = "\"INACTIVE\"" },
+    { "status", &ad_unit_status, .dflt = SCHEMA_JSON_STR(ADSERVE_V_INACTIVE) },
     { .name = "video", .schema = &video_placement },
     { NULL },
 };

@@ -130,9 +130,8 @@ LIST_QUERY(placement, placement_query_fields);
 
 /* ---- orders ------------------------------------------------------------------------------ */
 
-static const char *const order_statuses[] = { "DRAFT", "APPROVED", "PAUSED", "ARCHIVED", NULL };
 static const struct schema order_status = {
-    .name = "OrderStatus", .type = SCHEMA_STRING, .enum_values = order_statuses,
+    .name = "OrderStatus", .type = SCHEMA_STRING, .enum_values = adserve_order_status_names,
     .description = "DRAFT (new) -> APPROVED <-> PAUSED, any -> ARCHIVED; only APPROVED serves; "
                    "APPROVED is set by admins and operators",
 };
@@ -141,7 +140,7 @@ static const struct schema_field order_fields[] = {
     ID_ROW,
     { "advertiser_id", &uuid, .required = true, .description = "cannot change" },
     { "name", &label, .required = true },
-    { "status", &order_status, .dflt = "\"DRAFT\"", .description = "a new order is DRAFT" },
+    { "status", &order_status, .dflt = SCHEMA_JSON_STR(ADSERVE_V_DRAFT), .description = "a new order is DRAFT" },
     { "notes", &text_n, .dflt = "null" },
     META_ROWS,
     { NULL },
@@ -160,34 +159,27 @@ LIST_QUERY(order, order_query_fields);
 
 /* ---- line items ------------------------------------------------------------------------- */
 
-static const char *const line_item_types[] = {
-    "SPONSORSHIP", "STANDARD", "PRICE_PRIORITY", "HOUSE", NULL,
-};
 static const struct schema line_item_type = {
-    .name = "LineItemType", .type = SCHEMA_STRING, .enum_values = line_item_types,
+    .name = "LineItemType", .type = SCHEMA_STRING, .enum_values = adserve_tier_names,
     .description = "ranks first in serving, in this order",
 };
-static const char *const cost_types[] = { "CPM", "CPC", "CPA", NULL };
 static const struct schema cost_type = {
-    .name = "CostType", .type = SCHEMA_STRING, .enum_values = cost_types,
-};
-static const char *const line_item_statuses[] = {
-    "DRAFT", "ACTIVE", "PAUSED", "COMPLETED", "ARCHIVED", NULL,
+    .name = "CostType", .type = SCHEMA_STRING, .enum_values = adserve_cost_names,
 };
 static const struct schema line_item_status = {
-    .name = "LineItemStatus", .type = SCHEMA_STRING, .enum_values = line_item_statuses,
+    .name = "LineItemStatus", .type = SCHEMA_STRING, .enum_values = adserve_li_status_names,
     .description = "DRAFT (new) -> ACTIVE <-> PAUSED, ACTIVE or PAUSED -> COMPLETED, "
                    "any -> ARCHIVED; only ACTIVE serves",
 };
-static const char *const deliveries[] = { "EVEN", "ASAP", NULL };
 static const struct schema delivery = {
-    .name = "Delivery", .type = SCHEMA_STRING, .enum_values = deliveries,
+    .name = "Delivery", .type = SCHEMA_STRING, .enum_values = adserve_delivery_names,
     .description = "EVEN paces over the flight; ASAP as fast as traffic allows",
 };
 
 /* goal: a union on type, so units exist exactly when they count something. */
-static const char *const tag_impressions[] = { "IMPRESSIONS", NULL },
-                  *const tag_clicks[] = { "CLICKS", NULL }, *const tag_none[] = { "NONE", NULL };
+static const char *const tag_impressions[] = { ADSERVE_V_IMPRESSIONS, NULL },
+                  *const tag_clicks[] = { ADSERVE_V_CLICKS, NULL },
+                  *const tag_none[] = { ADSERVE_V_NONE, NULL };
 static const struct schema type_impressions = { .type = SCHEMA_STRING,
                                                 .enum_values = tag_impressions };
 static const struct schema type_clicks = { .type = SCHEMA_STRING, .enum_values = tag_clicks };
@@ -214,7 +206,8 @@ static const struct schema goal_clicks = { .name = "GoalClicks", .type = SCHEMA_
 static const struct schema goal_none = { .name = "GoalNone", .type = SCHEMA_OBJECT,
                                          .fields = goal_none_fields };
 static const struct schema_variant goal_variants[] = {
-    { "IMPRESSIONS", &goal_impressions }, { "CLICKS", &goal_clicks }, { "NONE", &goal_none },
+    { ADSERVE_V_IMPRESSIONS, &goal_impressions }, { ADSERVE_V_CLICKS, &goal_clicks },
+    { ADSERVE_V_NONE, &goal_none },
     { NULL },
 };
 static const struct schema goal = {
@@ -247,13 +240,14 @@ static const struct schema_field line_item_fields[] = {
     { "rate", &rate, .required = true,
       .description = "the price per 1000 impressions (CPM), per click (CPC) or per action "
                      "(CPA), in the account currency" },
-    { "status", &line_item_status, .dflt = "\"DRAFT\"", .description = "a new line item is DRAFT" },
+    { "status", &line_item_status, .dflt = SCHEMA_JSON_STR(ADSERVE_V_DRAFT),
+      .description = "a new line item is DRAFT" },
     { .name = "priority", .schema = &priority },
     { "start_at", &date_time_n, .dflt = "null", .description = "null: from now on" },
     { "end_at", &date_time_n, .dflt = "null",
       .description = "after start_at (exclusive end); null: open-ended" },
     { "goal", &goal, .dflt = "{\"type\":\"NONE\"}" },
-    { "delivery", &delivery, .dflt = "\"EVEN\"" },
+    { "delivery", &delivery, .dflt = SCHEMA_JSON_STR(ADSERVE_V_EVEN) },
     { "frequency_caps", &frequency_caps, .dflt = "[]" },
     { "targeting", &schema_targeting, .dflt = "{}",
       .description = "checked against what exists on every write that sends it" },
@@ -276,14 +270,12 @@ LIST_QUERY(line_item, line_item_query_fields);
 
 /* ---- creatives -------------------------------------------------------------------------- */
 
-static const char *const creative_types[] = { "IMAGE", "HTML", NULL };
 static const struct schema creative_type = {
-    .name = "CreativeType", .type = SCHEMA_STRING, .enum_values = creative_types,
+    .name = "CreativeType", .type = SCHEMA_STRING, .enum_values = adserve_creative_type_names,
     .description = "IMAGE has image_url, HTML has html (the other one is null)",
 };
-static const char *const approvals[] = { "PENDING", "APPROVED", "REJECTED", NULL };
 static const struct schema approval = {
-    .name = "CreativeApproval", .type = SCHEMA_STRING, .enum_values = approvals,
+    .name = "CreativeApproval", .type = SCHEMA_STRING, .enum_values = adserve_approval_names,
     .description = "set by admins and operators (APPROVED by default when they make it); a "
                    "creative an advertiser makes or changes is PENDING; only APPROVED serves",
 };
@@ -319,9 +311,8 @@ LIST_QUERY(creative, creative_query_fields);
 
 /* ---- LICAs -------------------------------------------------------------------------------- */
 
-static const char *const lica_statuses[] = { "ACTIVE", "PAUSED", NULL };
 static const struct schema lica_status = {
-    .name = "LicaStatus", .type = SCHEMA_STRING, .enum_values = lica_statuses,
+    .name = "LicaStatus", .type = SCHEMA_STRING, .enum_values = adserve_lica_status_names,
 };
 
 static const struct schema_field lica_fields[] = {
@@ -334,7 +325,7 @@ static const struct schema_field lica_fields[] = {
       .description = "the line item's advertiser" },
     { "weight", &weight, .dflt = "1",
       .description = "share of rotation among the line item's creatives" },
-    { "status", &lica_status, .dflt = "\"ACTIVE\"" },
+    { "status", &lica_status, .dflt = SCHEMA_JSON_STR(ADSERVE_V_ACTIVE) },
     META_ROWS,
     { NULL },
 };
@@ -353,9 +344,8 @@ LIST_QUERY(lica, lica_query_fields);
 
 /* ---- custom targeting keys and values -------------------------------------------------------- */
 
-static const char *const key_types[] = { "PREDEFINED", "FREEFORM", NULL };
 static const struct schema key_type = {
-    .name = "TargetingKeyType", .type = SCHEMA_STRING, .enum_values = key_types,
+    .name = "TargetingKeyType", .type = SCHEMA_STRING, .enum_values = adserve_key_type_names,
     .description = "PREDEFINED: rules name its values; FREEFORM: any string or number",
 };
 /* Choice: key and value names are 1..64 and 1..256 characters, and cannot
@@ -366,7 +356,7 @@ static const struct schema_field targeting_key_fields[] = {
     ID_ROW,
     { "name", &key_name, .required = true,
       .description = "unique; what kv rules and requests' ext.kv name; cannot change" },
-    { "type", &key_type, .dflt = "\"FREEFORM\"", .description = "cannot change" },
+    { "type", &key_type, .dflt = SCHEMA_JSON_STR(ADSERVE_V_FREEFORM), .description = "cannot change" },
     { "description", &text_n, .dflt = "null" },
     META_ROWS,
     { NULL },

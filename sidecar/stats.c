@@ -32,20 +32,11 @@ void stats_counts_add(struct stats_counts *to, const struct stats_counts *c)
 
 /* ---- the map ------------------------------------------------------------------ */
 
-static uint64_t hash(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;        /* FNV-1a */
-
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
-}
-
 static struct stats_entry *find(const struct stats_map *m, const char *id, size_t len)
 {
     if (m->cap == 0)
         return NULL;
-    for (size_t i = hash(id, len) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    for (size_t i = adserve_hash(id, len) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
         struct stats_entry *e = &m->slots[i];
         if (e->id == NULL || (strncmp(e->id, id, len) == 0 && e->id[len] == '\0'))
             return e;
@@ -145,14 +136,6 @@ void stats_map_free(struct stats_map *m, void (*free_value)(void *))
 
 /* ---- the hour hashes --------------------------------------------------------------- */
 
-static const char *const metric_names[STATS_METRICS] = {
-    [STATS_REQ] = "req", [STATS_ADS] = "ads", [STATS_IMP] = "imp", [STATS_CLK] = "clk",
-    [STATS_CONV] = "conv", [STATS_SPEND] = "spend", [STATS_CONVVAL] = "convval",
-};
-static const char *const kind_prefixes[] = {
-    [STATS_UNIT] = "u:", [STATS_LINE_ITEM] = "li:", [STATS_CREATIVE] = "cr:",
-};
-
 /* An id as the reports print it: printable ASCII without quotes or
  * backslashes (ours are UUIDs; anything else was not written by serving). */
 static bool plain_id(const char *s, size_t n)
@@ -180,7 +163,8 @@ static bool parse_field(const redisReply *f, const char *prefix, const char **id
     const char *name = colon + 1;
     size_t nlen = f->len - (size_t)(name - f->str);
     for (int m = 0; m < STATS_METRICS; m++)
-        if (strlen(metric_names[m]) == nlen && memcmp(metric_names[m], name, nlen) == 0) {
+        if (strlen(adserve_metric_names[m]) == nlen &&
+            memcmp(adserve_metric_names[m], name, nlen) == 0) {
             *id = f->str + plen;
             *len = (size_t)(colon - *id);
             *metric = m;
@@ -213,7 +197,7 @@ int stats_add_hour(struct stats_map *m, const redisReply *fields, enum stats_kin
         size_t len;
         int metric;
         long long v;
-        if (!parse_field(fields->element[i], kind_prefixes[kind], &id, &len, &metric) ||
+        if (!parse_field(fields->element[i], adserve_dim_names[kind], &id, &len, &metric) ||
             !parse_value(fields->element[i + 1], &v) ||
             (only != NULL && (len != only_len || memcmp(id, only, len) != 0)))
             continue;
@@ -234,7 +218,7 @@ static int hour_key(char *out, size_t len, long long hour)
 
     if (gmtime_r(&t, &tm) == NULL || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
         return -1;
-    int n = snprintf(out, len, STATS_PREFIX "%04d%02d%02d%02d", tm.tm_year + 1900,
+    int n = snprintf(out, len, ADSERVE_KEY_STATS "%04d%02d%02d%02d", tm.tm_year + 1900,
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour);
     return n > 0 && (size_t)n < len ? 0 : -1;
 }

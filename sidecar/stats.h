@@ -15,18 +15,27 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define STATS_PREFIX "adserve:stats:"
-#define STATS_DELIVERY_KEY "adserve:delivery"
 #define STATS_ID_MAX 64                 /* longer ids are not ours: skipped */
 #define STATS_HOUR 3600LL
 #define STATS_DAY 86400LL
 
-enum stats_kind { STATS_UNIT, STATS_LINE_ITEM, STATS_CREATIVE };
+/* the contract's counter dimensions and metrics (adserve_contract.h) */
+enum stats_kind {
+    STATS_UNIT = ADSERVE_DIM_UNIT,
+    STATS_LINE_ITEM = ADSERVE_DIM_LINE_ITEM,
+    STATS_CREATIVE = ADSERVE_DIM_CREATIVE,
+};
 
 /* The counters a report shows (opp, pacing's own, is not one). */
 enum stats_metric {
-    STATS_REQ, STATS_ADS, STATS_IMP, STATS_CLK, STATS_CONV, STATS_SPEND, STATS_CONVVAL,
-    STATS_METRICS,
+    STATS_REQ = ADSERVE_METRIC_REQ,
+    STATS_ADS = ADSERVE_METRIC_ADS,
+    STATS_IMP = ADSERVE_METRIC_IMP,
+    STATS_CLK = ADSERVE_METRIC_CLK,
+    STATS_CONV = ADSERVE_METRIC_CONV,
+    STATS_SPEND = ADSERVE_METRIC_SPEND,
+    STATS_CONVVAL = ADSERVE_METRIC_CONVVAL,
+    STATS_METRICS = ADSERVE_METRIC_REPORTED,
 };
 
 struct stats_counts {
@@ -86,7 +95,7 @@ struct stats_record {
 
 /* A cache of one hash's records (id -> struct stats_record). */
 struct stats_records {
-    const char *hash;                   /* "adserve:line_items" */
+    const char *hash;                   /* ADSERVE_KEY_LINE_ITEMS */
     struct stats_map map;
 };
 

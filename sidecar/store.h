@@ -7,6 +7,9 @@
 #ifndef ADSERVE_STORE_H
 #define ADSERVE_STORE_H
 
+/* every key and record type of ours */
+#include "adserve_contract.h"
+
 #include <stddef.h>
 #include <hiredis/hiredis.h>
 

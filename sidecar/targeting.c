@@ -84,12 +84,11 @@ static const struct schema size = {
 static const struct schema size_list = { .type = SCHEMA_ARRAY, .items = &size,
                                          .max_items = MAX_SIZES };
 
-static const char *const device_types[] = { "desktop", "mobile", "tablet", "ctv", "other", NULL };
-static const char *const oses[] = { "windows", "macos", "linux", "android", "ios", "other", NULL };
-static const char *const browsers[] = { "chrome", "firefox", "safari", "edge", "other", NULL };
-static const struct schema device_type = { .type = SCHEMA_STRING, .enum_values = device_types };
-static const struct schema os = { .type = SCHEMA_STRING, .enum_values = oses };
-static const struct schema browser = { .type = SCHEMA_STRING, .enum_values = browsers };
+static const struct schema device_type = { .type = SCHEMA_STRING,
+                                           .enum_values = adserve_device_type_names };
+static const struct schema os = { .type = SCHEMA_STRING, .enum_values = adserve_os_names };
+static const struct schema browser = { .type = SCHEMA_STRING,
+                                       .enum_values = adserve_browser_names };
 static const struct schema device_type_list = { .type = SCHEMA_ARRAY, .items = &device_type };
 static const struct schema os_list = { .type = SCHEMA_ARRAY, .items = &os };
 static const struct schema browser_list = { .type = SCHEMA_ARRAY, .items = &browser };
@@ -107,8 +106,8 @@ static const struct schema device = {
 
 static const struct schema yob = { .type = SCHEMA_INTEGER, .has_min = true, .min = 1900,
                                    .has_max = true, .max = 2100, .nullable = true };
-static const char *const genders[] = { "M", "F", "O", NULL };
-static const struct schema gender = { .type = SCHEMA_STRING, .enum_values = genders };
+static const struct schema gender = { .type = SCHEMA_STRING,
+                                      .enum_values = adserve_gender_names };
 static const struct schema gender_list = { .type = SCHEMA_ARRAY, .items = &gender };
 static const struct schema_field user_fields[] = {
     { "yob_min", &yob, .dflt = "null", .description = "earliest year of birth; null: no bound" },
@@ -121,18 +120,17 @@ static const struct schema user = {
     .name = "TargetingUser", .type = SCHEMA_OBJECT, .fields = user_fields,
 };
 
-static const char *const weekdays[] = { "mon", "tue", "wed", "thu", "fri", "sat", "sun", NULL };
-static const struct schema weekday = { .type = SCHEMA_STRING, .enum_values = weekdays };
+static const struct schema weekday = { .type = SCHEMA_STRING,
+                                       .enum_values = adserve_weekday_names };
 static const struct schema weekday_list = { .type = SCHEMA_ARRAY, .items = &weekday };
-static const char *const zones[] = { "UTC", NULL };
-static const struct schema zone = { .type = SCHEMA_STRING, .enum_values = zones };
+static const struct schema zone = { .type = SCHEMA_STRING, .enum_values = adserve_zone_names };
 static const struct schema hhmm = { .type = SCHEMA_STRING };
 static const struct schema_field daypart_fields[] = {
     { "days", &weekday_list, .required = true, .description = "not empty" },
     { "start", &hhmm, .required = true, .description = "HH:MM, 00:00 to 23:59, inclusive" },
     { "end", &hhmm, .required = true,
       .description = "HH:MM, after start, up to 24:00, exclusive; past midnight: two dayparts" },
-    { "tz", &zone, .dflt = "\"UTC\"", .description = "only UTC for now" },
+    { "tz", &zone, .dflt = SCHEMA_JSON_STR(ADSERVE_V_UTC), .description = "only UTC for now" },
     { NULL },
 };
 static const struct schema daypart = {
@@ -302,23 +300,10 @@ static int check_user(const cJSON *u, struct reply *rep)
     return invalid(rep, &p, "must be >= yob_min (%d)", lo->valueint);
 }
 
-/* Minutes since midnight of "HH:MM", or -1; 24:00 only as an end. */
-static int parse_hhmm(const char *s, bool end)
-{
-    if (s == NULL || strlen(s) != 5 || s[2] != ':' || !isdigit((unsigned char)s[0]) ||
-        !isdigit((unsigned char)s[1]) || !isdigit((unsigned char)s[3]) ||
-        !isdigit((unsigned char)s[4]))
-        return -1;
-    int h = (s[0] - '0') * 10 + (s[1] - '0'), m = (s[3] - '0') * 10 + (s[4] - '0');
-    if (m > 59 || h > 24 || (h == 24 && (!end || m != 0)))
-        return -1;
-    return h * 60 + m;
-}
-
 static int check_daypart(const cJSON *d, struct path *p, struct reply *rep)
 {
     const char *start = json_str_member(d, "start"), *end = json_str_member(d, "end");
-    int from = parse_hhmm(start, false), to = parse_hhmm(end, true);
+    int from = adserve_parse_hhmm(start, 0), to = adserve_parse_hhmm(end, 1);
 
     if (cJSON_GetArraySize(member(d, "days")) == 0) {
         path_name(p, "days");
@@ -414,8 +399,9 @@ static int walk(struct kv_check *k, const cJSON *e, struct path *p, int depth, c
     if (type == NULL || data == NULL)
         return invalid(k->rep, p, "must be an expression");
     size_t old = path_name(p, "data");
-    int rc = strcmp(type, "cmp") == 0   ? visit(k, data, p)
-           : strcmp(type, "not") == 0   ? walk(k, data, p, depth + 1, visit)
+    int node = adserve_vocab_str(adserve_expr_names, type);
+    int rc = node == ADSERVE_EXPR_CMP   ? visit(k, data, p)
+           : node == ADSERVE_EXPR_NOT   ? walk(k, data, p, depth + 1, visit)
                                         : walk_list(k, data, p, depth, visit);
     if (rc == 0)
         path_pop(p, old);
@@ -449,11 +435,13 @@ static const char *lhs_key(const cJSON *cmp)
 
 enum rhs_kind { RHS_SCALAR, RHS_NUMBER, RHS_LIST };
 
-static enum rhs_kind rhs_kind(const char *op)
+static enum rhs_kind rhs_kind(const char *name)
 {
-    if (strcmp(op, "eq") == 0 || strcmp(op, "ne") == 0)
+    int op = adserve_vocab_str(adserve_op_names, name);
+
+    if (op == ADSERVE_OP_EQ || op == ADSERVE_OP_NE)
         return RHS_SCALAR;
-    if (strcmp(op, "in") == 0 || strcmp(op, "nin") == 0 || strcmp(op, "intersects") == 0)
+    if (op == ADSERVE_OP_IN || op == ADSERVE_OP_NIN || op == ADSERVE_OP_INTERSECTS)
         return RHS_LIST;
     return RHS_NUMBER;
 }
@@ -719,9 +707,11 @@ static int key_type_of(const char *json, enum key_type *type)
     const char *t = json_str_member(o, "type");
     int rc = 0;
 
-    if (t != NULL && strcmp(t, "PREDEFINED") == 0)
+    int k = adserve_vocab_str(adserve_key_type_names, t);
+
+    if (k == ADSERVE_KEY_TYPE_PREDEFINED)
         *type = KEY_PREDEFINED;
-    else if (t != NULL && strcmp(t, "FREEFORM") == 0)
+    else if (k == ADSERVE_KEY_TYPE_FREEFORM)
         *type = KEY_FREEFORM;
     else
         rc = -1;
@@ -746,7 +736,7 @@ static int key_records(struct store_conn *c, struct kv_check *k, struct reply *r
             of[n] = &k->keys[i];
             ids[n++] = k->keys[i].id;
         }
-    int rc = n == 0 ? 0 : hmget(c, TARGETING_KEYS_KEY, ids, n, present, recs, rep);
+    int rc = n == 0 ? 0 : hmget(c, ADSERVE_KEY_TARGETING_KEYS, ids, n, present, recs, rep);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (!present[i]) {
             of[i]->type = KEY_MISSING;
@@ -772,7 +762,7 @@ static int resolve_keys(struct store_conn *c, struct kv_check *k, struct reply *
         return out_of_memory(rep);
     for (size_t i = 0; i < k->n_keys; i++)
         names[i] = k->keys[i].name;
-    rc = hmget(c, TARGETING_KEY_NAMES_KEY, names, k->n_keys, present, ids, rep);
+    rc = hmget(c, ADSERVE_KEY_TARGETING_KEY_NAMES, names, k->n_keys, present, ids, rep);
     for (size_t i = 0; rc == 0 && i < k->n_keys; i++) {
         struct kv_key *key = &k->keys[i];
         /* An id too long for a key id is no key of ours. */
@@ -788,7 +778,7 @@ static int resolve_keys(struct store_conn *c, struct kv_check *k, struct reply *
  * value name index. */
 static int lookup_values(struct store_conn *c, struct kv_key *key, struct reply *rep)
 {
-    char hash[sizeof TARGETING_VALUE_NAMES_PREFIX + KEY_ID_MAX];
+    char hash[sizeof ADSERVE_KEY_TARGETING_VALUE_NAMES + KEY_ID_MAX];
     size_t n = 0;
 
     if (key->n_values == 0)
@@ -800,7 +790,7 @@ static int lookup_values(struct store_conn *c, struct kv_key *key, struct reply 
     key->n_values = n;
     if ((key->known = malloc(n * sizeof *key->known)) == NULL)
         return out_of_memory(rep);
-    snprintf(hash, sizeof hash, "%s%s", TARGETING_VALUE_NAMES_PREFIX, key->id);
+    snprintf(hash, sizeof hash, "%s%s", ADSERVE_KEY_TARGETING_VALUE_NAMES, key->id);
     return hmget(c, hash, key->values, n, key->known, NULL, rep);
 }
 
@@ -832,11 +822,11 @@ static int check_refs(struct store_conn *c, const cJSON *t, struct kv_check *k,
 {
     const cJSON *units = member(t, "ad_units");
 
-    if (check_exist(c, AD_UNITS_KEY, member(units, "include"), "ad_units.include", "ad unit",
+    if (check_exist(c, ADSERVE_KEY_AD_UNITS, member(units, "include"), "ad_units.include", "ad unit",
                     rep) != 0 ||
-        check_exist(c, AD_UNITS_KEY, member(units, "exclude"), "ad_units.exclude", "ad unit",
+        check_exist(c, ADSERVE_KEY_AD_UNITS, member(units, "exclude"), "ad_units.exclude", "ad unit",
                     rep) != 0 ||
-        check_exist(c, PLACEMENTS_KEY, member(t, "placements"), "placements", "placement",
+        check_exist(c, ADSERVE_KEY_PLACEMENTS, member(t, "placements"), "placements", "placement",
                     rep) != 0)
         return -1;
     return k != NULL ? check_kv_refs(c, k, member(t, "kv")) : 0;

@@ -76,7 +76,7 @@ void txn_audit(struct txn *t, const struct user *actor, const char *action,
     if (b == NULL || a == NULL || now_rfc3339(at) != 0) {
         t->failed = true;
     } else {
-        txn_cmd(t, "XADD", AUDIT_STREAM, "MAXLEN", "~", AUDIT_MAXLEN, "*",
+        txn_cmd(t, "XADD", ADSERVE_KEY_AUDIT, "MAXLEN", "~", ADSERVE_AUDIT_MAXLEN, "*",
                 "at", at,
                 "actor", actor ? actor->id : "system",
                 "role", actor ? actor->role : "system",
@@ -89,23 +89,15 @@ void txn_audit(struct txn *t, const struct user *actor, const char *action,
 
 void txn_bump_revision(struct txn *t)
 {
-    txn_cmd(t, "INCR", REVISION_KEY, NULL);
+    txn_cmd(t, "INCR", ADSERVE_KEY_REV, NULL);
 }
 
-/* The hashes serving reads (README, Redis data contract), by kind */
-static const char *const serving_kinds[] = {
-    "ad_units", "placements", "orders", "line_items", "creatives", "licas", NULL,
-};
-
-/* The kind of a serving hash, or NULL */
+/* The change log's name of a hash serving reads (the contract's kinds), or NULL */
 static const char *serving_kind(const char *key)
 {
-    if (strncmp(key, "adserve:", 8) != 0)
-        return NULL;
-    for (int i = 0; serving_kinds[i] != NULL; i++)
-        if (strcmp(key + 8, serving_kinds[i]) == 0)
-            return serving_kinds[i];
-    return NULL;
+    int k = adserve_kind_by_key(key);
+
+    return k < 0 ? NULL : adserve_kinds[k].name;
 }
 
 static bool is_cmd(char **argv, const char *name, const char *key)
@@ -129,14 +121,14 @@ static void log_changes(struct txn *t)
         const char *kind = a[1] != NULL ? serving_kind(a[1]) : NULL;
         bool hset = is_cmd(a, "HSET", NULL), hdel = is_cmd(a, "HDEL", NULL);
 
-        bumped |= is_cmd(a, "INCR", REVISION_KEY);
+        bumped |= is_cmd(a, "INCR", ADSERVE_KEY_REV);
         if (kind == NULL || !(hset || hdel))
             continue;
         changed = true;
         /* HSET key id value [id value ...], HDEL key id [id ...] */
         for (size_t j = 2; a[j] != NULL && (!hset || a[j + 1] != NULL); j += hset ? 2 : 1)
-            txn_cmd(t, "XADD", CHANGES_STREAM, "MAXLEN", "~", CHANGES_MAXLEN, "*",
-                    "kind", kind, "id", a[j], NULL);
+            txn_cmd(t, "XADD", ADSERVE_KEY_CHANGES, "MAXLEN", "~", ADSERVE_CHANGES_MAXLEN, "*",
+                    ADSERVE_CHANGE_KIND, kind, ADSERVE_CHANGE_ID, a[j], NULL);
     }
     if (changed && !bumped)
         txn_bump_revision(t);

@@ -7,7 +7,7 @@
  *
  *   struct txn t;
  *   txn_init(&t);
- *   txn_cmd(&t, "HSET", "adserve:ad_units", id, json, NULL);
+ *   txn_cmd(&t, "HSET", ADSERVE_KEY_AD_UNITS, id, json, NULL);
  *   txn_audit(&t, req->user, "create", "ad_unit", id, NULL, after);
  *   txn_bump_revision(&t);
  *   st = txn_exec(&t, request_store(req));
@@ -28,11 +28,8 @@
 #define TXN_MAX_CMDS 10000             /* a subtree move rewrites each descendant */
 #define TXN_MAX_ARGS 64
 
-#define AUDIT_STREAM "adserve:audit"
-#define AUDIT_MAXLEN "100000"           /* approximate cap of the stream */
-#define REVISION_KEY "adserve:rev"      /* the serving revision (README) */
-#define CHANGES_STREAM "adserve:changes"    /* the change log serving reads */
-#define CHANGES_MAXLEN "100000"
+#define ADSERVE_AUDIT_MAXLEN "100000"           /* approximate cap of the stream */
+#define ADSERVE_CHANGES_MAXLEN "100000"
 
 struct txn {
     char ***cmds;                       /* each NULL-terminated */

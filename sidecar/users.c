@@ -96,7 +96,7 @@ int user_set_password(struct user *u, const char hash[crypto_pwhash_STRBYTES])
 
 int user_key(char key[KEY_MAX], const char *id)
 {
-    int n = snprintf(key, KEY_MAX, "adserve:user:%s", id);
+    int n = snprintf(key, KEY_MAX, ADSERVE_KEY_USER "%s", id);
     return n > 0 && n < KEY_MAX ? 0 : -1;
 }
 
@@ -160,7 +160,7 @@ enum store_status user_id_by_email(struct store_conn *c, const char *email,
                                    char id[UUID_STR_LEN])
 {
     return store_get_str(c, id, UUID_STR_LEN,
-                         (const char *[]){ "HGET", "adserve:user_by_email", email, NULL });
+                         (const char *[]){ "HGET", ADSERVE_KEY_USER_BY_EMAIL, email, NULL });
 }
 
 static int add_nullable(cJSON *o, const char *name, const char *value)
@@ -221,11 +221,11 @@ void user_txn_write(struct txn *t, const struct user *u, const struct user *old)
     if (old != NULL && old->advertiser_id[0] && !u->advertiser_id[0])
         txn_cmd(t, "HDEL", key, "advertiser_id", NULL);
     if (old != NULL && strcmp(old->email, u->email) != 0)
-        txn_cmd(t, "HDEL", "adserve:user_by_email", old->email, NULL);
+        txn_cmd(t, "HDEL", ADSERVE_KEY_USER_BY_EMAIL, old->email, NULL);
     if (old == NULL || strcmp(old->email, u->email) != 0)
-        txn_cmd(t, "HSET", "adserve:user_by_email", u->email, u->id, NULL);
+        txn_cmd(t, "HSET", ADSERVE_KEY_USER_BY_EMAIL, u->email, u->id, NULL);
     if (old == NULL)
-        txn_cmd(t, "SADD", "adserve:users", u->id, NULL);
+        txn_cmd(t, "SADD", ADSERVE_KEY_USERS, u->id, NULL);
 }
 
 void user_txn_delete(struct txn *t, const struct user *u)
@@ -237,8 +237,8 @@ void user_txn_delete(struct txn *t, const struct user *u)
         return;
     }
     txn_cmd(t, "DEL", key, NULL);
-    txn_cmd(t, "HDEL", "adserve:user_by_email", u->email, NULL);
-    txn_cmd(t, "SREM", "adserve:users", u->id, NULL);
+    txn_cmd(t, "HDEL", ADSERVE_KEY_USER_BY_EMAIL, u->email, NULL);
+    txn_cmd(t, "SREM", ADSERVE_KEY_USERS, u->id, NULL);
 }
 
 enum store_status user_insert(struct store_conn *c, const struct user *u,
@@ -251,7 +251,7 @@ enum store_status user_insert(struct store_conn *c, const struct user *u,
         return STORE_ERROR;
     txn_init(&t);
     user_txn_write(&t, u, NULL);
-    txn_audit(&t, actor, "create", "user", u->id, NULL, after);
+    txn_audit(&t, actor, "create", ADSERVE_RECORD_USER, u->id, NULL, after);
     enum store_status st = txn_exec(&t, c);
     txn_free(&t);
     cJSON_Delete(after);
@@ -261,7 +261,7 @@ enum store_status user_insert(struct store_conn *c, const struct user *u,
 /* The ids of adserve:users, as a reply the caller frees. */
 static enum store_status user_ids(struct store_conn *c, redisReply **r)
 {
-    enum store_status st = store_cmd(c, r, (const char *[]){ "SMEMBERS", "adserve:users", NULL });
+    enum store_status st = store_cmd(c, r, (const char *[]){ "SMEMBERS", ADSERVE_KEY_USERS, NULL });
 
     if (st == STORE_OK && (*r)->type != REDIS_REPLY_ARRAY) {
         freeReplyObject(*r);
@@ -345,7 +345,7 @@ static enum store_status watch_batch(struct store_conn *c, const redisReply *r, 
 enum store_status users_watch_admins(struct store_conn *c, size_t *admins)
 {
     redisReply *r;
-    enum store_status st = store_do(c, (const char *[]){ "WATCH", "adserve:users", NULL });
+    enum store_status st = store_do(c, (const char *[]){ "WATCH", ADSERVE_KEY_USERS, NULL });
 
     *admins = 0;
     if (st == STORE_OK)
@@ -372,7 +372,7 @@ enum store_status users_watch_admins(struct store_conn *c, size_t *admins)
 enum store_status users_admin_exists(struct store_conn *c)
 {
     redisReply *r;
-    enum store_status st = store_cmd(c, &r, (const char *[]){ "SMEMBERS", "adserve:users", NULL });
+    enum store_status st = store_cmd(c, &r, (const char *[]){ "SMEMBERS", ADSERVE_KEY_USERS, NULL });
 
     if (st != STORE_OK)
         return st;

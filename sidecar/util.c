@@ -1,5 +1,7 @@
 #include "util.h"
 
+#include "adserve_contract.h"
+
 #include <ctype.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -67,63 +69,14 @@ int copy_str(char *dst, size_t dstlen, const char *src)
     return 0;
 }
 
-/* n decimal digits exactly (no sign, no blank) */
-static int digits(const char *s, int n, int *v)
-{
-    *v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        *v = *v * 10 + (s[i] - '0');
-    }
-    return 0;
-}
-
-static int days_in_month(int y, int m)
-{
-    static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-
-    return m == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) ? 29 : days[m - 1];
-}
-
-/* days since 1970-01-01, proleptic Gregorian (H. Hinnant) */
-static long long days_from_civil(long long y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    long long era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (long long)doe - 719468;
-}
-
+/* The contract's parser, for the sidecar's long long times. */
 int rfc3339_parse(const char *s, long long *t)
 {
-    int y, mo, d, h, mi, sec, oh, om, off;
+    int64_t v;
 
-    if (s == NULL || strlen(s) < 20 || digits(s, 4, &y) || s[4] != '-' ||
-        digits(s + 5, 2, &mo) || s[7] != '-' || digits(s + 8, 2, &d) ||
-        (s[10] != 'T' && s[10] != 't') || digits(s + 11, 2, &h) || s[13] != ':' ||
-        digits(s + 14, 2, &mi) || s[16] != ':' || digits(s + 17, 2, &sec) ||
-        mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 ||
-        sec > 60)
+    if (adserve_parse_time(s, &v) != 0)
         return -1;
-    s += 19;
-    if (*s == '.') {
-        if (s[1] < '0' || s[1] > '9')
-            return -1;
-        do
-            s++;
-        while (*s >= '0' && *s <= '9');
-    }
-    if ((*s == 'Z' || *s == 'z') && s[1] == '\0')
-        off = 0;
-    else if ((*s == '+' || *s == '-') && strlen(s) == 6 && digits(s + 1, 2, &oh) == 0 &&
-             s[3] == ':' && digits(s + 4, 2, &om) == 0 && oh < 24 && om < 60)
-        off = (*s == '+' ? 1 : -1) * (oh * 3600 + om * 60);
-    else
-        return -1;
-    *t = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec - off;
+    *t = v;
     return 0;
 }
 

@@ -22,9 +22,8 @@ int rfc3339_format(long long t, char out[RFC3339_LEN]);
 /* The current UTC time, as rfc3339_format writes it. 0 or -1. */
 int now_rfc3339(char out[RFC3339_LEN]);
 
-/* An RFC 3339 date-time ("2024-01-31T12:34:56Z", fractions and +hh:mm
- * offsets allowed) as unix seconds. 0, or -1 when it is not one (calendar
- * checked: no February 30). */
+/* An RFC 3339 date-time as unix seconds: adserve_parse_time (the
+ * contract's, which serving uses too). 0, or -1 when it is not one. */
 int rfc3339_parse(const char *s, long long *t);
 
 /* Whether s is a UUID in canonical form (any version, either case). */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "adserve_records.h"
-#include "adserve_hash.h"
+#include "adserve_contract.h"
 
 
 struct adserve_record_s {

@@ -14,24 +14,9 @@
 #include <cjson/cJSON.h>
 
 #include "adserve_snapshot.h"
-#include "adserve_hash.h"
 #include "adserve_pacing.h"
 
 
-const char *const adserve_kind_keys[ADSERVE_KIND_COUNT] = {
-    "adserve:ad_units",
-    "adserve:placements",
-    "adserve:orders",
-    "adserve:line_items",
-    "adserve:creatives",
-    "adserve:licas",
-};
-
-const char *const adserve_tier_names[4] = {
-    "SPONSORSHIP", "STANDARD", "PRICE_PRIORITY", "HOUSE"
-};
-
-const char *const adserve_cost_names[3] = { "CPM", "CPC", "CPA" };
 
 
 #define NONE  UINT32_MAX
@@ -264,13 +249,6 @@ clamp_int(double v, int lo, int hi)
 }
 
 
-static int
-str_is(const char *s, const char *want)
-{
-    return s != NULL && strcmp(s, want) == 0;
-}
-
-
 static strs_t
 get_strs(build_t *b, const cJSON *arr)
 {
@@ -323,102 +301,6 @@ get_idxs(build_t *b, const cJSON *arr, adserve_kind_e kind)
     }
 
     return x;
-}
-
-
-/* days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant) */
-static int64_t
-days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    int64_t   era;
-    unsigned  yoe, doy, doe;
-
-    y -= m <= 2;
-    era = (y >= 0 ? y : y - 399) / 400;
-    yoe = (unsigned) (y - era * 400);
-    doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-
-    return era * 146097 + (int64_t) doe - 719468;
-}
-
-
-/* n decimal digits, and nothing else: sscanf's %2d would take signs and
- * blanks too */
-static int
-digits(const char *s, int n, int *v)
-{
-    int  i;
-
-    *v = 0;
-
-    for (i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') {
-            return -1;
-        }
-        *v = *v * 10 + (s[i] - '0');
-    }
-
-    return 0;
-}
-
-
-static int
-days_in_month(int y, int m)
-{
-    static const int  days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-
-    if (m == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)) {
-        return 29;
-    }
-
-    return days[m - 1];
-}
-
-
-int
-adserve_parse_time(const char *s, int64_t *t)
-{
-    int  y, mo, d, h, mi, sec, oh, om, off = 0;
-
-    /* YYYY-MM-DDTHH:MM:SS */
-    if (s == NULL || strlen(s) < 20
-        || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-'
-        || digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't')
-        || digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi)
-        || s[16] != ':' || digits(s + 17, 2, &sec)
-        || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo)
-        || h > 23 || mi > 59 || sec > 60)
-    {
-        return -1;
-    }
-
-    s += 19;
-
-    if (*s == '.') {                       /* fractional seconds: dropped */
-        if (s[1] < '0' || s[1] > '9') {
-            return -1;
-        }
-        do { s++; } while (*s >= '0' && *s <= '9');
-    }
-
-    if ((*s == 'Z' || *s == 'z') && s[1] == '\0') {
-        off = 0;
-
-    } else if ((*s == '+' || *s == '-') && strlen(s) == 6
-               && digits(s + 1, 2, &oh) == 0 && s[3] == ':'
-               && digits(s + 4, 2, &om) == 0 && oh < 24 && om < 60)
-    {
-        off = (*s == '+' ? 1 : -1) * (oh * 3600 + om * 60);
-
-    } else {
-        return -1;
-    }
-
-    *t = days_from_civil(y, (unsigned) mo, (unsigned) d) * 86400
-         + h * 3600 + mi * 60 + sec - off;
-
-    return 0;
 }
 
 
@@ -530,7 +412,8 @@ parse_unit_ext(build_t *b, unit_rec_t *u, const cJSON *o)
             cJSON_GetObjectItemCaseSensitive(ext, "recommendation"), "enabled");
     rec = cJSON_GetObjectItemCaseSensitive(o, "recommendation");
     u->on_response = ((cJSON_IsNumber(v) && v->valuedouble != 0) || cJSON_IsTrue(v))
-                     && str_is(get_str(rec, "ad_log_tracking_mode"), "on_ad_response");
+                     && adserve_vocab_str(adserve_tracking_names, get_str(rec, "ad_log_tracking_mode"))
+                        == ADSERVE_TRACKING_ON_AD_RESPONSE;
 }
 
 
@@ -550,7 +433,9 @@ parse_units(build_t *b, cJSON **objs)
         u = &b->units[i];
         u->id = get_str(objs[i], "id");
         u->parent_id = get_str(objs[i], "parent_id");
-        u->active = str_is(get_str(objs[i], "status"), "ACTIVE");
+        u->active = adserve_vocab_str(adserve_unit_status_names,
+                                      get_str(objs[i], "status"))
+                    == ADSERVE_UNIT_ACTIVE;
         u->first_child = NONE;
         u->next_sibling = NONE;
 
@@ -642,26 +527,12 @@ parse_orders(build_t *b, cJSON **objs)
 
     for (i = 0; i < n; i++) {
         b->orders[i].id = get_str(objs[i], "id");
-        b->orders[i].approved = str_is(get_str(objs[i], "status"), "APPROVED");
+        b->orders[i].approved = adserve_vocab_str(adserve_order_status_names,
+                                                  get_str(objs[i], "status"))
+                                == ADSERVE_ORDER_APPROVED;
     }
 
     return 0;
-}
-
-
-/* the index of name in names[n], or -1 */
-static int
-name_index(const char *name, const char *const *names, int n)
-{
-    int  i;
-
-    for (i = 0; i < n; i++) {
-        if (str_is(name, names[i])) {
-            return i;
-        }
-    }
-
-    return -1;
 }
 
 
@@ -672,6 +543,7 @@ parse_delivery(li_rec_t *li, const cJSON *o)
     const cJSON  *goal, *caps, *it;
     const char   *t;
     double        units, max, sec;
+    int           n;
 
     goal = cJSON_GetObjectItemCaseSensitive(o, "goal");
     t = get_str(goal, "type");
@@ -680,13 +552,13 @@ parse_delivery(li_rec_t *li, const cJSON *o)
     li->goal_type = ADSERVE_GOAL_NONE;
     if (units >= 1 && units <= 1e15) {
         li->goal = (uint64_t) units;
-        li->goal_type = str_is(t, "IMPRESSIONS") ? ADSERVE_GOAL_IMPRESSIONS
-                        : str_is(t, "CLICKS") ? ADSERVE_GOAL_CLICKS
-                        : ADSERVE_GOAL_NONE;
+        n = adserve_vocab_str(adserve_goal_names, t);
+        li->goal_type = n < 0 ? ADSERVE_GOAL_NONE : n;
     }
 
-    li->delivery = str_is(get_str(o, "delivery"), "ASAP") ? ADSERVE_DELIVERY_ASAP
-                                                           : ADSERVE_DELIVERY_EVEN;
+    li->delivery = adserve_vocab_str(adserve_delivery_names, get_str(o, "delivery"))
+                   == ADSERVE_DELIVERY_ASAP ? ADSERVE_DELIVERY_ASAP
+                                            : ADSERVE_DELIVERY_EVEN;
 
     caps = cJSON_GetObjectItemCaseSensitive(o, "frequency_caps");
     if (!cJSON_IsArray(caps)) {
@@ -730,10 +602,10 @@ parse_line_items(build_t *b, cJSON **objs)
         li = &b->lis[i];
         li->id = get_str(o, "id");
         li->first_lica = NONE;
-        li->tier = name_index(get_str(o, "type"), adserve_tier_names, 4);
+        li->tier = adserve_vocab_str(adserve_tier_names, get_str(o, "type"));
         li->priority = clamp_int(get_num(o, "priority", 8), 1, 16);
 
-        li->cost_type = name_index(get_str(o, "cost_type"), adserve_cost_names, 3);
+        li->cost_type = adserve_vocab_str(adserve_cost_names, get_str(o, "cost_type"));
         li->rate = get_num(o, "rate", 0);
         li->snap_li = NONE;
         parse_delivery(li, o);
@@ -747,7 +619,8 @@ parse_line_items(build_t *b, cJSON **objs)
 
         order = idmap_get(&b->map[ADSERVE_KIND_ORDERS], get_str(o, "order_id"));
 
-        li->eligible = str_is(get_str(o, "status"), "ACTIVE")
+        li->eligible = adserve_vocab_str(adserve_li_status_names,
+                                         get_str(o, "status")) == ADSERVE_LI_ACTIVE
                        && li->tier >= 0 && li->cost_type >= 0
                        && li->rate >= 0 && li->rate < 1e9
                        && order != NONE && b->orders[order].approved
@@ -788,7 +661,9 @@ static char *
 render_ad(const cJSON *o, const char *id, size2_t size)
 {
     cJSON       *ad, *display, *banner;
-    const char  *type = get_str(o, "type"), *img, *html;
+    const char  *img, *html;
+    int          ctype = adserve_vocab_str(adserve_creative_type_names,
+                                           get_str(o, "type"));
     char        *out = NULL;
 
     ad = cJSON_CreateObject();
@@ -806,14 +681,14 @@ render_ad(const cJSON *o, const char *id, size2_t size)
         img = get_str(o, "image_url");
         html = get_str(o, "html");
 
-        if (str_is(type, "IMAGE") && img != NULL) {
+        if (ctype == ADSERVE_CREATIVE_IMAGE && img != NULL) {
             banner = cJSON_AddObjectToObject(display, "banner");
             if (banner != NULL) {
                 cJSON_AddStringToObject(banner, "img", img);
                 out = cJSON_PrintUnformatted(ad);
             }
 
-        } else if (str_is(type, "HTML") && html != NULL) {
+        } else if (ctype == ADSERVE_CREATIVE_HTML && html != NULL) {
             cJSON_AddStringToObject(display, "adm", html);
             out = cJSON_PrintUnformatted(ad);
         }
@@ -845,7 +720,9 @@ parse_creatives(build_t *b, cJSON **objs)
         c->landing_url = get_str(objs[i], "landing_url");
 
         /* a creative that cannot be rendered can never serve */
-        c->approved = str_is(get_str(objs[i], "approval"), "APPROVED")
+        c->approved = adserve_vocab_str(adserve_approval_names,
+                                        get_str(objs[i], "approval"))
+                      == ADSERVE_APPROVAL_APPROVED
                       && (c->ad_json = render_ad(objs[i], c->id, c->size)) != NULL;
     }
 
@@ -871,7 +748,9 @@ parse_licas(build_t *b, cJSON **objs)
         w = get_num(objs[i], "weight", 1);
 
         if (li == NONE || cr == NONE || !b->lis[li].eligible || !b->crs[cr].approved
-            || !str_is(get_str(objs[i], "status"), "ACTIVE") || !(w >= 1))
+            || adserve_vocab_str(adserve_lica_status_names, get_str(objs[i], "status"))
+               != ADSERVE_LICA_ACTIVE
+            || !(w >= 1))
         {
             continue;
         }
@@ -1452,7 +1331,7 @@ build(build_t *b, const adserve_input_t *in)
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         objs = parse_kind(b, in, k);
         if (objs == NULL || parsers[k](b, objs) != 0) {
-            build_error(b, "out of memory parsing %s", adserve_kind_keys[k]);
+            build_error(b, "out of memory parsing %s", adserve_kinds[k].key);
             return -1;
         }
     }

@@ -20,39 +20,10 @@
 #include <stdint.h>
 
 #include "adserve_arena.h"
+#include "adserve_contract.h"
 #include "adserve_json.h"
 #include "adserve_target.h"
 #include "adserve_token.h"
-
-
-typedef enum {
-    ADSERVE_KIND_AD_UNITS = 0,
-    ADSERVE_KIND_PLACEMENTS,
-    ADSERVE_KIND_ORDERS,
-    ADSERVE_KIND_LINE_ITEMS,
-    ADSERVE_KIND_CREATIVES,
-    ADSERVE_KIND_LICAS,
-    ADSERVE_KIND_COUNT
-} adserve_kind_e;
-
-/* the Redis hash holding each kind, index by adserve_kind_e */
-extern const char *const adserve_kind_keys[ADSERVE_KIND_COUNT];
-
-#define ADSERVE_REV_KEY  "adserve:rev"
-
-
-/* Line item types in serving order: a lower tier always wins. */
-typedef enum {
-    ADSERVE_TIER_SPONSORSHIP = 0,
-    ADSERVE_TIER_STANDARD,
-    ADSERVE_TIER_PRICE_PRIORITY,
-    ADSERVE_TIER_HOUSE
-} adserve_tier_e;
-
-/* the API's names: line item types by adserve_tier_e, cost types by
- * adserve_cost_e (adserve_token.h) */
-extern const char *const adserve_tier_names[4];
-extern const char *const adserve_cost_names[3];
 
 
 /* Raw input of one build: the record texts of each kind, and the revision
@@ -98,17 +69,6 @@ typedef struct {
     int64_t         read_at;          /* the last update: time and the */
     uint64_t        read_opp;         /* global opportunities then */
 } adserve_pace_t;
-
-typedef enum {
-    ADSERVE_GOAL_NONE = 0,
-    ADSERVE_GOAL_IMPRESSIONS,
-    ADSERVE_GOAL_CLICKS
-} adserve_goal_e;
-
-typedef enum {
-    ADSERVE_DELIVERY_EVEN = 0,
-    ADSERVE_DELIVERY_ASAP
-} adserve_delivery_e;
 
 #define ADSERVE_CAPS_MAX  8
 
@@ -312,8 +272,5 @@ typedef struct {
  * order; returns how many. */
 uint32_t adserve_explain(const adserve_snapshot_t *s, const adserve_unit_t *u,
     adserve_decision_t *d, adserve_explained_t *out);
-
-/* RFC 3339 date-time to unix seconds in *t; 0, or -1 when it is not one. */
-int adserve_parse_time(const char *s, int64_t *t);
 
 #endif

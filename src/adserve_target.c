@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "adserve_target.h"
-#include "adserve_hash.h"
+#include "adserve_contract.h"
 
 
 /* an interned string: in the arena, NUL-terminated, shared by every rule */
@@ -67,16 +67,6 @@ typedef struct {
 
 
 /* ---- the user agent ---------------------------------------------------- */
-
-const char *const adserve_device_type_names[] = {
-    "desktop", "mobile", "tablet", "ctv", "other", NULL
-};
-const char *const adserve_os_names[] = {
-    "windows", "macos", "linux", "android", "ios", "other", NULL
-};
-const char *const adserve_browser_names[] = {
-    "chrome", "firefox", "safari", "edge", "other", NULL
-};
 
 /* the substrings looked for, one bit each */
 enum {
@@ -1120,7 +1110,6 @@ yob_bound(const cJSON *v, int *year, int *set)
 static int
 compile_user(const cJSON *u, adserve_target_t *t)
 {
-    static const char *const  genders[] = { "M", "F", "O", NULL };
     int                       lo = ADSERVE_YOB_MIN, hi = ADSERVE_YOB_MAX, has_lo, has_hi;
     int                       g = 0;
 
@@ -1132,7 +1121,7 @@ compile_user(const cJSON *u, adserve_target_t *t)
         || yob_bound(member(u, "yob_min"), &lo, &has_lo) != 0
         || yob_bound(member(u, "yob_max"), &hi, &has_hi) != 0
         || lo > hi
-        || (g = name_mask(member(u, "genders"), genders)) < 0)
+        || (g = name_mask(member(u, "genders"), adserve_gender_names)) < 0)
     {
         return 1;
     }
@@ -1143,29 +1132,6 @@ compile_user(const cJSON *u, adserve_target_t *t)
     t->genders = (uint8_t) g;
 
     return 0;
-}
-
-
-/* Minutes since midnight of "HH:MM", or -1; 24:00 only as an end. */
-static int
-parse_hhmm(const char *s, int end)
-{
-    int  h, m;
-
-    if (s == NULL || strlen(s) != 5 || s[2] != ':' || !is_digit(s[0]) || !is_digit(s[1])
-        || !is_digit(s[3]) || !is_digit(s[4]))
-    {
-        return -1;
-    }
-
-    h = (s[0] - '0') * 10 + (s[1] - '0');
-    m = (s[3] - '0') * 10 + (s[4] - '0');
-
-    if (m > 59 || h > 24 || (h == 24 && (!end || m != 0))) {
-        return -1;
-    }
-
-    return h * 60 + m;
 }
 
 
@@ -1185,7 +1151,6 @@ range_cmp(const void *pa, const void *pb)
 static int
 compile_dayparts(adserve_target_builder_t *b, const cJSON *list, adserve_target_t *t)
 {
-    static const char *const  days[] = { "mon", "tue", "wed", "thu", "fri", "sat", "sun", NULL };
     const cJSON              *d, *tz;
     day_range_t              *r;
     minutes_t                *out;
@@ -1206,13 +1171,13 @@ compile_dayparts(adserve_target_builder_t *b, const cJSON *list, adserve_target_
         }
 
         tz = member(d, "tz");
-        mask = name_mask(member(d, "days"), days);
-        from = parse_hhmm(cJSON_GetStringValue(member(d, "start")), 0);
-        to = parse_hhmm(cJSON_GetStringValue(member(d, "end")), 1);
+        mask = name_mask(member(d, "days"), adserve_weekday_names);
+        from = adserve_parse_hhmm(cJSON_GetStringValue(member(d, "start")), 0);
+        to = adserve_parse_hhmm(cJSON_GetStringValue(member(d, "end")), 1);
 
         if (mask <= 0 || from < 0 || to <= from
-            || !(absent(tz) || name_index((const char *const[]) { "UTC", NULL },
-                                          cJSON_GetStringValue(tz)) == 0))
+            || !(absent(tz)
+                 || adserve_vocab_str(adserve_zone_names, cJSON_GetStringValue(tz)) == 0))
         {
             return 1;
         }
@@ -1277,9 +1242,6 @@ typedef struct {
     uint32_t                  nnodes, nstrs, nnums;
 } kvc_t;
 
-static const char *const  op_names[] = {
-    "", "", "", "eq", "ne", "lt", "le", "gt", "ge", "in", "nin", "intersects", NULL
-};
 
 
 static int
@@ -1343,7 +1305,9 @@ compile_cmp(kvc_t *c, uint32_t i, const cJSON *cmp)
 
     lhs = member(cmp, "lhs");
     rhs = member(cmp, "rhs");
-    op = name_index(op_names, cJSON_GetStringValue(member(cmp, "op")));
+    /* the contract's ops, in the order of the comparison nodes */
+    op = adserve_vocab_str(adserve_op_names, cJSON_GetStringValue(member(cmp, "op")));
+    op = op < 0 ? -1 : OP_EQ + op;
 
     if (op < OP_EQ
         || cJSON_GetArraySize(lhs) != 1 || !cJSON_IsString(cJSON_GetArrayItem(lhs, 0)))
@@ -1389,12 +1353,13 @@ static int
 compile_expr(kvc_t *c, const cJSON *e, int depth)
 {
     const cJSON  *data = member(e, "data"), *it;
-    const char   *type = cJSON_GetStringValue(member(e, "type"));
+    int           type = adserve_vocab_str(adserve_expr_names,
+                                           cJSON_GetStringValue(member(e, "type")));
     tnode_t      *nodes;
     uint32_t      i = c->nnodes;
     int           rc = 0;
 
-    if (depth > KV_MAX_DEPTH || !cJSON_IsObject(e) || type == NULL || data == NULL) {
+    if (depth > KV_MAX_DEPTH || !cJSON_IsObject(e) || type < 0 || data == NULL) {
         return 1;
     }
 
@@ -1405,8 +1370,8 @@ compile_expr(kvc_t *c, const cJSON *e, int depth)
     memset(&nodes[i], 0, sizeof(tnode_t));
     c->nnodes++;
 
-    if (strcmp(type, "and") == 0 || strcmp(type, "or") == 0) {
-        nodes[i].op = type[0] == 'a' ? OP_AND : OP_OR;
+    if (type == ADSERVE_EXPR_AND || type == ADSERVE_EXPR_OR) {
+        nodes[i].op = type == ADSERVE_EXPR_AND ? OP_AND : OP_OR;
         if (!cJSON_IsArray(data) || data->child == NULL) {
             return 1;
         }
@@ -1416,15 +1381,12 @@ compile_expr(kvc_t *c, const cJSON *e, int depth)
             }
         }
 
-    } else if (strcmp(type, "not") == 0) {
+    } else if (type == ADSERVE_EXPR_NOT) {
         nodes[i].op = OP_NOT;
         rc = compile_expr(c, data, depth + 1);
 
-    } else if (strcmp(type, "cmp") == 0) {
-        rc = compile_cmp(c, i, data);
-
     } else {
-        rc = 1;
+        rc = compile_cmp(c, i, data);
     }
 
     if (rc == 0) {

@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "adserve_arena.h"
+#include "adserve_contract.h"
 #include "adserve_json.h"
 
 
@@ -54,33 +55,8 @@ struct cJSON;
 
 /* ---- facts of a user agent ---------------------------------------------- */
 
-/* The values of the sidecar's enums, in its order; bit positions of the
- * compiled masks. */
-typedef enum {
-    ADSERVE_DEVICE_DESKTOP = 0,
-    ADSERVE_DEVICE_MOBILE,
-    ADSERVE_DEVICE_TABLET,
-    ADSERVE_DEVICE_CTV,
-    ADSERVE_DEVICE_OTHER
-} adserve_device_type_e;
-
-typedef enum {
-    ADSERVE_OS_WINDOWS = 0,
-    ADSERVE_OS_MACOS,
-    ADSERVE_OS_LINUX,
-    ADSERVE_OS_ANDROID,
-    ADSERVE_OS_IOS,
-    ADSERVE_OS_OTHER
-} adserve_os_e;
-
-typedef enum {
-    ADSERVE_BROWSER_CHROME = 0,
-    ADSERVE_BROWSER_FIREFOX,
-    ADSERVE_BROWSER_SAFARI,
-    ADSERVE_BROWSER_EDGE,
-    ADSERVE_BROWSER_OTHER
-} adserve_browser_e;
-
+/* the contract's device, os and browser enums are the bit positions of the
+ * compiled masks */
 typedef struct {
     uint8_t         type;             /* adserve_device_type_e */
     uint8_t         os;               /* adserve_os_e */
@@ -92,10 +68,6 @@ typedef struct {
  * for all three. One pass over the text. */
 void adserve_ua_classify(const char *ua, size_t len, adserve_device_t *d);
 
-/* the names of the enums above, as the sidecar spells them */
-extern const char *const adserve_device_type_names[];
-extern const char *const adserve_os_names[];
-extern const char *const adserve_browser_names[];
 
 
 /* ---- ext.kv of a request ------------------------------------------------- */

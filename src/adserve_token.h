@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "adserve_contract.h"
 #include "adserve_json.h"
 
 #define ADSERVE_TOKEN_KEYS      8
@@ -48,12 +49,6 @@ typedef struct {
     unsigned char        prefix[8];
     uint32_t             counter;
 } adserve_tokens_t;
-
-typedef enum {
-    ADSERVE_COST_CPM = 0,
-    ADSERVE_COST_CPC,
-    ADSERVE_COST_CPA
-} adserve_cost_e;
 
 typedef struct {
     unsigned char   request_id[ADSERVE_TOKEN_NONCE];   /* set by encode */

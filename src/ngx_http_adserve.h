@@ -53,7 +53,7 @@ struct ngx_http_adserve_redis_s {
 
 
 ngx_int_t ngx_http_adserve_redis_parse_addr(ngx_conf_t *cf, ngx_str_t *addr,
-    ngx_http_adserve_redis_t *rd);
+    ngx_http_adserve_redis_t *rd, char **err);
 void ngx_http_adserve_redis_start(ngx_http_adserve_redis_t *rd);
 void ngx_http_adserve_redis_drop(ngx_http_adserve_redis_t *rd,
     const char *reason);
@@ -74,7 +74,6 @@ typedef enum {
     NGX_HTTP_ADSERVE_BUILDING         /* in the thread pool */
 } ngx_http_adserve_load_state_e;
 
-#define NGX_HTTP_ADSERVE_CHANGES_KEY  "adserve:changes"
 #define NGX_HTTP_ADSERVE_STREAM_ID    48      /* "ms-seq", NUL included */
 
 typedef struct ngx_http_adserve_loader_s  ngx_http_adserve_loader_t;
@@ -145,25 +144,13 @@ void ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q)
  * kept is dropped, counted and logged. See README "Events".
  */
 
+/* what serving counts per ad unit, line item or creative (adserve_dim_e),
+ * by the index of each one's table of counts */
 typedef enum {
-    NGX_HTTP_ADSERVE_EV_IMPRESSION = 0,
-    NGX_HTTP_ADSERVE_EV_CLICK,
-    NGX_HTTP_ADSERVE_EV_CONVERSION,
-    NGX_HTTP_ADSERVE_EV_TYPES
-} ngx_http_adserve_ev_type_e;
-
-/* what serving counts, per ad unit, line item or creative */
-typedef enum {
-    NGX_HTTP_ADSERVE_DIM_UNIT = 0,          /* "u" */
-    NGX_HTTP_ADSERVE_DIM_LINE_ITEM,         /* "li" */
-    NGX_HTTP_ADSERVE_DIM_CREATIVE           /* "cr" */
-} ngx_http_adserve_dim_e;
-
-typedef enum {
-    NGX_HTTP_ADSERVE_M_REQUESTS = 0,        /* "req": ad requests (units) */
-    NGX_HTTP_ADSERVE_M_ADS,                 /* "ads": 200 responses */
-    NGX_HTTP_ADSERVE_M_OPPORTUNITIES,       /* "opp": a line item could have
-                                             * served (pacing's denominator) */
+    NGX_HTTP_ADSERVE_M_REQUESTS = 0,        /* ad requests (units) */
+    NGX_HTTP_ADSERVE_M_ADS,                 /* 200 responses */
+    NGX_HTTP_ADSERVE_M_OPPORTUNITIES,       /* a line item could have served
+                                             * (pacing's denominator) */
     NGX_HTTP_ADSERVE_M_COUNT
 } ngx_http_adserve_metric_e;
 
@@ -186,7 +173,7 @@ void ngx_http_adserve_events_exit(ngx_http_adserve_events_t *ev);
 /* hot path: n more of metric m for one id in the hour of now; hash is
  * adserve_hash(id) (the snapshot keeps it, so it is not computed again) */
 void ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
-    ngx_http_adserve_dim_e dim, const adserve_str_t *id, uint64_t hash,
+    adserve_dim_e dim, const adserve_str_t *id, uint64_t hash,
     ngx_http_adserve_metric_e m, ngx_uint_t n);
 
 /* an authenticated tracking event, queued raw: deduplicated (once per
@@ -194,12 +181,12 @@ void ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
  * value in micros, else 0. NGX_OK, or NGX_DECLINED when the buffer is full
  * (dropped and counted). */
 ngx_int_t ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
-    ngx_http_adserve_ev_type_e type, const adserve_ad_log_t *log, time_t now,
+    adserve_event_e type, const adserve_ad_log_t *log, time_t now,
     int64_t value_micros);
 
 /* a forged, altered or expired token: counted as invalid, never as an event */
 void ngx_http_adserve_track_invalid(ngx_http_adserve_events_t *ev,
-    ngx_http_adserve_ev_type_e type, time_t now);
+    adserve_event_e type, time_t now);
 
 
 /* appends ,"events":{...} to the status document; returns the new end */

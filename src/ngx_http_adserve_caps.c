@@ -21,7 +21,6 @@
 
 
 #define NGX_HTTP_ADSERVE_CAP_SLOTS  4096     /* reads in flight per worker */
-#define NGX_HTTP_ADSERVE_FC_PREFIX  "adserve:fc:"
 #define NGX_HTTP_ADSERVE_RID_HEX    (2 * ADSERVE_TOKEN_NONCE)
 
 
@@ -84,14 +83,14 @@ static void ngx_http_adserve_caps_cleanup(void *data);
 /* adserve:fc:{user id} into key (NGX_HTTP_ADSERVE_FC_KEY bytes); its
  * length. hiredis copies arguments when a command is queued, so the
  * callers' buffers are on their stacks. */
-#define NGX_HTTP_ADSERVE_FC_KEY  (sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) - 1       \
+#define NGX_HTTP_ADSERVE_FC_KEY  (sizeof(ADSERVE_KEY_FC) - 1       \
                                   + ADSERVE_TOKEN_USER_MAX)
 
 static size_t
 ngx_http_adserve_caps_key(u_char *key, const adserve_str_t *user)
 {
-    return ngx_cpymem(ngx_cpymem(key, NGX_HTTP_ADSERVE_FC_PREFIX,
-                                 sizeof(NGX_HTTP_ADSERVE_FC_PREFIX) - 1),
+    return ngx_cpymem(ngx_cpymem(key, ADSERVE_KEY_FC,
+                                 sizeof(ADSERVE_KEY_FC) - 1),
                       user->data, user->len)
            - key;
 }

@@ -42,9 +42,10 @@
 
 #include "ngx_http_adserve.h"
 
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 
-#include "adserve_hash.h"
+#include "adserve_contract.h"
 
 
 #define NGX_HTTP_ADSERVE_COUNTER_SLOTS  16384          /* per table, 2^n */
@@ -56,52 +57,73 @@
 #define NGX_HTTP_ADSERVE_BATCH_INCRS    2000
 #define NGX_HTTP_ADSERVE_EXTRA_INCRS    2              /* drops, after the fact */
 #define NGX_HTTP_ADSERVE_EVENT_ARGS     15
-#define NGX_HTTP_ADSERVE_HEAD_ARGS      8
+/* EVALSHA sha numkeys, then the batch's keys, then seq, stream_max, nincr,
+ * nevents */
+#define NGX_HTTP_ADSERVE_CMD_ARGS       3
+#define NGX_HTTP_ADSERVE_FIXED_KEYS     3
+#define NGX_HTTP_ADSERVE_HEAD_ARGS      4
+/* keys: the fixed ones, a stats hash per hour of a counter (one counter
+ * each at most), a stats hash and a dedup set per event */
+#define NGX_HTTP_ADSERVE_MAX_KEYS                                            \
+    (NGX_HTTP_ADSERVE_FIXED_KEYS + NGX_HTTP_ADSERVE_BATCH_INCRS              \
+     + NGX_HTTP_ADSERVE_EXTRA_INCRS + 2 * NGX_HTTP_ADSERVE_BATCH_EVENTS)
+/* where the arguments after the keys are made, before the keys are known */
+#define NGX_HTTP_ADSERVE_ARGS_AT                                             \
+    (NGX_HTTP_ADSERVE_CMD_ARGS + NGX_HTTP_ADSERVE_MAX_KEYS                    \
+     + NGX_HTTP_ADSERVE_HEAD_ARGS)
 #define NGX_HTTP_ADSERVE_MAX_ARGS                                            \
-    (NGX_HTTP_ADSERVE_HEAD_ARGS                                              \
+    (NGX_HTTP_ADSERVE_ARGS_AT                                                \
      + 3 * (NGX_HTTP_ADSERVE_BATCH_INCRS + NGX_HTTP_ADSERVE_EXTRA_INCRS)      \
      + NGX_HTTP_ADSERVE_EVENT_ARGS * NGX_HTTP_ADSERVE_BATCH_EVENTS)
-/* bytes made per increment (key, field, number) and per event (numbers,
- * hours, the request id in hex), with room to spare */
-#define NGX_HTTP_ADSERVE_INCR_BYTES     128
-#define NGX_HTTP_ADSERVE_EVENT_BYTES    256
+/* bytes made per increment (a key, its index, field, number) and per event
+ * (numbers, two keys and their indexes, the request id in hex), with room
+ * to spare */
+#define NGX_HTTP_ADSERVE_INCR_BYTES     160
+#define NGX_HTTP_ADSERVE_EVENT_BYTES    384
 #define NGX_HTTP_ADSERVE_SCRATCH                                             \
     ((NGX_HTTP_ADSERVE_BATCH_INCRS + NGX_HTTP_ADSERVE_EXTRA_INCRS)            \
      * NGX_HTTP_ADSERVE_INCR_BYTES                                            \
      + NGX_HTTP_ADSERVE_BATCH_EVENTS * NGX_HTTP_ADSERVE_EVENT_BYTES + 256)
 
 /* counters that are not per id: invalid tokens, id "imp", "clk", "conv" */
-#define NGX_HTTP_ADSERVE_DIM_INVALID    3
+#define NGX_HTTP_ADSERVE_DIM_INVALID    ADSERVE_DIM_COUNT
 
 /* a batch the script itself fails on would fail forever and hold up
  * every later one: given up after this many such refusals. Others (OOM,
  * BUSY, LOADING, NOAUTH, READONLY) pass, and the batch waits them out. */
 #define NGX_HTTP_ADSERVE_REFUSALS       3
-#define NGX_HTTP_ADSERVE_HOUR_LEN       10             /* YYYYMMDDHH */
 #define NGX_HTTP_ADSERVE_INSTANCE_LEN   (16 + 1 + NGX_INT64_LEN)
+#define NGX_HTTP_ADSERVE_SHA_LEN        40             /* SHA-1 in hex */
+/* NOSCRIPT answers in a row before a batch takes the reconnect path */
+#define NGX_HTTP_ADSERVE_NOSCRIPTS      3
 
 
 /*
- * The flush script. KEYS[1] is adserve:flush:{instance}. ARGV:
+ * The flush script, loaded once per connection (SCRIPT LOAD) and called by
+ * its SHA-1 (EVALSHA). Every key it touches is declared, as Redis Cluster
+ * and Redis's rules for scripts ask: KEYS[1] is adserve:flush:{instance},
+ * KEYS[2] adserve:delivery, KEYS[3] the stream adserve:events, and the rest
+ * the hour hashes adserve:stats:{YYYYMMDDHH} and the dedup sets
+ * adserve:seen:{type}:{issue hour} of this batch, which the arguments name
+ * by their index in KEYS. ARGV:
  *   seq, stream_max, nincr, nevents,
- *   nincr x (key, field, n):          HINCRBY key field n
- *   nevents x (type, ts, hour, issue_hour, seen_expireat, rid, unit, li, cr,
+ *   nincr x (key, field, n):          HINCRBY KEYS[key] field n
+ *   nevents x (type, ts, stats, seen, seen_expireat, rid, unit, li, cr,
  *              user, cost, price, value, spend, issued)
- * Counter increments come made in C (adserve:stats:{YYYYMMDDHH}
- * {u|li|cr}:{id}:{req|ads|opp}, adserve:delivery {li}:{metric},
- * invalid:{type}, dropped:events, dropped:counters). Each raw event is
- * deduplicated by its request id in adserve:seen:{type}:{issue hour}, a set
- * that expires at the end of that hour plus the type's ttl: a repeat only
- * counts dup:{type}. A first one counts {u|li|cr}:{id}:{type} in the hash of
- * its hour, {li}:{type} in adserve:delivery, its spend (made in C: CPM on
- * an impression, CPC on a click, CPA on a conversion) and a conversion's
- * value as :spend and :convval in both, and goes to the stream
- * adserve:events (capped at about stream_max; 0: no stream). Hours and
- * spend are computed in C: Redis's Lua has no os.date. The events' counts
- * and spend are summed per batch in Lua first, so that a batch costs one
- * HINCRBY per field rather than per event (about half the script's time);
- * those sums are exact in Lua's doubles. Conversion values pass through
- * as strings, unsummed.
+ * Counter increments come made in C ({u|li|cr}:{id}:{req|ads|opp} in an
+ * hour's hash, {li}:{metric} in adserve:delivery, invalid:{type},
+ * dropped:events, dropped:counters). Each raw event is deduplicated by its
+ * request id in its seen set, which expires at the end of the issue hour
+ * plus the type's ttl: a repeat only counts dup:{type}. A first one counts
+ * {u|li|cr}:{id}:{type} in the hash of its hour, {li}:{type} in
+ * adserve:delivery, its spend (made in C: CPM on an impression, CPC on a
+ * click, CPA on a conversion) and a conversion's value as :spend and
+ * :convval in both, and goes to the stream (capped at about stream_max; 0:
+ * no stream). Hours and spend are computed in C: Redis's Lua has no
+ * os.date. The events' counts and spend are summed per batch in Lua first,
+ * so that a batch costs one HINCRBY per field rather than per event (about
+ * half the script's time); those sums are exact in Lua's doubles.
+ * Conversion values pass through as strings, unsummed.
  */
 static const char  ngx_http_adserve_flush_script[] =
     "local seq = tonumber(ARGV[1])\n"
@@ -111,6 +133,7 @@ static const char  ngx_http_adserve_flush_script[] =
     "if not seq or not ni or not ne or #ARGV ~= 4 + 3 * ni + 15 * ne then\n"
     "  return redis.error_reply('ERR adserve: malformed events batch')\n"
     "end\n"
+    "local delivery, stream = KEYS[2], KEYS[3]\n"
     "local last = tonumber(redis.call('GET', KEYS[1]) or '')\n"
     "if last and last >= seq then\n"
     "  return {'duplicate', 0}\n"
@@ -122,7 +145,7 @@ static const char  ngx_http_adserve_flush_script[] =
     "end\n"
     "local i = 5\n"
     "for _ = 1, ni do\n"
-    "  check(redis.pcall('HINCRBY', ARGV[i], ARGV[i + 1], ARGV[i + 2]))\n"
+    "  check(redis.pcall('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2]))\n"
     "  i = i + 3\n"
     "end\n"
     /* the events' increments are summed here first: one HINCRBY per
@@ -134,45 +157,43 @@ static const char  ngx_http_adserve_flush_script[] =
     "  h[field] = (h[field] or 0) + n\n"
     "end\n"
     "for _ = 1, ne do\n"
-    "  local t, ts, hour, ihour, exp, rid = ARGV[i], ARGV[i + 1], ARGV[i + 2],\n"
-    "    ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]\n"
+    "  local t, ts, stats, seen, exp, rid = ARGV[i], ARGV[i + 1],\n"
+    "    KEYS[tonumber(ARGV[i + 2])], KEYS[tonumber(ARGV[i + 3])], ARGV[i + 4], ARGV[i + 5]\n"
     "  local unit, li, cr, user = ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9]\n"
     "  local cost, price, value, spend, issued = ARGV[i + 10], ARGV[i + 11],\n"
     "    ARGV[i + 12], ARGV[i + 13], ARGV[i + 14]\n"
     "  i = i + 15\n"
-    "  local seen = 'adserve:seen:' .. t .. ':' .. ihour\n"
-    "  local stats = 'adserve:stats:' .. hour\n"
     "  local added = check(redis.pcall('SADD', seen, rid))\n"
     "  if added == 1 then\n"
     "    if not expiring[seen] then\n"
     "      expiring[seen] = true\n"
     "      check(redis.pcall('EXPIREAT', seen, exp))\n"
     "    end\n"
-    "    add(stats, 'u:' .. unit .. ':' .. t, 1)\n"
-    "    add(stats, 'li:' .. li .. ':' .. t, 1)\n"
-    "    add(stats, 'cr:' .. cr .. ':' .. t, 1)\n"
-    "    add('adserve:delivery', li .. ':' .. t, 1)\n"
+    "    add(stats, '" ADSERVE_V_DIM_UNIT "' .. unit .. ':' .. t, 1)\n"
+    "    add(stats, '" ADSERVE_V_DIM_LINE_ITEM "' .. li .. ':' .. t, 1)\n"
+    "    add(stats, '" ADSERVE_V_DIM_CREATIVE "' .. cr .. ':' .. t, 1)\n"
+    "    add(delivery, li .. ':' .. t, 1)\n"
     "    local n = tonumber(spend)\n"
     "    if n > 0 then\n"
-    "      add(stats, 'u:' .. unit .. ':spend', n)\n"
-    "      add(stats, 'li:' .. li .. ':spend', n)\n"
-    "      add(stats, 'cr:' .. cr .. ':spend', n)\n"
-    "      add('adserve:delivery', li .. ':spend', n)\n"
+    "      add(stats, '" ADSERVE_V_DIM_UNIT "' .. unit .. ':" ADSERVE_V_SPEND "', n)\n"
+    "      add(stats, '" ADSERVE_V_DIM_LINE_ITEM "' .. li .. ':" ADSERVE_V_SPEND "', n)\n"
+    "      add(stats, '" ADSERVE_V_DIM_CREATIVE "' .. cr .. ':" ADSERVE_V_SPEND "', n)\n"
+    "      add(delivery, li .. ':" ADSERVE_V_SPEND "', n)\n"
     "    end\n"
     "    if value ~= '0' then\n"
-    "      check(redis.pcall('HINCRBY', stats, 'u:' .. unit .. ':convval', value))\n"
-    "      check(redis.pcall('HINCRBY', stats, 'li:' .. li .. ':convval', value))\n"
-    "      check(redis.pcall('HINCRBY', stats, 'cr:' .. cr .. ':convval', value))\n"
-    "      check(redis.pcall('HINCRBY', 'adserve:delivery', li .. ':convval', value))\n"
+    "      check(redis.pcall('HINCRBY', stats, '" ADSERVE_V_DIM_UNIT "' .. unit .. ':" ADSERVE_V_CONVVAL "', value))\n"
+    "      check(redis.pcall('HINCRBY', stats, '" ADSERVE_V_DIM_LINE_ITEM "' .. li .. ':" ADSERVE_V_CONVVAL "', value))\n"
+    "      check(redis.pcall('HINCRBY', stats, '" ADSERVE_V_DIM_CREATIVE "' .. cr .. ':" ADSERVE_V_CONVVAL "', value))\n"
+    "      check(redis.pcall('HINCRBY', delivery, li .. ':" ADSERVE_V_CONVVAL "', value))\n"
     "    end\n"
     "    if smax ~= '0' then\n"
-    "      check(redis.pcall('XADD', 'adserve:events', 'MAXLEN', '~', smax, '*',\n"
+    "      check(redis.pcall('XADD', stream, 'MAXLEN', '~', smax, '*',\n"
     "        'type', t, 'ts', ts, 'rid', rid, 'unit', unit, 'li', li, 'cr', cr,\n"
     "        'user', user, 'cost', cost, 'price', price, 'value', value,\n"
     "        'issued', issued))\n"
     "    end\n"
     "  elseif added == 0 then\n"
-    "    add(stats, 'dup:' .. t, 1)\n"
+    "    add(stats, '" ADSERVE_FIELD_DUP "' .. t, 1)\n"
     "  end\n"
     "end\n"
     /* sums stay exact in Lua's doubles: counts, and spend under 500 x
@@ -186,9 +207,13 @@ static const char  ngx_http_adserve_flush_script[] =
     "return {'applied', failed}\n";
 
 
-static const char  *ngx_http_adserve_ev_names[] = { "imp", "clk", "conv" };
-static const char  *ngx_http_adserve_dim_names[] = { "u:", "li:", "cr:" };
-static const char  *ngx_http_adserve_metric_names[] = { "req", "ads", "opp" };
+/* the contract's metric of each of the worker's counts */
+static const adserve_metric_e  ngx_http_adserve_metrics[NGX_HTTP_ADSERVE_M_COUNT] = {
+    ADSERVE_METRIC_REQ, ADSERVE_METRIC_ADS, ADSERVE_METRIC_OPP
+};
+
+#define ngx_http_adserve_event_name(type)                                     \
+    adserve_metric_names[ADSERVE_METRIC_IMP + (type)]
 
 
 typedef struct {
@@ -235,6 +260,7 @@ typedef struct {
     ngx_uint_t    incrs;
     ngx_uint_t    events;
     ngx_uint_t    refusals;           /* "ERR" replies: the script failed */
+    ngx_uint_t    noscripts;          /* NOSCRIPT replies: loaded again */
     unsigned      sending:1;
 } ngx_http_adserve_batch_t;
 
@@ -262,9 +288,10 @@ struct ngx_http_adserve_events_s {
     ngx_http_adserve_batch_t         batch;
     uint64_t                         seq;
     char                             instance[NGX_HTTP_ADSERVE_INSTANCE_LEN];
-    u_char                           flush_key[sizeof("adserve:flush:")
+    u_char                           flush_key[sizeof(ADSERVE_KEY_FLUSH)
                                                + NGX_HTTP_ADSERVE_INSTANCE_LEN];
     size_t                           flush_key_len;
+    char                             script_sha[NGX_HTTP_ADSERVE_SHA_LEN + 1];
     unsigned                         backlog:1;    /* the last seal was cut */
     unsigned                         exiting:1;
     unsigned                         error_logged:1;
@@ -288,12 +315,15 @@ struct ngx_http_adserve_events_s {
     uint64_t                         events_flushed;
     uint64_t                         dropped;
     uint64_t                         dropped_counts;
-    uint64_t                         invalid[NGX_HTTP_ADSERVE_EV_TYPES];
+    uint64_t                         invalid[ADSERVE_EVENT_COUNT];
     uint64_t                         command_errors;
+    uint64_t                         script_loads;
 };
 
 
 static void ngx_http_adserve_events_send(ngx_http_adserve_events_t *ev);
+static ngx_int_t ngx_http_adserve_events_load_script(
+    ngx_http_adserve_events_t *ev);
 
 
 /* ---- counting (the request path) --------------------------------------- */
@@ -366,7 +396,7 @@ ngx_http_adserve_counter_add(ngx_http_adserve_events_t *ev, time_t now,
 
 void
 ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
-    ngx_http_adserve_dim_e dim, const adserve_str_t *id, uint64_t hash,
+    adserve_dim_e dim, const adserve_str_t *id, uint64_t hash,
     ngx_http_adserve_metric_e m, ngx_uint_t n)
 {
     if (ev == NULL || id->len == 0 || id->len > ADSERVE_TOKEN_ID_MAX
@@ -382,16 +412,16 @@ ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
 
 void
 ngx_http_adserve_track_invalid(ngx_http_adserve_events_t *ev,
-    ngx_http_adserve_ev_type_e type, time_t now)
+    adserve_event_e type, time_t now)
 {
     const char  *name;
 
-    if (ev == NULL || (ngx_uint_t) type >= NGX_HTTP_ADSERVE_EV_TYPES) {
+    if (ev == NULL || (ngx_uint_t) type >= ADSERVE_EVENT_COUNT) {
         return;
     }
 
     ev->invalid[type]++;
-    name = ngx_http_adserve_ev_names[type];
+    name = ngx_http_adserve_event_name(type);
 
     ngx_http_adserve_counter_add(ev, now, NGX_HTTP_ADSERVE_DIM_INVALID,
                                  (const u_char *) name, ngx_strlen(name),
@@ -413,13 +443,13 @@ ngx_http_adserve_copy_id(u_char *dst, uint8_t *len, const adserve_str_t *s)
 
 ngx_int_t
 ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
-    ngx_http_adserve_ev_type_e type, const adserve_ad_log_t *log, time_t now,
+    adserve_event_e type, const adserve_ad_log_t *log, time_t now,
     int64_t value_micros)
 {
     ngx_http_adserve_event_t  *e;
     size_t                     n;
 
-    if (ev == NULL || (ngx_uint_t) type >= NGX_HTTP_ADSERVE_EV_TYPES) {
+    if (ev == NULL || (ngx_uint_t) type >= ADSERVE_EVENT_COUNT) {
         return NGX_DECLINED;
     }
 
@@ -480,10 +510,15 @@ typedef struct {
     u_char                     *p;            /* in the scratch buffer */
     u_char                     *end;
     uint32_t                    key_hour;     /* the last stats key made */
-    const char                 *key;
-    size_t                      key_len;
+    ngx_uint_t                  key;          /* and its index in KEYS */
+    ngx_uint_t                  nkeys;        /* in argv after the command */
     ngx_uint_t                  incrs;
 } ngx_http_adserve_seal_t;
+
+/* the fixed keys' indexes in KEYS */
+#define NGX_HTTP_ADSERVE_KEY_FLUSH      1
+#define NGX_HTTP_ADSERVE_KEY_DELIVERY   2
+#define NGX_HTTP_ADSERVE_KEY_EVENTS     3
 
 
 static ngx_inline void
@@ -515,34 +550,78 @@ ngx_http_adserve_hour(u_char *p, time_t t)
 }
 
 
+/* The index in KEYS of a key given, or made in the scratch buffer from p
+ * to end: a batch declares each key once (a few hours' hashes and sets). */
+static ngx_uint_t
+ngx_http_adserve_seal_keyref(ngx_http_adserve_seal_t *s, const void *key,
+    size_t len)
+{
+    ngx_http_adserve_events_t  *ev = s->ev;
+    ngx_uint_t                  i;
+
+    for (i = 0; i < s->nkeys; i++) {
+        if (ev->argvlen[NGX_HTTP_ADSERVE_CMD_ARGS + i] == len
+            && ngx_memcmp(ev->argv[NGX_HTTP_ADSERVE_CMD_ARGS + i], key, len) == 0)
+        {
+            return i + 1;           /* one made in the scratch is not kept */
+        }
+    }
+
+    ev->argv[NGX_HTTP_ADSERVE_CMD_ARGS + i] = key;
+    ev->argvlen[NGX_HTTP_ADSERVE_CMD_ARGS + i] = len;
+    s->nkeys++;
+
+    if ((u_char *) key == s->p) {
+        s->p += len;
+    }
+
+    return i + 1;
+}
+
+
+/* the index of the key made in the scratch buffer from p to end */
+static ngx_inline ngx_uint_t
+ngx_http_adserve_seal_keyref_made(ngx_http_adserve_seal_t *s, u_char *end)
+{
+    return ngx_http_adserve_seal_keyref(s, s->p, end - s->p);
+}
+
+
+/* an index in KEYS as an argument */
+static ngx_inline void
+ngx_http_adserve_arg_key(ngx_http_adserve_seal_t *s, ngx_uint_t key)
+{
+    ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%ui", key));
+}
+
+
+/* the hour's stats hash: s->key */
 static void
 ngx_http_adserve_seal_key(ngx_http_adserve_seal_t *s, uint32_t hour)
 {
     u_char  *p;
 
-    if (s->key != NULL && s->key_hour == hour) {
+    if (s->key != 0 && s->key_hour == hour) {
         return;
     }
 
-    p = ngx_cpymem(s->p, "adserve:stats:", sizeof("adserve:stats:") - 1);
+    p = ngx_cpymem(s->p, ADSERVE_KEY_STATS, sizeof(ADSERVE_KEY_STATS) - 1);
     p = ngx_http_adserve_hour(p, (time_t) hour * 3600);
 
-    s->key = (const char *) s->p;
-    s->key_len = p - s->p;
+    s->key = ngx_http_adserve_seal_keyref_made(s, p);
     s->key_hour = hour;
-    s->p = p;
 }
 
 
-/* HINCRBY key field n, the field being a, id, b and c end to end */
+/* HINCRBY KEYS[key] field n, the field being a, id, b and c end to end */
 static void
-ngx_http_adserve_seal_incr(ngx_http_adserve_seal_t *s, const char *key,
-    size_t key_len, const char *a, const u_char *id, size_t len, const char *b,
-    const char *c, uint64_t n)
+ngx_http_adserve_seal_incr(ngx_http_adserve_seal_t *s, ngx_uint_t key,
+    const char *a, const u_char *id, size_t len, const char *b, const char *c,
+    uint64_t n)
 {
     u_char  *p;
 
-    ngx_http_adserve_arg(s, key, key_len);
+    ngx_http_adserve_arg_key(s, key);
 
     p = ngx_cpymem(s->p, a, ngx_strlen(a));
     if (len) {
@@ -568,7 +647,7 @@ ngx_http_adserve_seal_counter(ngx_http_adserve_seal_t *s,
     ngx_http_adserve_seal_key(s, c->hour);
 
     if (c->dim == NGX_HTTP_ADSERVE_DIM_INVALID) {
-        ngx_http_adserve_seal_incr(s, s->key, s->key_len, "invalid:", c->id,
+        ngx_http_adserve_seal_incr(s, s->key, ADSERVE_FIELD_INVALID, c->id,
                                    c->len, "", "", c->n[0]);
         return;
     }
@@ -578,18 +657,16 @@ ngx_http_adserve_seal_counter(ngx_http_adserve_seal_t *s,
             continue;
         }
 
-        metric = ngx_http_adserve_metric_names[m];
+        metric = adserve_metric_names[ngx_http_adserve_metrics[m]];
 
         /* {u|li|cr}:{id}:{metric} in the hour's hash */
-        ngx_http_adserve_seal_incr(s, s->key, s->key_len,
-                                   ngx_http_adserve_dim_names[c->dim], c->id,
+        ngx_http_adserve_seal_incr(s, s->key, adserve_dim_names[c->dim], c->id,
                                    c->len, ":", metric, c->n[m]);
 
-        if (c->dim == NGX_HTTP_ADSERVE_DIM_LINE_ITEM) {
+        if (c->dim == ADSERVE_DIM_LINE_ITEM) {
             /* lifetime, per line item: what pacing reads */
-            ngx_http_adserve_seal_incr(s, "adserve:delivery",
-                                       sizeof("adserve:delivery") - 1, "", c->id,
-                                       c->len, ":", metric, c->n[m]);
+            ngx_http_adserve_seal_incr(s, NGX_HTTP_ADSERVE_KEY_DELIVERY, "",
+                                       c->id, c->len, ":", metric, c->n[m]);
         }
     }
 }
@@ -603,13 +680,13 @@ ngx_http_adserve_spend(const ngx_http_adserve_event_t *e)
     switch (e->cost_type) {
 
     case ADSERVE_COST_CPM:
-        return e->type == NGX_HTTP_ADSERVE_EV_IMPRESSION ? e->price_micros / 1000 : 0;
+        return e->type == ADSERVE_EVENT_IMPRESSION ? e->price_micros / 1000 : 0;
 
     case ADSERVE_COST_CPC:
-        return e->type == NGX_HTTP_ADSERVE_EV_CLICK ? e->price_micros : 0;
+        return e->type == ADSERVE_EVENT_CLICK ? e->price_micros : 0;
 
     case ADSERVE_COST_CPA:
-        return e->type == NGX_HTTP_ADSERVE_EV_CONVERSION ? e->price_micros : 0;
+        return e->type == ADSERVE_EVENT_CONVERSION ? e->price_micros : 0;
 
     default:
         return 0;
@@ -624,9 +701,11 @@ ngx_http_adserve_seal_event(ngx_http_adserve_seal_t *s,
     ngx_http_adserve_events_t  *ev = s->ev;
     const char                 *name;
     time_t                      ttl, expire;
+    u_char                     *p;
+    ngx_uint_t                  key;
 
-    name = ngx_http_adserve_ev_names[e->type];
-    ttl = e->type == NGX_HTTP_ADSERVE_EV_CONVERSION ? ev->conf.conversion_ttl
+    name = ngx_http_adserve_event_name(e->type);
+    ttl = e->type == ADSERVE_EVENT_CONVERSION ? ev->conf.conversion_ttl
                                                     : ev->conf.event_ttl;
     /* a token is accepted until issue + ttl: its request id must be
      * remembered that long, from the end of its issue hour (the key) */
@@ -634,8 +713,19 @@ ngx_http_adserve_seal_event(ngx_http_adserve_seal_t *s,
 
     ngx_http_adserve_arg(s, name, ngx_strlen(name));
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%T", e->ts));
-    ngx_http_adserve_arg_made(s, ngx_http_adserve_hour(s->p, e->ts));
-    ngx_http_adserve_arg_made(s, ngx_http_adserve_hour(s->p, (time_t) e->issued));
+
+    /* its hour's stats hash, and the dedup set of its type and issue hour */
+    p = ngx_cpymem(s->p, ADSERVE_KEY_STATS, sizeof(ADSERVE_KEY_STATS) - 1);
+    key = ngx_http_adserve_seal_keyref_made(s, ngx_http_adserve_hour(p, e->ts));
+    ngx_http_adserve_arg_key(s, key);
+
+    p = ngx_cpymem(s->p, ADSERVE_KEY_SEEN, sizeof(ADSERVE_KEY_SEEN) - 1);
+    p = ngx_cpymem(p, name, ngx_strlen(name));
+    *p++ = ':';
+    key = ngx_http_adserve_seal_keyref_made(s, ngx_http_adserve_hour(p,
+                                                             (time_t) e->issued));
+    ngx_http_adserve_arg_key(s, key);
+
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%T", expire));
     ngx_http_adserve_arg_made(s, ngx_hex_dump(s->p, (u_char *) e->rid,
                                               ADSERVE_TOKEN_NONCE));
@@ -643,7 +733,7 @@ ngx_http_adserve_seal_event(ngx_http_adserve_seal_t *s,
     ngx_http_adserve_arg(s, e->li, e->li_len);
     ngx_http_adserve_arg(s, e->cr, e->cr_len);
     ngx_http_adserve_arg(s, e->user, e->user_len);
-    name = e->cost_type < 3 ? adserve_cost_names[e->cost_type] : "";
+    name = e->cost_type < ADSERVE_COST_COUNT ? adserve_cost_names[e->cost_type] : "";
     ngx_http_adserve_arg(s, name, ngx_strlen(name));
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%uL", e->price_micros));
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%L", e->value_micros));
@@ -662,8 +752,8 @@ ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
     ngx_http_adserve_seal_t      s;
     ngx_http_adserve_table_t    *drain;
     ngx_http_adserve_counter_t  *c;
-    ngx_uint_t                   i, k, taken, nevents, live;
-    u_char                      *seq, *nincr_p, *nev_p, *smax_p;
+    ngx_uint_t                   i, k, taken, nevents, live, head;
+    int                          items;
     char                        *cmd;
     uint32_t                     now_hour;
     int                          len;
@@ -676,20 +766,26 @@ ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
     s.ev = ev;
     s.p = ev->scratch;
     s.end = ev->scratch + NGX_HTTP_ADSERVE_SCRATCH;
-    s.argc = NGX_HTTP_ADSERVE_HEAD_ARGS;
+    s.argc = NGX_HTTP_ADSERVE_ARGS_AT;
+
+    (void) ngx_http_adserve_seal_keyref(&s, ev->flush_key, ev->flush_key_len);
+    (void) ngx_http_adserve_seal_keyref(&s, ADSERVE_KEY_DELIVERY,
+                                        sizeof(ADSERVE_KEY_DELIVERY) - 1);
+    (void) ngx_http_adserve_seal_keyref(&s, ADSERVE_KEY_EVENTS,
+                                        sizeof(ADSERVE_KEY_EVENTS) - 1);
 
     now_hour = (uint32_t) (ngx_http_adserve_clock() / 3600);
 
     /* drops are known after the fact: reported in the hour of the flush */
     if (ev->drop_pending) {
         ngx_http_adserve_seal_key(&s, now_hour);
-        ngx_http_adserve_seal_incr(&s, s.key, s.key_len, "dropped:events",
+        ngx_http_adserve_seal_incr(&s, s.key, ADSERVE_FIELD_DROPPED_EVENTS,
                                    NULL, 0, "", "", ev->drop_pending);
     }
 
     if (ev->drop_counts_pending) {
         ngx_http_adserve_seal_key(&s, now_hour);
-        ngx_http_adserve_seal_incr(&s, s.key, s.key_len, "dropped:counters",
+        ngx_http_adserve_seal_incr(&s, s.key, ADSERVE_FIELD_DROPPED_COUNTERS,
                                    NULL, 0, "", "", ev->drop_counts_pending);
     }
 
@@ -744,38 +840,37 @@ ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
         return NGX_DECLINED;
     }
 
-    if (s.p + 4 * NGX_INT64_LEN > s.end) {
+    items = s.argc;
+
+    if (s.p + 5 * NGX_INT64_LEN > s.end) {
         /* the per-item bounds make this impossible */
         ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
                       "adserve: events: batch scratch overflow");
         return NGX_ERROR;
     }
 
-    seq = s.p;
-    s.p = ngx_sprintf(s.p, "%uL", ev->seq + 1);
-    smax_p = s.p;
-    s.p = ngx_sprintf(s.p, "%ui", ev->conf.stream_max);
-    nincr_p = s.p;
-    s.p = ngx_sprintf(s.p, "%ui", s.incrs);
-    nev_p = s.p;
-    s.p = ngx_sprintf(s.p, "%ui", nevents);
+    /* EVALSHA sha numkeys keys... seq stream_max nincr nevents items...:
+     * the items move down to follow the keys, now that they are known */
+    ev->argv[0] = "EVALSHA";
+    ev->argvlen[0] = sizeof("EVALSHA") - 1;
+    ev->argv[1] = ev->script_sha;
+    ev->argvlen[1] = NGX_HTTP_ADSERVE_SHA_LEN;
+    ev->argv[2] = (const char *) s.p;
+    s.p = ngx_sprintf(s.p, "%ui", s.nkeys);
+    ev->argvlen[2] = (u_char *) s.p - (u_char *) ev->argv[2];
 
-    ev->argv[0] = "EVAL";
-    ev->argvlen[0] = sizeof("EVAL") - 1;
-    ev->argv[1] = ngx_http_adserve_flush_script;
-    ev->argvlen[1] = sizeof(ngx_http_adserve_flush_script) - 1;
-    ev->argv[2] = "1";
-    ev->argvlen[2] = 1;
-    ev->argv[3] = (const char *) ev->flush_key;
-    ev->argvlen[3] = ev->flush_key_len;
-    ev->argv[4] = (const char *) seq;
-    ev->argvlen[4] = smax_p - seq;
-    ev->argv[5] = (const char *) smax_p;
-    ev->argvlen[5] = nincr_p - smax_p;
-    ev->argv[6] = (const char *) nincr_p;
-    ev->argvlen[6] = nev_p - nincr_p;
-    ev->argv[7] = (const char *) nev_p;
-    ev->argvlen[7] = s.p - nev_p;
+    head = NGX_HTTP_ADSERVE_CMD_ARGS + s.nkeys;
+    s.argc = head;
+    ngx_http_adserve_arg_made(&s, ngx_sprintf(s.p, "%uL", ev->seq + 1));
+    ngx_http_adserve_arg_made(&s, ngx_sprintf(s.p, "%ui", ev->conf.stream_max));
+    ngx_http_adserve_arg_made(&s, ngx_sprintf(s.p, "%ui", s.incrs));
+    ngx_http_adserve_arg_made(&s, ngx_sprintf(s.p, "%ui", nevents));
+
+    ngx_memmove(&ev->argv[s.argc], &ev->argv[NGX_HTTP_ADSERVE_ARGS_AT],
+                (items - NGX_HTTP_ADSERVE_ARGS_AT) * sizeof(char *));
+    ngx_memmove(&ev->argvlen[s.argc], &ev->argvlen[NGX_HTTP_ADSERVE_ARGS_AT],
+                (items - NGX_HTTP_ADSERVE_ARGS_AT) * sizeof(size_t));
+    s.argc += items - NGX_HTTP_ADSERVE_ARGS_AT;
 
     /* hiredis allocates the command; it lives until acknowledged */
     len = redisFormatCommandArgv(&cmd, s.argc, ev->argv, ev->argvlen);
@@ -912,6 +1007,17 @@ ngx_http_adserve_events_on_reply(redisAsyncContext *ac, void *r, void *data)
 
     rc = ngx_http_adserve_batch_reply(ev, reply, &err);
 
+    if (rc == NGX_ERROR && ngx_strncmp(err, "NOSCRIPT", 8) == 0
+        && ++ev->batch.noscripts <= NGX_HTTP_ADSERVE_NOSCRIPTS)
+    {
+        /* Redis lost the script (a restart, SCRIPT FLUSH): loaded again,
+         * and the same batch sent after it */
+        if (ngx_http_adserve_events_load_script(ev) == NGX_OK) {
+            ngx_http_adserve_events_send(ev);
+        }
+        return;
+    }
+
     if (rc == NGX_ERROR) {
         ev->flush_failures++;
 
@@ -1026,22 +1132,75 @@ ngx_http_adserve_events_deadline(ngx_event_t *e)
 }
 
 
-static void
-ngx_http_adserve_events_on_ping(redisAsyncContext *ac, void *r, void *data)
+/* A reply to a connection's own command (not a batch's): NGX_OK to read
+ * on; an error reply drops the connection (reconnected with backoff). */
+static ngx_int_t
+ngx_http_adserve_events_answered(ngx_http_adserve_events_t *ev,
+    redisReply *reply)
 {
-    ngx_http_adserve_events_t  *ev = data;
-    redisReply                 *reply = r;
-
     if (reply == NULL || ev->exiting) {
-        return;
+        return NGX_DECLINED;
     }
 
     if (reply->type == REDIS_REPLY_ERROR) {
         ngx_http_adserve_redis_drop(&ev->redis, reply->str);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_adserve_events_on_ping(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_events_t  *ev = data;
+
+    if (ngx_http_adserve_events_answered(ev, r) == NGX_OK) {
+        ngx_http_adserve_redis_healthy(&ev->redis);
+    }
+}
+
+
+static void
+ngx_http_adserve_events_on_script(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_events_t  *ev = data;
+    redisReply                 *reply = r;
+
+    if (ngx_http_adserve_events_answered(ev, reply) != NGX_OK) {
         return;
     }
 
-    ngx_http_adserve_redis_healthy(&ev->redis);
+    if (reply->type != REDIS_REPLY_STRING
+        || reply->len != NGX_HTTP_ADSERVE_SHA_LEN
+        || ngx_strncasecmp((u_char *) reply->str, (u_char *) ev->script_sha,
+                           NGX_HTTP_ADSERVE_SHA_LEN) != 0)
+    {
+        /* batches would meet NOSCRIPT: said, and they take the slow path */
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
+                      "adserve: events: SCRIPT LOAD answered another SHA-1 "
+                      "than %s", ev->script_sha);
+    }
+}
+
+
+/* SCRIPT LOAD, ahead of the batches on the same connection: Redis runs a
+ * connection's commands in order, so the next EVALSHA finds the script. A
+ * restarted Redis, a failover to a replica or SCRIPT FLUSH loses it; the
+ * reconnect, or a NOSCRIPT answer, loads it again. */
+static ngx_int_t
+ngx_http_adserve_events_load_script(ngx_http_adserve_events_t *ev)
+{
+    const char  *argv[] = { "SCRIPT", "LOAD", ngx_http_adserve_flush_script };
+    size_t       argvlen[] = { sizeof("SCRIPT") - 1, sizeof("LOAD") - 1,
+                               sizeof(ngx_http_adserve_flush_script) - 1 };
+
+    ev->script_loads++;
+
+    return ngx_http_adserve_redis_command(&ev->redis,
+                                          ngx_http_adserve_events_on_script, ev,
+                                          3, argv, argvlen);
 }
 
 
@@ -1050,6 +1209,9 @@ ngx_http_adserve_events_on_up(ngx_http_adserve_redis_t *rd)
 {
     ngx_http_adserve_events_t  *ev = rd->data;
     const char                 *ping[] = { "PING" };
+
+    /* should it fail (out of memory), a batch's NOSCRIPT loads it again */
+    (void) ngx_http_adserve_events_load_script(ev);
 
     if (ev->batch.cmd != NULL || ev->backlog) {
         /* the batch that failed, same id, or the backlog */
@@ -1099,7 +1261,8 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
     ngx_http_adserve_events_conf_t *conf)
 {
     ngx_http_adserve_events_t  *ev;
-    u_char                      rnd[8], *p;
+    u_char                      rnd[8], *p, digest[EVP_MAX_MD_SIZE];
+    unsigned                    dlen;
     size_t                      table;
 
     ev = ngx_calloc(sizeof(ngx_http_adserve_events_t), cycle->log);
@@ -1140,8 +1303,22 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
     p = ngx_sprintf(p, "-%P", ngx_pid);
     *p = '\0';
 
-    p = ngx_sprintf(ev->flush_key, "adserve:flush:%s", ev->instance);
+    p = ngx_sprintf(ev->flush_key, ADSERVE_KEY_FLUSH "%s", ev->instance);
     ev->flush_key_len = p - ev->flush_key;
+
+    /* EVALSHA's name of the script: what SCRIPT LOAD answers */
+    if (EVP_Digest(ngx_http_adserve_flush_script,
+                   sizeof(ngx_http_adserve_flush_script) - 1, digest, &dlen,
+                   EVP_sha1(), NULL) != 1
+        || dlen * 2 != NGX_HTTP_ADSERVE_SHA_LEN)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "adserve: events: cannot compute the script's SHA-1");
+        goto failed;
+    }
+
+    p = ngx_hex_dump((u_char *) ev->script_sha, digest, dlen);
+    *p = '\0';
 
     /* the second connection: the loader's address, its own callbacks */
     ev->redis = *conf->redis;
@@ -1197,6 +1374,9 @@ ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
     ngx_uint_t     batches = 0, events = 0, incrs = 0;
     const char    *err = NULL;
     ngx_int_t      rc;
+    const char    *load[] = { "SCRIPT", "LOAD", ngx_http_adserve_flush_script };
+    size_t         loadlen[] = { sizeof("SCRIPT") - 1, sizeof("LOAD") - 1,
+                                 sizeof(ngx_http_adserve_flush_script) - 1 };
 
     if (ev->batch.cmd == NULL && ev->queued == 0
         && ngx_http_adserve_pending_counters(ev) == 0
@@ -1225,6 +1405,18 @@ ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
         err = "cannot set a timeout";
         goto done;
     }
+
+    reply = redisCommandArgv(c, 3, load, loadlen);
+    if (reply == NULL || reply->type != REDIS_REPLY_STRING) {
+        err = reply == NULL ? (c->errstr[0] ? c->errstr : "no reply")
+                            : "SCRIPT LOAD failed";
+        if (reply != NULL) {
+            freeReplyObject(reply);
+        }
+        goto done;
+    }
+
+    freeReplyObject(reply);
 
     for ( ;; ) {
         /* the batch in flight first, if it was not acknowledged: same
@@ -1343,7 +1535,7 @@ ngx_http_adserve_events_status(ngx_http_adserve_events_t *ev, u_char *p,
                         "\"duplicate_batches\":%uL,\"flush_failures\":%uL,"
                         "\"events_flushed\":%uL,\"dropped\":%uL,"
                         "\"dropped_counts\":%uL,\"invalid\":%uL,"
-                        "\"command_errors\":%uL}",
+                        "\"command_errors\":%uL,\"script_loads\":%uL}",
                         ev->redis.connected ? "up" : "down", ev->instance,
                         ev->queued, ngx_http_adserve_pending_counters(ev),
                         (ngx_uint_t) (ev->batch.cmd != NULL),
@@ -1352,5 +1544,5 @@ ngx_http_adserve_events_status(ngx_http_adserve_events_t *ev, u_char *p,
                         ev->flush_failures, ev->events_flushed, ev->dropped,
                         ev->dropped_counts,
                         ev->invalid[0] + ev->invalid[1] + ev->invalid[2],
-                        ev->command_errors);
+                        ev->command_errors, ev->script_loads);
 }

@@ -363,7 +363,7 @@ ngx_http_adserve_loader_scan(ngx_http_adserve_loader_t *ld)
     const char  *argv[5];
 
     argv[0] = "HSCAN";
-    argv[1] = adserve_kind_keys[ld->kind];
+    argv[1] = adserve_kinds[ld->kind].key;
     argv[2] = ld->cursor;
     argv[3] = "COUNT";
     argv[4] = NGX_HTTP_ADSERVE_SCAN_COUNT;
@@ -392,14 +392,13 @@ ngx_http_adserve_loader_full(ngx_http_adserve_loader_t *ld)
 
 /* ---- changes ----------------------------------------------------------- */
 
-/* The kind of a change log entry: its "kind" field names the hash, as the
- * data contract's keys do without their "adserve:" prefix. */
+/* The kind of a change log entry (adserve_kind_by_name), and its id. */
 static ngx_int_t
 ngx_http_adserve_change_kind(const redisReply *fields, const redisReply **id)
 {
     const redisReply  *k = NULL;
-    ngx_uint_t         i;
     size_t             j;
+    int                kind;
 
     *id = NULL;
 
@@ -409,20 +408,16 @@ ngx_http_adserve_change_kind(const redisReply *fields, const redisReply **id)
         {
             continue;
         }
-        if (ngx_strcmp(fields->element[j]->str, "kind") == 0) {
+        if (ngx_strcmp(fields->element[j]->str, ADSERVE_CHANGE_KIND) == 0) {
             k = fields->element[j + 1];
-        } else if (ngx_strcmp(fields->element[j]->str, "id") == 0) {
+        } else if (ngx_strcmp(fields->element[j]->str, ADSERVE_CHANGE_ID) == 0) {
             *id = fields->element[j + 1];
         }
     }
 
-    for (i = 0; k != NULL && *id != NULL && i < ADSERVE_KIND_COUNT; i++) {
-        if (ngx_strcmp(adserve_kind_keys[i] + sizeof("adserve:") - 1, k->str) == 0) {
-            return i;
-        }
-    }
+    kind = k != NULL && *id != NULL ? adserve_kind_by_name(k->str, k->len) : -1;
 
-    return NGX_ERROR;                   /* a kind serving does not read */
+    return kind < 0 ? NGX_ERROR : kind;     /* -1: a kind serving does not read */
 }
 
 
@@ -561,7 +556,7 @@ ngx_http_adserve_loader_fetch(ngx_http_adserve_loader_t *ld,
     for (i = 0; i < ld->nfetch; i++) {
         k = ld->fetch_order[i];
         argv[0] = "HMGET";
-        argv[1] = adserve_kind_keys[k];
+        argv[1] = adserve_kinds[k].key;
 
         for (n = 0; n < ld->fetch_n[k]; n++) {
             argv[n + 2] = ld->fetch_ids[k][n].data;   /* NUL-ended copies */
@@ -709,10 +704,10 @@ ngx_http_adserve_loader_poll(ngx_event_t *ev)
 {
     ngx_http_adserve_loader_t  *ld = ev->data;
     const char                 *multi[] = { "MULTI" };
-    const char                 *rev[] = { "GET", ADSERVE_REV_KEY };
-    const char                 *newest[] = { "XREVRANGE", NGX_HTTP_ADSERVE_CHANGES_KEY,
+    const char                 *rev[] = { "GET", ADSERVE_KEY_REV };
+    const char                 *newest[] = { "XREVRANGE", ADSERVE_KEY_CHANGES,
                                              "+", "-", "COUNT", "1" };
-    const char                 *after[] = { "XRANGE", NGX_HTTP_ADSERVE_CHANGES_KEY,
+    const char                 *after[] = { "XRANGE", ADSERVE_KEY_CHANGES,
                                             ld->change_id[0] ? ld->change_id : "+",
                                             "+", "COUNT",
                                             NGX_HTTP_ADSERVE_CHANGES_BATCH };

@@ -16,7 +16,6 @@
 
 
 #define NGX_HTTP_ADSERVE_PACE_CHUNK   1000      /* line items per HMGET */
-#define NGX_HTTP_ADSERVE_DELIVERY     "adserve:delivery"
 
 static const char *const  ngx_http_adserve_pace_fields[] = {
     ":imp", ":clk", ":conv", ":ads", ":opp"
@@ -187,8 +186,8 @@ ngx_http_adserve_pacing_read(adserve_snapshot_t *s, uint32_t *next, ngx_log_t *l
     argvlen = (size_t *) (argv + argc);
     argv[0] = "HMGET";
     argvlen[0] = 5;
-    argv[1] = NGX_HTTP_ADSERVE_DELIVERY;
-    argvlen[1] = sizeof(NGX_HTTP_ADSERVE_DELIVERY) - 1;
+    argv[1] = ADSERVE_KEY_DELIVERY;
+    argvlen[1] = sizeof(ADSERVE_KEY_DELIVERY) - 1;
     argc = 2;
     p = buf;
     n = 0;
@@ -268,7 +267,7 @@ ngx_http_adserve_pacing_tick(ngx_event_t *ev)
     for (i = 0; i < s->nlis; i++) {
         li = &s->lis[i];
         if (li->paced && li->pace.opp > li->pace.pushed) {
-            ngx_http_adserve_count(amcf->events, now, NGX_HTTP_ADSERVE_DIM_LINE_ITEM,
+            ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_LINE_ITEM,
                                    &li->id, li->hash, NGX_HTTP_ADSERVE_M_OPPORTUNITIES,
                                    li->pace.opp - li->pace.pushed);
             li->pace.pushed = li->pace.opp;

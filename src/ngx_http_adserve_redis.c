@@ -27,50 +27,59 @@
 static void ngx_http_adserve_redis_connect(ngx_http_adserve_redis_t *rd);
 
 
+/*
+ * An address as nginx reads one (ngx_parse_url: "IP:port", "[IPv6]:port",
+ * "unix:/path"), kept as hiredis takes it: a NUL-terminated host without
+ * brackets, and a port (0 for a unix socket). Names are refused, since
+ * hiredis would resolve one with a blocking getaddrinfo() at each connect.
+ * NGX_DECLINED with *err set when it is not an address.
+ */
 ngx_int_t
 ngx_http_adserve_redis_parse_addr(ngx_conf_t *cf, ngx_str_t *addr,
-    ngx_http_adserve_redis_t *rd)
+    ngx_http_adserve_redis_t *rd, char **err)
 {
-    u_char          *colon;
-    ngx_int_t        port;
+    ngx_url_t        u;
+    ngx_str_t        host;
     struct in_addr   in;
     struct in6_addr  in6;
 
-    rd->addr = *addr;
+    ngx_memzero(&u, sizeof(ngx_url_t));
+    u.url = *addr;
+    u.no_resolve = 1;
 
-    if (addr->len > 5 && ngx_strncmp(addr->data, "unix:", 5) == 0) {
-        rd->host = ngx_pnalloc(cf->pool, addr->len - 4);
-        if (rd->host == NULL) {
-            return NGX_ERROR;
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
+        *err = u.err ? u.err : "not an address";
+        return u.err ? NGX_DECLINED : NGX_ERROR;
+    }
+
+    host = u.host;
+
+    if (u.family != AF_UNIX) {
+        if (u.no_port) {
+            *err = "no port";
+            return NGX_DECLINED;
         }
-        ngx_memcpy(rd->host, addr->data + 5, addr->len - 5);
-        rd->host[addr->len - 5] = '\0';
-        rd->port = 0;
-        return NGX_OK;
+
+        if (host.len > 2 && host.data[0] == '[') {
+            host.data++;                    /* hiredis takes IPv6 bare */
+            host.len -= 2;
+        }
     }
 
-    colon = ngx_strlchr(addr->data, addr->data + addr->len, ':');
-    if (colon == NULL || ngx_strlchr(colon + 1, addr->data + addr->len, ':')) {
-        return NGX_DECLINED;
-    }
-
-    port = ngx_atoi(colon + 1, addr->data + addr->len - colon - 1);
-    if (port < 1 || port > 65535) {
-        return NGX_DECLINED;
-    }
-
-    rd->host = ngx_pnalloc(cf->pool, colon - addr->data + 1);
+    rd->addr = *addr;
+    rd->port = u.family == AF_UNIX ? 0 : (int) u.port;
+    rd->host = ngx_pnalloc(cf->pool, host.len + 1);
     if (rd->host == NULL) {
         return NGX_ERROR;
     }
-    ngx_memcpy(rd->host, addr->data, colon - addr->data);
-    rd->host[colon - addr->data] = '\0';
-    rd->port = (int) port;
 
-    /* hiredis resolves names with a blocking getaddrinfo(): addresses only */
-    if (inet_pton(AF_INET, rd->host, &in) != 1
+    (void) ngx_cpystrn((u_char *) rd->host, host.data, host.len + 1);
+
+    if (u.family != AF_UNIX
+        && inet_pton(AF_INET, rd->host, &in) != 1
         && inet_pton(AF_INET6, rd->host, &in6) != 1)
     {
+        *err = "a name, not an address (it would need a blocking lookup)";
         return NGX_DECLINED;
     }
 

@@ -83,7 +83,7 @@ ngx_http_adserve_track_not_allowed(ngx_http_request_t *r, char *allow,
  * the detail of a 400, counted as invalid. */
 static ngx_str_t *
 ngx_http_adserve_track_token(ngx_http_request_t *r,
-    ngx_http_adserve_ev_type_e type, u_char *tok, size_t len, time_t now,
+    adserve_event_e type, u_char *tok, size_t len, time_t now,
     adserve_ad_log_t *log, u_char *buf)
 {
     ngx_http_adserve_main_conf_t  *amcf;
@@ -99,7 +99,7 @@ ngx_http_adserve_track_token(ngx_http_request_t *r,
         goto invalid;
     }
 
-    ttl = type == NGX_HTTP_ADSERVE_EV_CONVERSION ? amcf->conversion_ttl
+    ttl = type == ADSERVE_EVENT_CONVERSION ? amcf->conversion_ttl
                                                  : amcf->event_ttl;
 
     if (log->issued < (int64_t) now - ttl
@@ -178,7 +178,7 @@ ngx_http_adserve_track_redirect(ngx_http_request_t *r,
 
 /* GET|HEAD .../impression and .../click */
 static ngx_int_t
-ngx_http_adserve_track_get(ngx_http_request_t *r, ngx_http_adserve_ev_type_e type)
+ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
 {
     ngx_http_adserve_main_conf_t  *amcf;
     const adserve_creative_t      *cr;
@@ -215,7 +215,7 @@ ngx_http_adserve_track_get(ngx_http_request_t *r, ngx_http_adserve_ev_type_e typ
         return ngx_http_adserve_track_send(r, NGX_HTTP_BAD_REQUEST, detail);
     }
 
-    if (type == NGX_HTTP_ADSERVE_EV_IMPRESSION) {
+    if (type == ADSERVE_EVENT_IMPRESSION) {
         (void) ngx_http_adserve_track(amcf->events, type, &log, now, 0);
         return ngx_http_adserve_track_send(r, NGX_HTTP_NO_CONTENT, NULL);
     }
@@ -288,7 +288,7 @@ ngx_http_adserve_conversion_parse(ngx_http_request_t *r, u_char *body,
     }
 
     /* the log's strings point into buf, not into the document */
-    detail = ngx_http_adserve_track_token(r, NGX_HTTP_ADSERVE_EV_CONVERSION,
+    detail = ngx_http_adserve_track_token(r, ADSERVE_EVENT_CONVERSION,
                                           (u_char *) token->valuestring,
                                           ngx_strlen(token->valuestring), now,
                                           log, buf);
@@ -327,7 +327,7 @@ ngx_http_adserve_conversion(ngx_http_request_t *r)
         return ngx_http_adserve_track_send(r, NGX_HTTP_BAD_REQUEST, detail);
     }
 
-    (void) ngx_http_adserve_track(amcf->events, NGX_HTTP_ADSERVE_EV_CONVERSION,
+    (void) ngx_http_adserve_track(amcf->events, ADSERVE_EVENT_CONVERSION,
                                   &log, now, value);
 
     return ngx_http_adserve_track_send(r, NGX_HTTP_NO_CONTENT, NULL);
@@ -362,13 +362,13 @@ ngx_http_adserve_track_handler(ngx_http_request_t *r)
     if (rest.len == sizeof("/impression") - 1
         && ngx_strncmp(rest.data, "/impression", rest.len) == 0)
     {
-        return ngx_http_adserve_track_get(r, NGX_HTTP_ADSERVE_EV_IMPRESSION);
+        return ngx_http_adserve_track_get(r, ADSERVE_EVENT_IMPRESSION);
     }
 
     if (rest.len == sizeof("/click") - 1
         && ngx_strncmp(rest.data, "/click", rest.len) == 0)
     {
-        return ngx_http_adserve_track_get(r, NGX_HTTP_ADSERVE_EV_CLICK);
+        return ngx_http_adserve_track_get(r, ADSERVE_EVENT_CLICK);
     }
 
     if (rest.len > 1 || (rest.len == 1 && rest.data[0] != '/')) {

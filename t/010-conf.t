@@ -42,17 +42,33 @@ like($out, qr/syntax is ok/, 'nginx says the syntax is ok');
 
 ($ok, $out) = nginx_t(variant('hostname', sub { s/adserve_redis 127\.0\.0\.1:\d+/adserve_redis localhost:6379/ }));
 ok(!$ok, 'a host name for Redis is refused (hiredis would resolve it blocking)');
-like($out, qr/is not "IP:port" or "unix:\/path"/, '... with a message that says why');
+like($out, qr/a name, not an address \(it would need a blocking lookup\); it takes "IP:port", "\[IPv6\]:port" or "unix:\/path"/,
+     '... with a message that says why');
 
 ($ok, $out) = nginx_t(variant('writename', sub { s/^(\s*adserve_redis 127\.0\.0\.1:\d+;)/$1\n    adserve_redis_write redis-primary:6379;/m }));
 ok(!$ok, 'a host name for the primary (adserve_redis_write) is refused too');
-like($out, qr/adserve_redis_write: "redis-primary:6379" is not "IP:port"/, '... naming the directive');
+like($out, qr/adserve_redis_write: "redis-primary:6379": a name/, '... naming the directive');
 
 ($ok, $out) = nginx_t(variant('write', sub { s/^(\s*adserve_redis 127\.0\.0\.1:(\d+);)/$1\n    adserve_redis_write 127.0.0.1:$2;/m }));
 ok($ok, 'an address for the primary is accepted') or diag $out;
 
 ($ok, $out) = nginx_t(variant('unix', sub { s/adserve_redis 127\.0\.0\.1:\d+/adserve_redis unix:\/run\/redis.sock/ }));
 ok($ok, 'a unix socket for Redis is accepted') or diag $out;
+
+# addresses as nginx reads them (ngx_parse_url): IPv6 in brackets
+for my $addr ('[::1]:6379', '[2001:db8::7]:6380') {
+    ($ok, $out) = nginx_t(variant('v6', sub { s/adserve_redis 127\.0\.0\.1:\d+/adserve_redis $addr/ }));
+    ok($ok, "adserve_redis $addr is accepted") or diag $out;
+}
+for (['127.0.0.1', qr/: no port;/], ['[::1]', qr/: no port;/], ['[::1:6379', qr/invalid host/],
+     ['127.0.0.1:0', qr/invalid port/], ['127.0.0.1:65536', qr/invalid port/],
+     ['127.0.0.1:6379/db', qr/invalid host/], ['unix:', qr/no path in the unix domain socket/])
+{
+    my ($addr, $why) = @$_;
+    ($ok, $out) = nginx_t(variant('bad', sub { s/adserve_redis 127\.0\.0\.1:\d+/adserve_redis $addr/ }));
+    ok(!$ok, "adserve_redis $addr is refused");
+    like($out, $why, '... saying why') or diag $out;
+}
 
 ($ok, $out) = nginx_t(variant('noredis', sub { s/^\s*adserve_redis .*$//m }));
 ok(!$ok, 'adserve_ad without adserve_redis is refused');

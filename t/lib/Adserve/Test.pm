@@ -99,6 +99,8 @@ sub new {
     $self->{env}{ADSERVE_PACING_INTERVAL} = $opt{pacing} // '500ms';
     $self->{env}{ADSERVE_TEST_CLOCK} = 'on' if $opt{test_clock} || $opt{clock};
     $self->{env}{ADSERVE_EVENT_BUFFER} = $opt{event_buffer} if $opt{event_buffer};
+    # the loopback the sidecar and nginx reach Redis on: 127.0.0.1 or ::1
+    $self->{env}{ADSERVE_REDIS_HOST} = $opt{redis_host} if $opt{redis_host};
     $live{"$self"} = $self;
     Scalar::Util::weaken($live{"$self"});
 

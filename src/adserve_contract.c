@@ -1,0 +1,300 @@
+
+/*
+ * adserve_contract: the tables and parsers of the Redis contract
+ * (adserve_contract.h).
+ */
+
+
+#include <string.h>
+
+#include "adserve_contract.h"
+
+
+#define KIND(key, record)  { key, key + sizeof(ADSERVE_KEY_PREFIX) - 1, record }
+
+const adserve_kind_t  adserve_kinds[ADSERVE_KIND_ALL] = {
+    [ADSERVE_KIND_AD_UNITS]       = KIND(ADSERVE_KEY_AD_UNITS, ADSERVE_RECORD_AD_UNIT),
+    [ADSERVE_KIND_PLACEMENTS]     = KIND(ADSERVE_KEY_PLACEMENTS, ADSERVE_RECORD_PLACEMENT),
+    [ADSERVE_KIND_ORDERS]         = KIND(ADSERVE_KEY_ORDERS, ADSERVE_RECORD_ORDER),
+    [ADSERVE_KIND_LINE_ITEMS]     = KIND(ADSERVE_KEY_LINE_ITEMS, ADSERVE_RECORD_LINE_ITEM),
+    [ADSERVE_KIND_CREATIVES]      = KIND(ADSERVE_KEY_CREATIVES, ADSERVE_RECORD_CREATIVE),
+    [ADSERVE_KIND_LICAS]          = KIND(ADSERVE_KEY_LICAS, ADSERVE_RECORD_LICA),
+    [ADSERVE_KIND_ADVERTISERS]    = KIND(ADSERVE_KEY_ADVERTISERS, ADSERVE_RECORD_ADVERTISER),
+    [ADSERVE_KIND_TARGETING_KEYS] = KIND(ADSERVE_KEY_TARGETING_KEYS, ADSERVE_RECORD_TARGETING_KEY),
+};
+
+
+int
+adserve_kind_by_name(const char *name, size_t len)
+{
+    int  k;
+
+    for (k = 0; k < ADSERVE_KIND_SERVING; k++) {
+        if (strlen(adserve_kinds[k].name) == len
+            && memcmp(adserve_kinds[k].name, name, len) == 0)
+        {
+            return k;
+        }
+    }
+
+    return -1;
+}
+
+
+int
+adserve_kind_by_key(const char *key)
+{
+    size_t  n = sizeof(ADSERVE_KEY_PREFIX) - 1;
+
+    if (key == NULL || strncmp(key, ADSERVE_KEY_PREFIX, n) != 0) {
+        return -1;
+    }
+
+    return adserve_kind_by_name(key + n, strlen(key + n));
+}
+
+
+/* ---- vocabularies -------------------------------------------------------- */
+
+const char *const adserve_unit_status_names[ADSERVE_UNIT_STATUS_COUNT + 1] = {
+    ADSERVE_V_ACTIVE, ADSERVE_V_INACTIVE, ADSERVE_V_ARCHIVED, NULL
+};
+
+const char *const adserve_order_status_names[ADSERVE_ORDER_STATUS_COUNT + 1] = {
+    ADSERVE_V_DRAFT, ADSERVE_V_APPROVED, ADSERVE_V_PAUSED, ADSERVE_V_ARCHIVED, NULL
+};
+
+const char *const adserve_li_status_names[ADSERVE_LI_STATUS_COUNT + 1] = {
+    ADSERVE_V_DRAFT, ADSERVE_V_ACTIVE, ADSERVE_V_PAUSED, ADSERVE_V_COMPLETED,
+    ADSERVE_V_ARCHIVED, NULL
+};
+
+const char *const adserve_lica_status_names[ADSERVE_LICA_STATUS_COUNT + 1] = {
+    ADSERVE_V_ACTIVE, ADSERVE_V_PAUSED, NULL
+};
+
+const char *const adserve_approval_names[ADSERVE_APPROVAL_COUNT + 1] = {
+    ADSERVE_V_PENDING, ADSERVE_V_APPROVED, ADSERVE_V_REJECTED, NULL
+};
+
+const char *const adserve_tier_names[ADSERVE_TIER_COUNT + 1] = {
+    ADSERVE_V_SPONSORSHIP, ADSERVE_V_STANDARD, ADSERVE_V_PRICE_PRIORITY,
+    ADSERVE_V_HOUSE, NULL
+};
+
+const uint8_t  adserve_tier_priority[ADSERVE_TIER_COUNT] = { 4, 8, 12, 16 };
+
+const char *const adserve_cost_names[ADSERVE_COST_COUNT + 1] = {
+    ADSERVE_V_CPM, ADSERVE_V_CPC, ADSERVE_V_CPA, NULL
+};
+
+const char *const adserve_goal_names[ADSERVE_GOAL_COUNT + 1] = {
+    ADSERVE_V_NONE, ADSERVE_V_IMPRESSIONS, ADSERVE_V_CLICKS, NULL
+};
+
+const char *const adserve_delivery_names[ADSERVE_DELIVERY_COUNT + 1] = {
+    ADSERVE_V_EVEN, ADSERVE_V_ASAP, NULL
+};
+
+const char *const adserve_creative_type_names[ADSERVE_CREATIVE_TYPE_COUNT + 1] = {
+    ADSERVE_V_IMAGE, ADSERVE_V_HTML, NULL
+};
+
+const char *const adserve_key_type_names[ADSERVE_KEY_TYPE_COUNT + 1] = {
+    ADSERVE_V_PREDEFINED, ADSERVE_V_FREEFORM, NULL
+};
+
+const char *const adserve_tracking_names[ADSERVE_TRACKING_COUNT + 1] = {
+    "on_ad_response", "on_event_tracker", NULL
+};
+
+const char *const adserve_device_type_names[ADSERVE_DEVICE_COUNT + 1] = {
+    "desktop", "mobile", "tablet", "ctv", "other", NULL
+};
+
+const char *const adserve_os_names[ADSERVE_OS_COUNT + 1] = {
+    "windows", "macos", "linux", "android", "ios", "other", NULL
+};
+
+const char *const adserve_browser_names[ADSERVE_BROWSER_COUNT + 1] = {
+    "chrome", "firefox", "safari", "edge", "other", NULL
+};
+
+const char *const adserve_gender_names[ADSERVE_GENDER_COUNT + 1] = {
+    "M", "F", "O", NULL
+};
+
+const char *const adserve_weekday_names[ADSERVE_WEEKDAY_COUNT + 1] = {
+    "mon", "tue", "wed", "thu", "fri", "sat", "sun", NULL
+};
+
+const char *const adserve_zone_names[ADSERVE_ZONE_COUNT + 1] = {
+    ADSERVE_V_UTC, NULL
+};
+
+const char *const adserve_expr_names[ADSERVE_EXPR_COUNT + 1] = {
+    ADSERVE_V_EXPR_CMP, ADSERVE_V_EXPR_AND, ADSERVE_V_EXPR_OR, ADSERVE_V_EXPR_NOT, NULL
+};
+
+const char *const adserve_op_names[ADSERVE_OP_COUNT + 1] = {
+    "eq", "ne", "lt", "le", "gt", "ge", "in", "nin", "intersects", NULL
+};
+
+const char *const adserve_dim_names[ADSERVE_DIM_COUNT + 1] = {
+    ADSERVE_V_DIM_UNIT, ADSERVE_V_DIM_LINE_ITEM, ADSERVE_V_DIM_CREATIVE, NULL
+};
+
+const char *const adserve_metric_names[ADSERVE_METRIC_COUNT + 1] = {
+    [ADSERVE_METRIC_REQ] = "req",
+    [ADSERVE_METRIC_ADS] = "ads",
+    [ADSERVE_METRIC_IMP] = "imp",
+    [ADSERVE_METRIC_CLK] = "clk",
+    [ADSERVE_METRIC_CONV] = "conv",
+    [ADSERVE_METRIC_SPEND] = ADSERVE_V_SPEND,
+    [ADSERVE_METRIC_CONVVAL] = ADSERVE_V_CONVVAL,
+    [ADSERVE_METRIC_OPP] = "opp",
+    [ADSERVE_METRIC_COUNT] = NULL
+};
+
+
+int
+adserve_vocab(const char *const *names, const char *s, size_t len)
+{
+    int  i;
+
+    if (s == NULL) {
+        return -1;
+    }
+
+    for (i = 0; names[i] != NULL; i++) {
+        if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0) {
+            return i;
+        }
+    }
+
+    return -1;
+}
+
+
+int
+adserve_vocab_str(const char *const *names, const char *s)
+{
+    return s == NULL ? -1 : adserve_vocab(names, s, strlen(s));
+}
+
+
+/* ---- time ---------------------------------------------------------------- */
+
+/* days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant) */
+int64_t
+adserve_days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    int64_t   era;
+    unsigned  yoe, doy, doe;
+
+    y -= m <= 2;
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = (unsigned) (y - era * 400);
+    doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+
+    return era * 146097 + (int64_t) doe - 719468;
+}
+
+
+/* n decimal digits, and nothing else: sscanf's %2d would take signs and
+ * blanks too */
+static int
+digits(const char *s, int n, int *v)
+{
+    int  i;
+
+    *v = 0;
+
+    for (i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return -1;
+        }
+        *v = *v * 10 + (s[i] - '0');
+    }
+
+    return 0;
+}
+
+
+static int
+days_in_month(int y, int m)
+{
+    static const int  days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+
+    if (m == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)) {
+        return 29;
+    }
+
+    return days[m - 1];
+}
+
+
+int
+adserve_parse_time(const char *s, int64_t *t)
+{
+    int  y, mo, d, h, mi, sec, oh, om, off = 0;
+
+    /* YYYY-MM-DDTHH:MM:SS */
+    if (s == NULL || strlen(s) < 20
+        || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-'
+        || digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't')
+        || digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi)
+        || s[16] != ':' || digits(s + 17, 2, &sec)
+        || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo)
+        || h > 23 || mi > 59 || sec > 60)
+    {
+        return -1;
+    }
+
+    s += 19;
+
+    if (*s == '.') {                       /* fractional seconds: dropped */
+        if (s[1] < '0' || s[1] > '9') {
+            return -1;
+        }
+        do { s++; } while (*s >= '0' && *s <= '9');
+    }
+
+    if ((*s == 'Z' || *s == 'z') && s[1] == '\0') {
+        off = 0;
+
+    } else if ((*s == '+' || *s == '-') && strlen(s) == 6
+               && digits(s + 1, 2, &oh) == 0 && s[3] == ':'
+               && digits(s + 4, 2, &om) == 0 && oh < 24 && om < 60)
+    {
+        off = (*s == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+
+    } else {
+        return -1;
+    }
+
+    *t = adserve_days_from_civil(y, (unsigned) mo, (unsigned) d) * 86400
+         + h * 3600 + mi * 60 + sec - off;
+
+    return 0;
+}
+
+
+int
+adserve_parse_hhmm(const char *s, int end)
+{
+    int  h, m;
+
+    if (s == NULL || strlen(s) != 5 || s[2] != ':'
+        || digits(s, 2, &h) != 0 || digits(s + 3, 2, &m) != 0)
+    {
+        return -1;
+    }
+
+    if (m > 59 || h > 24 || (h == 24 && (!end || m != 0))) {
+        return -1;
+    }
+
+    return h * 60 + m;
+}

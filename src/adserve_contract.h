@@ -1,0 +1,477 @@
+/*
+ * adserve_contract: what the sidecar and the module agree on in Redis,
+ * spelled once.
+ *
+ * The sidecar writes Redis and the nginx module reads it (and writes
+ * counters that the sidecar reads back). Both are built from this file:
+ * every key, every record type, every vocabulary of a record field, the
+ * grammar of the counters, the time formats and the hash. Nothing outside
+ * it spells a key or a vocabulary word; t/unit/contract_test.c and
+ * scripts/contract-check hold both programs to that.
+ *
+ * Plain C, no nginx types (the sidecar links it too); the README's "Redis
+ * data contract" is its prose.
+ */
+
+#ifndef ADSERVE_CONTRACT_H
+#define ADSERVE_CONTRACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+/* ---- keys ---------------------------------------------------------------- */
+
+/* Every key of ours starts with this: one Redis may serve other programs. */
+#define ADSERVE_KEY_PREFIX               "adserve:"
+#define ADSERVE_KEY(name)                ADSERVE_KEY_PREFIX name
+
+/* the records (hashes id -> JSON text), by kind: adserve_kinds[] */
+#define ADSERVE_KEY_AD_UNITS             ADSERVE_KEY("ad_units")
+#define ADSERVE_KEY_PLACEMENTS           ADSERVE_KEY("placements")
+#define ADSERVE_KEY_ORDERS               ADSERVE_KEY("orders")
+#define ADSERVE_KEY_LINE_ITEMS           ADSERVE_KEY("line_items")
+#define ADSERVE_KEY_CREATIVES            ADSERVE_KEY("creatives")
+#define ADSERVE_KEY_LICAS                ADSERVE_KEY("licas")
+#define ADSERVE_KEY_ADVERTISERS          ADSERVE_KEY("advertisers")
+#define ADSERVE_KEY_TARGETING_KEYS       ADSERVE_KEY("targeting_keys")
+
+/* what serving follows: INCR on every change it reads, and the change log
+ * (a stream of {kind, id}) that lets a worker fetch just those records */
+#define ADSERVE_KEY_REV                  ADSERVE_KEY("rev")
+#define ADSERVE_KEY_CHANGES              ADSERVE_KEY("changes")
+#define ADSERVE_CHANGES_MAXLEN           "100000"
+#define ADSERVE_CHANGE_KIND              "kind"     /* an entry's fields */
+#define ADSERVE_CHANGE_ID                "id"
+
+/* the management API's indexes: a value -> the record with it, or a set
+ * per parent id (the prefix, then the id) */
+#define ADSERVE_KEY_AD_UNIT_CODES        ADSERVE_KEY("ad_unit_codes")
+#define ADSERVE_KEY_AD_UNIT_CHILDREN     ADSERVE_KEY("ad_unit_children:")
+#define ADSERVE_KEY_TARGETING_KEY_NAMES  ADSERVE_KEY("targeting_key_names")
+#define ADSERVE_KEY_TARGETING_VALUES     ADSERVE_KEY("targeting_values:")
+#define ADSERVE_KEY_TARGETING_VALUE_NAMES \
+                                         ADSERVE_KEY("targeting_value_names:")
+#define ADSERVE_KEY_LICA_PAIRS           ADSERVE_KEY("lica_pairs")
+#define ADSERVE_KEY_ADVERTISER_ORDERS    ADSERVE_KEY("advertiser_orders:")
+#define ADSERVE_KEY_ADVERTISER_CREATIVES ADSERVE_KEY("advertiser_creatives:")
+#define ADSERVE_KEY_ORDER_LINE_ITEMS     ADSERVE_KEY("order_line_items:")
+#define ADSERVE_KEY_PLACEMENT_LINE_ITEMS ADSERVE_KEY("placement_line_items:")
+#define ADSERVE_KEY_LINE_ITEM_LICAS      ADSERVE_KEY("line_item_licas:")
+#define ADSERVE_KEY_CREATIVE_LICAS       ADSERVE_KEY("creative_licas:")
+
+/* users and sessions (the sidecar's alone) */
+#define ADSERVE_KEY_USERS                ADSERVE_KEY("users")
+#define ADSERVE_KEY_USER                 ADSERVE_KEY("user:")
+#define ADSERVE_KEY_USER_BY_EMAIL        ADSERVE_KEY("user_by_email")
+#define ADSERVE_KEY_REFRESH_FAMILY       ADSERVE_KEY("refresh_family:")
+#define ADSERVE_KEY_REFRESH_TOKEN        ADSERVE_KEY("refresh_token:")
+#define ADSERVE_KEY_RESET                ADSERVE_KEY("reset:")
+#define ADSERVE_KEY_RATELIMIT            ADSERVE_KEY("ratelimit:")
+
+/* streams */
+#define ADSERVE_KEY_AUDIT                ADSERVE_KEY("audit")
+#define ADSERVE_AUDIT_MAXLEN             "100000"
+#define ADSERVE_KEY_OUTBOX               ADSERVE_KEY("outbox")
+#define ADSERVE_KEY_EVENTS               ADSERVE_KEY("events")
+
+/* counters (the grammar of their fields is below) */
+#define ADSERVE_KEY_STATS                ADSERVE_KEY("stats:")     /* + YYYYMMDDHH */
+#define ADSERVE_KEY_DELIVERY             ADSERVE_KEY("delivery")
+#define ADSERVE_KEY_RESET_SUPPRESSED     ADSERVE_KEY("stats:reset_mails_suppressed")
+#define ADSERVE_KEY_SEEN                 ADSERVE_KEY("seen:")      /* + type:hour */
+#define ADSERVE_KEY_FLUSH                ADSERVE_KEY("flush:")     /* + instance */
+#define ADSERVE_KEY_FC                   ADSERVE_KEY("fc:")        /* + user id */
+
+
+/* ---- record kinds -------------------------------------------------------- */
+
+/* The record hashes. Serving reads the first ADSERVE_KIND_SERVING; their
+ * change log entries name them by kind name. */
+typedef enum {
+    ADSERVE_KIND_AD_UNITS = 0,
+    ADSERVE_KIND_PLACEMENTS,
+    ADSERVE_KIND_ORDERS,
+    ADSERVE_KIND_LINE_ITEMS,
+    ADSERVE_KIND_CREATIVES,
+    ADSERVE_KIND_LICAS,
+    ADSERVE_KIND_ADVERTISERS,
+    ADSERVE_KIND_TARGETING_KEYS,
+    ADSERVE_KIND_ALL
+} adserve_kind_e;
+
+#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_LICAS + 1)
+/* the kinds a snapshot is built from */
+#define ADSERVE_KIND_COUNT    ADSERVE_KIND_SERVING
+
+typedef struct {
+    const char     *key;              /* "adserve:line_items" */
+    const char     *name;             /* "line_items": the change log's kind */
+    const char     *record;           /* "line_item": the audit log's resource */
+} adserve_kind_t;
+
+extern const adserve_kind_t  adserve_kinds[ADSERVE_KIND_ALL];
+
+/* The kind a change log entry names, or -1 for one serving does not read. */
+int adserve_kind_by_name(const char *name, size_t len);
+/* The serving kind of a record hash, or -1. */
+int adserve_kind_by_key(const char *key);
+
+/* the records' type names: the audit log's resource */
+#define ADSERVE_RECORD_AD_UNIT           "ad_unit"
+#define ADSERVE_RECORD_PLACEMENT         "placement"
+#define ADSERVE_RECORD_ORDER             "order"
+#define ADSERVE_RECORD_LINE_ITEM         "line_item"
+#define ADSERVE_RECORD_CREATIVE          "creative"
+#define ADSERVE_RECORD_LICA              "lica"
+#define ADSERVE_RECORD_ADVERTISER        "advertiser"
+#define ADSERVE_RECORD_TARGETING_KEY     "targeting_key"
+#define ADSERVE_RECORD_TARGETING_VALUE   "targeting_value"
+#define ADSERVE_RECORD_USER              "user"
+
+
+/* ---- vocabularies ---------------------------------------------------------
+ *
+ * Each is an enum and a NULL-ended names table in the enum's order (the
+ * sidecar's schemas take the tables as their enum values); the words are
+ * macros for the few places that need a constant (a union's tag). */
+
+/* find s (len bytes) in a NULL-ended names table: its index, or -1 */
+int adserve_vocab(const char *const *names, const char *s, size_t len);
+/* the same for a NUL-terminated s; NULL finds nothing */
+int adserve_vocab_str(const char *const *names, const char *s);
+
+/* statuses: of ad units, orders, line items and creatives' approval */
+#define ADSERVE_V_ACTIVE          "ACTIVE"
+#define ADSERVE_V_INACTIVE        "INACTIVE"
+#define ADSERVE_V_ARCHIVED        "ARCHIVED"
+#define ADSERVE_V_DRAFT           "DRAFT"
+#define ADSERVE_V_APPROVED        "APPROVED"
+#define ADSERVE_V_PAUSED          "PAUSED"
+#define ADSERVE_V_COMPLETED       "COMPLETED"
+#define ADSERVE_V_PENDING         "PENDING"
+#define ADSERVE_V_REJECTED        "REJECTED"
+
+typedef enum {
+    ADSERVE_UNIT_ACTIVE = 0,
+    ADSERVE_UNIT_INACTIVE,
+    ADSERVE_UNIT_ARCHIVED,
+    ADSERVE_UNIT_STATUS_COUNT
+} adserve_unit_status_e;
+
+extern const char *const adserve_unit_status_names[ADSERVE_UNIT_STATUS_COUNT + 1];
+
+typedef enum {
+    ADSERVE_ORDER_DRAFT = 0,
+    ADSERVE_ORDER_APPROVED,
+    ADSERVE_ORDER_PAUSED,
+    ADSERVE_ORDER_ARCHIVED,
+    ADSERVE_ORDER_STATUS_COUNT
+} adserve_order_status_e;
+
+extern const char *const adserve_order_status_names[ADSERVE_ORDER_STATUS_COUNT + 1];
+
+typedef enum {
+    ADSERVE_LI_DRAFT = 0,
+    ADSERVE_LI_ACTIVE,
+    ADSERVE_LI_PAUSED,
+    ADSERVE_LI_COMPLETED,
+    ADSERVE_LI_ARCHIVED,
+    ADSERVE_LI_STATUS_COUNT
+} adserve_li_status_e;
+
+extern const char *const adserve_li_status_names[ADSERVE_LI_STATUS_COUNT + 1];
+
+typedef enum {
+    ADSERVE_LICA_ACTIVE = 0,
+    ADSERVE_LICA_PAUSED,
+    ADSERVE_LICA_STATUS_COUNT
+} adserve_lica_status_e;
+
+extern const char *const adserve_lica_status_names[ADSERVE_LICA_STATUS_COUNT + 1];
+
+/* a creative's approval */
+typedef enum {
+    ADSERVE_APPROVAL_PENDING = 0,
+    ADSERVE_APPROVAL_APPROVED,
+    ADSERVE_APPROVAL_REJECTED,
+    ADSERVE_APPROVAL_COUNT
+} adserve_approval_e;
+
+extern const char *const adserve_approval_names[ADSERVE_APPROVAL_COUNT + 1];
+
+/* Line item types in serving order: a lower tier always wins. */
+#define ADSERVE_V_SPONSORSHIP     "SPONSORSHIP"
+#define ADSERVE_V_STANDARD        "STANDARD"
+#define ADSERVE_V_PRICE_PRIORITY  "PRICE_PRIORITY"
+#define ADSERVE_V_HOUSE           "HOUSE"
+
+typedef enum {
+    ADSERVE_TIER_SPONSORSHIP = 0,
+    ADSERVE_TIER_STANDARD,
+    ADSERVE_TIER_PRICE_PRIORITY,
+    ADSERVE_TIER_HOUSE,
+    ADSERVE_TIER_COUNT
+} adserve_tier_e;
+
+extern const char *const adserve_tier_names[ADSERVE_TIER_COUNT + 1];
+
+/* A new line item's priority by type: the middle of GAM's bands, which
+ * is also how serving ranks types before priorities (1 is the highest). */
+extern const uint8_t adserve_tier_priority[ADSERVE_TIER_COUNT];
+#define ADSERVE_PRIORITY_MIN      1
+#define ADSERVE_PRIORITY_MAX      16
+
+#define ADSERVE_V_CPM             "CPM"
+#define ADSERVE_V_CPC             "CPC"
+#define ADSERVE_V_CPA             "CPA"
+
+typedef enum {
+    ADSERVE_COST_CPM = 0,
+    ADSERVE_COST_CPC,
+    ADSERVE_COST_CPA,
+    ADSERVE_COST_COUNT
+} adserve_cost_e;
+
+extern const char *const adserve_cost_names[ADSERVE_COST_COUNT + 1];
+
+#define ADSERVE_V_NONE            "NONE"
+#define ADSERVE_V_IMPRESSIONS     "IMPRESSIONS"
+#define ADSERVE_V_CLICKS          "CLICKS"
+
+typedef enum {
+    ADSERVE_GOAL_NONE = 0,
+    ADSERVE_GOAL_IMPRESSIONS,
+    ADSERVE_GOAL_CLICKS,
+    ADSERVE_GOAL_COUNT
+} adserve_goal_e;
+
+extern const char *const adserve_goal_names[ADSERVE_GOAL_COUNT + 1];
+
+#define ADSERVE_V_EVEN            "EVEN"
+#define ADSERVE_V_ASAP            "ASAP"
+
+typedef enum {
+    ADSERVE_DELIVERY_EVEN = 0,
+    ADSERVE_DELIVERY_ASAP,
+    ADSERVE_DELIVERY_COUNT
+} adserve_delivery_e;
+
+extern const char *const adserve_delivery_names[ADSERVE_DELIVERY_COUNT + 1];
+
+#define ADSERVE_V_IMAGE           "IMAGE"
+#define ADSERVE_V_HTML            "HTML"
+
+typedef enum {
+    ADSERVE_CREATIVE_IMAGE = 0,
+    ADSERVE_CREATIVE_HTML,
+    ADSERVE_CREATIVE_TYPE_COUNT
+} adserve_creative_type_e;
+
+extern const char *const adserve_creative_type_names[ADSERVE_CREATIVE_TYPE_COUNT + 1];
+
+/* targeting keys: values from a list, or any value */
+#define ADSERVE_V_PREDEFINED      "PREDEFINED"
+#define ADSERVE_V_FREEFORM        "FREEFORM"
+
+typedef enum {
+    ADSERVE_KEY_TYPE_PREDEFINED = 0,
+    ADSERVE_KEY_TYPE_FREEFORM,
+    ADSERVE_KEY_TYPE_COUNT
+} adserve_key_type_e;
+
+extern const char *const adserve_key_type_names[ADSERVE_KEY_TYPE_COUNT + 1];
+
+/* a recommendation placement's ad_log_tracking_mode: when its impression
+ * counts */
+typedef enum {
+    ADSERVE_TRACKING_ON_AD_RESPONSE = 0,
+    ADSERVE_TRACKING_ON_EVENT_TRACKER,
+    ADSERVE_TRACKING_COUNT
+} adserve_tracking_e;
+
+extern const char *const adserve_tracking_names[ADSERVE_TRACKING_COUNT + 1];
+
+
+/* ---- the targeting grammar's vocabularies ----------------------------------
+ *
+ * A line item's targeting (README "Targeting"): device classes, operating
+ * systems and browsers as serving reads them from a user agent (and the bit
+ * positions of its masks), genders, weekdays, time zones, and the Expr of
+ * targeting.kv: its node types and comparison operators. */
+
+typedef enum {
+    ADSERVE_DEVICE_DESKTOP = 0,
+    ADSERVE_DEVICE_MOBILE,
+    ADSERVE_DEVICE_TABLET,
+    ADSERVE_DEVICE_CTV,
+    ADSERVE_DEVICE_OTHER,
+    ADSERVE_DEVICE_COUNT
+} adserve_device_type_e;
+
+extern const char *const adserve_device_type_names[ADSERVE_DEVICE_COUNT + 1];
+
+typedef enum {
+    ADSERVE_OS_WINDOWS = 0,
+    ADSERVE_OS_MACOS,
+    ADSERVE_OS_LINUX,
+    ADSERVE_OS_ANDROID,
+    ADSERVE_OS_IOS,
+    ADSERVE_OS_OTHER,
+    ADSERVE_OS_COUNT
+} adserve_os_e;
+
+extern const char *const adserve_os_names[ADSERVE_OS_COUNT + 1];
+
+typedef enum {
+    ADSERVE_BROWSER_CHROME = 0,
+    ADSERVE_BROWSER_FIREFOX,
+    ADSERVE_BROWSER_SAFARI,
+    ADSERVE_BROWSER_EDGE,
+    ADSERVE_BROWSER_OTHER,
+    ADSERVE_BROWSER_COUNT
+} adserve_browser_e;
+
+extern const char *const adserve_browser_names[ADSERVE_BROWSER_COUNT + 1];
+
+/* "M", "F", "O": the spec's user.gender */
+#define ADSERVE_GENDER_COUNT      3
+extern const char *const adserve_gender_names[ADSERVE_GENDER_COUNT + 1];
+
+/* "mon" .. "sun" */
+#define ADSERVE_WEEKDAY_COUNT     7
+extern const char *const adserve_weekday_names[ADSERVE_WEEKDAY_COUNT + 1];
+
+/* dayparts' tz: UTC only, for now */
+#define ADSERVE_V_UTC             "UTC"
+#define ADSERVE_ZONE_COUNT        1
+extern const char *const adserve_zone_names[ADSERVE_ZONE_COUNT + 1];
+
+/* Expr node types: the union's tag */
+#define ADSERVE_V_EXPR_CMP        "cmp"
+#define ADSERVE_V_EXPR_AND        "and"
+#define ADSERVE_V_EXPR_OR         "or"
+#define ADSERVE_V_EXPR_NOT        "not"
+
+typedef enum {
+    ADSERVE_EXPR_CMP = 0,
+    ADSERVE_EXPR_AND,
+    ADSERVE_EXPR_OR,
+    ADSERVE_EXPR_NOT,
+    ADSERVE_EXPR_COUNT
+} adserve_expr_e;
+
+extern const char *const adserve_expr_names[ADSERVE_EXPR_COUNT + 1];
+
+/* a cmp's op: eq and ne take one value, in, nin and intersects a list,
+ * lt, le, gt and ge a number */
+typedef enum {
+    ADSERVE_OP_EQ = 0,
+    ADSERVE_OP_NE,
+    ADSERVE_OP_LT,
+    ADSERVE_OP_LE,
+    ADSERVE_OP_GT,
+    ADSERVE_OP_GE,
+    ADSERVE_OP_IN,
+    ADSERVE_OP_NIN,
+    ADSERVE_OP_INTERSECTS,
+    ADSERVE_OP_COUNT
+} adserve_op_e;
+
+extern const char *const adserve_op_names[ADSERVE_OP_COUNT + 1];
+
+
+/* ---- counters -------------------------------------------------------------
+ *
+ * adserve:stats:{YYYYMMDDHH} (UTC) holds {dim}{id}:{metric} per ad unit,
+ * line item and creative, plus invalid:{event}, dup:{event},
+ * dropped:events and dropped:counters; adserve:delivery holds
+ * {line item id}:{metric} over the line item's life (pacing reads it).
+ * spend and convval are in micros of the account currency. */
+
+typedef enum {
+    ADSERVE_DIM_UNIT = 0,
+    ADSERVE_DIM_LINE_ITEM,
+    ADSERVE_DIM_CREATIVE,
+    ADSERVE_DIM_COUNT
+} adserve_dim_e;
+
+#define ADSERVE_V_DIM_UNIT        "u:"
+#define ADSERVE_V_DIM_LINE_ITEM   "li:"
+#define ADSERVE_V_DIM_CREATIVE    "cr:"
+
+extern const char *const adserve_dim_names[ADSERVE_DIM_COUNT + 1];
+
+/* The metrics, the reports' first (up to ADSERVE_METRIC_REPORTED); the
+ * three events in the order of adserve_event_e. */
+typedef enum {
+    ADSERVE_METRIC_REQ = 0,           /* ad requests */
+    ADSERVE_METRIC_ADS,               /* 200 answers */
+    ADSERVE_METRIC_IMP,               /* impressions */
+    ADSERVE_METRIC_CLK,               /* clicks */
+    ADSERVE_METRIC_CONV,              /* conversions */
+    ADSERVE_METRIC_SPEND,
+    ADSERVE_METRIC_CONVVAL,
+    ADSERVE_METRIC_OPP,               /* pacing's: a paced line item could
+                                       * have served */
+    ADSERVE_METRIC_COUNT
+} adserve_metric_e;
+
+#define ADSERVE_V_SPEND           "spend"
+#define ADSERVE_V_CONVVAL         "convval"
+
+#define ADSERVE_METRIC_REPORTED   ADSERVE_METRIC_OPP
+
+extern const char *const adserve_metric_names[ADSERVE_METRIC_COUNT + 1];
+
+/* the tracked events: ADSERVE_METRIC_IMP + type is each one's metric */
+typedef enum {
+    ADSERVE_EVENT_IMPRESSION = 0,
+    ADSERVE_EVENT_CLICK,
+    ADSERVE_EVENT_CONVERSION,
+    ADSERVE_EVENT_COUNT
+} adserve_event_e;
+
+#define ADSERVE_FIELD_INVALID           "invalid:"          /* + event */
+#define ADSERVE_FIELD_DUP               "dup:"              /* + event */
+#define ADSERVE_FIELD_DROPPED_EVENTS    "dropped:events"
+#define ADSERVE_FIELD_DROPPED_COUNTERS  "dropped:counters"
+
+/* the hour hash's suffix: YYYYMMDDHH */
+#define ADSERVE_HOUR_LEN          10
+
+
+/* ---- time ---------------------------------------------------------------- */
+
+/* An RFC 3339 date-time ("2024-01-31T12:34:56Z", fractions and +hh:mm
+ * offsets allowed) as unix seconds in *t. 0, or -1 when it is not one
+ * (the calendar is checked: no February 30). */
+int adserve_parse_time(const char *s, int64_t *t);
+
+/* Minutes since midnight of "HH:MM", 00:00 to 23:59, or 24:00 when end;
+ * -1 when it is not one. The daypart grammar of line item targeting. */
+int adserve_parse_hhmm(const char *s, int end);
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+int64_t adserve_days_from_civil(int64_t y, unsigned m, unsigned d);
+
+
+/* ---- the hash ------------------------------------------------------------ */
+
+/* FNV-1a over bytes: every id table of both programs (the snapshot's ad
+ * units and records, interned targeting strings, the reports' maps). Short
+ * ids, built once or looked up once per request: simplicity wins. */
+static inline uint64_t
+adserve_hash(const char *p, size_t len)
+{
+    uint64_t  h = 14695981039346656037ULL;   /* the offset basis */
+
+    while (len--) {
+        h ^= (unsigned char) *p++;
+        h *= 1099511628211ULL;
+    }
+
+    return h;
+}
+
+#endif

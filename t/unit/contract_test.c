@@ -1,0 +1,179 @@
+/* adserve_contract: the tables and parsers both programs share. */
+#include <stdint.h>
+#include <string.h>
+
+#include "adserve_contract.h"
+#include "tap.h"
+
+
+static void test_kinds(void) {
+    int k;
+
+    for (k = 0; k < ADSERVE_KIND_ALL; k++) {
+        ok(strncmp(adserve_kinds[k].key, ADSERVE_KEY_PREFIX, sizeof(ADSERVE_KEY_PREFIX) - 1) == 0
+           && strcmp(adserve_kinds[k].key + sizeof(ADSERVE_KEY_PREFIX) - 1,
+                     adserve_kinds[k].name) == 0,
+           "kind %d: %s is named %s", k, adserve_kinds[k].key, adserve_kinds[k].name);
+    }
+    for (k = 0; k < ADSERVE_KIND_SERVING; k++) {
+        is_int(adserve_kind_by_name(adserve_kinds[k].name, strlen(adserve_kinds[k].name)), k,
+               "the change log's %s is serving's kind %d", adserve_kinds[k].name, k);
+        is_int(adserve_kind_by_key(adserve_kinds[k].key), k, "%s is a serving hash",
+               adserve_kinds[k].key);
+    }
+    is_int(adserve_kind_by_name("advertisers", 11), -1, "advertisers: not read by serving");
+    is_int(adserve_kind_by_key(ADSERVE_KEY_ADVERTISERS), -1, "nor its key");
+    is_int(adserve_kind_by_name("line_items_x", 10), ADSERVE_KIND_LINE_ITEMS,
+           "a name is its first len bytes");
+    is_int(adserve_kind_by_name("line_item", 9), -1, "a prefix of a name is not the name");
+    is_int(adserve_kind_by_key("line_items"), -1, "a key without the prefix is not ours");
+    is_int(adserve_kind_by_key("adserve:rev"), -1, "the revision is no kind");
+    is_int(adserve_kind_by_key(NULL), -1, "NULL is no kind");
+    ok(strcmp(adserve_kinds[ADSERVE_KIND_LINE_ITEMS].record, ADSERVE_RECORD_LINE_ITEM) == 0,
+       "a kind's record type is the audit log's");
+}
+
+
+static void test_vocab(void) {
+    static const struct { const char *const *names; int count; } tables[] = {
+        { adserve_unit_status_names, ADSERVE_UNIT_STATUS_COUNT },
+        { adserve_order_status_names, ADSERVE_ORDER_STATUS_COUNT },
+        { adserve_li_status_names, ADSERVE_LI_STATUS_COUNT },
+        { adserve_lica_status_names, ADSERVE_LICA_STATUS_COUNT },
+        { adserve_approval_names, ADSERVE_APPROVAL_COUNT },
+        { adserve_tier_names, ADSERVE_TIER_COUNT },
+        { adserve_cost_names, ADSERVE_COST_COUNT },
+        { adserve_goal_names, ADSERVE_GOAL_COUNT },
+        { adserve_delivery_names, ADSERVE_DELIVERY_COUNT },
+        { adserve_creative_type_names, ADSERVE_CREATIVE_TYPE_COUNT },
+        { adserve_key_type_names, ADSERVE_KEY_TYPE_COUNT },
+        { adserve_tracking_names, ADSERVE_TRACKING_COUNT },
+        { adserve_dim_names, ADSERVE_DIM_COUNT },
+        { adserve_metric_names, ADSERVE_METRIC_COUNT },
+        { adserve_device_type_names, ADSERVE_DEVICE_COUNT },
+        { adserve_os_names, ADSERVE_OS_COUNT },
+        { adserve_browser_names, ADSERVE_BROWSER_COUNT },
+        { adserve_gender_names, ADSERVE_GENDER_COUNT },
+        { adserve_weekday_names, ADSERVE_WEEKDAY_COUNT },
+        { adserve_zone_names, ADSERVE_ZONE_COUNT },
+        { adserve_expr_names, ADSERVE_EXPR_COUNT },
+        { adserve_op_names, ADSERVE_OP_COUNT },
+    };
+    size_t t;
+    int i, good;
+
+    for (t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        good = tables[t].names[tables[t].count] == NULL;
+        for (i = 0; good && i < tables[t].count; i++) {
+            good = tables[t].names[i] != NULL
+                   && adserve_vocab_str(tables[t].names, tables[t].names[i]) == i;
+        }
+        ok(good, "table %zu: %d names, each found at its enum, NULL-ended", t, tables[t].count);
+    }
+
+    is_int(adserve_vocab_str(adserve_tier_names, "PRICE_PRIORITY"), ADSERVE_TIER_PRICE_PRIORITY,
+           "a word is its enum");
+    is_int(adserve_vocab_str(adserve_tier_names, "price_priority"), -1, "words are exact");
+    is_int(adserve_vocab_str(adserve_tier_names, "HOUSE "), -1, "nothing after the word");
+    is_int(adserve_vocab_str(adserve_tier_names, NULL), -1, "NULL is no word");
+    is_int(adserve_vocab(adserve_cost_names, "CPMX", 3), ADSERVE_COST_CPM,
+           "adserve_vocab reads len bytes");
+    is_int(adserve_vocab(adserve_cost_names, "CP", 2), -1, "a prefix of a word is not the word");
+
+    ok(adserve_tier_priority[ADSERVE_TIER_SPONSORSHIP] < adserve_tier_priority[ADSERVE_TIER_STANDARD]
+       && adserve_tier_priority[ADSERVE_TIER_STANDARD]
+          < adserve_tier_priority[ADSERVE_TIER_PRICE_PRIORITY]
+       && adserve_tier_priority[ADSERVE_TIER_PRICE_PRIORITY]
+          < adserve_tier_priority[ADSERVE_TIER_HOUSE]
+       && adserve_tier_priority[ADSERVE_TIER_HOUSE] == ADSERVE_PRIORITY_MAX,
+       "default priorities rank as the types do");
+    ok(strcmp(adserve_metric_names[ADSERVE_METRIC_IMP + ADSERVE_EVENT_CONVERSION], "conv") == 0,
+       "an event's metric is ADSERVE_METRIC_IMP + its type");
+    ok(ADSERVE_METRIC_REPORTED == ADSERVE_METRIC_CONVVAL + 1, "the reports' metrics come first");
+}
+
+
+static void test_hhmm(void) {
+    static const struct { const char *s; int end, minutes; } cases[] = {
+        { "00:00", 0, 0 }, { "23:59", 0, 1439 }, { "12:30", 1, 750 }, { "24:00", 1, 1440 },
+        { "24:00", 0, -1 }, { "24:01", 1, -1 }, { "25:00", 1, -1 }, { "12:60", 0, -1 },
+        { "1:00", 0, -1 }, { "01:0", 0, -1 }, { "01-00", 0, -1 }, { "+1:00", 0, -1 },
+        { "01:+0", 0, -1 }, { "01:00 ", 0, -1 }, { "", 0, -1 }, { "ab:cd", 0, -1 },
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        is_int(adserve_parse_hhmm(cases[i].s, cases[i].end), cases[i].minutes,
+               "hhmm \"%s\"%s", cases[i].s, cases[i].end ? " as an end" : "");
+    }
+    is_int(adserve_parse_hhmm(NULL, 1), -1, "hhmm NULL");
+}
+
+
+static void test_hash(void) {
+    /* FNV-1a's published vectors */
+    ok(adserve_hash("", 0) == 0xcbf29ce484222325ULL, "fnv1a(\"\")");
+    ok(adserve_hash("a", 1) == 0xaf63dc4c8601ec8cULL, "fnv1a(\"a\")");
+    ok(adserve_hash("foobar", 6) == 0x85944171f73967e8ULL, "fnv1a(\"foobar\")");
+}
+
+
+/* ---- adserve_parse_time ------------------------------------------------- */
+
+static void test_parse_time(void) {
+    static const struct { const char *s; long long t; } good[] = {
+        { "1970-01-01T00:00:00Z", 0 },
+        { "2025-06-01T00:00:00Z", 1748736000 },
+        { "2025-06-01T00:00:00z", 1748736000 },
+        { "2024-02-29T12:00:00Z", 1709208000 },
+        { "2000-02-29T00:00:00Z", 951782400 },
+        { "2024-03-01T00:00:00Z", 1709251200 },
+        { "2024-01-01T02:00:00+02:00", 1704067200 },
+        { "2023-12-31T18:30:00-05:30", 1704067200 },
+        { "2024-01-01T00:00:00+00:00", 1704067200 },
+        { "2024-01-01T00:00:00-00:00", 1704067200 },
+        { "2024-01-01T00:00:00.5Z", 1704067200 },
+        { "2024-01-01T00:00:00.999999999Z", 1704067200 },
+        { "2024-01-01T02:00:00.123+02:00", 1704067200 },
+        { "2100-02-28T00:00:00Z", 4107456000LL },
+        { "1969-12-31T23:00:00Z", -3600 },
+        { "1969-12-31T23:59:59Z", -1 },       /* -1 is a time, not an error */
+    };
+    static const char *const bad[] = {
+        "", "2024", "2024-01-01", "2024-01-01T00:00:00", "2024-01-01T00:00Z",
+        "2024-01-01 00:00:00Z", "2024-01-01T00:00:00ZZ", "2024-01-01T00:00:00Z ",
+        " 2024-01-01T00:00:00Z", "2024-1-01T00:00:00Z", "24-01-01T00:00:00Z",
+        "2024-13-01T00:00:00Z", "2024-00-01T00:00:00Z", "2024-01-00T00:00:00Z",
+        "2024-01-32T00:00:00Z", "2024-01-01T24:00:00Z", "2024-01-01T00:60:00Z",
+        "2024-01-01T00:00:61Z", "2024-01-01T00:00:00+0200", "2024-01-01T00:00:00+02",
+        "2024-01-01T00:00:00+24:00", "2024-01-01T00:00:00+02:60",
+        "2024-01-01T00:00:00+02:00x", "2024-01-01T00:00:00UTC",
+        "2024-01-01T00:00:00.Z", "2024-01-01T00:00:00.", "2024-01-01T00:00:00,5Z",
+        "2023-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2024-04-31T00:00:00Z",
+        "2024-02-30T00:00:00Z", "2024-01-01T-1:00:00Z", "2024-01-01T00:-1:00Z",
+        "2024-01-01T00:00:-1Z", "2024-01-01T+1:00:00Z", "2024-01-01T00:00:00+-1:00",
+        "2024-01-01T00:00:00+ 1:00", "tomorrow",
+    };
+    size_t i;
+    int64_t t;
+
+    for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        t = 12345;
+        ok(adserve_parse_time(good[i].s, &t) == 0 && t == good[i].t,
+           "parse_time %s = %lld (got %lld)", good[i].s, good[i].t, (long long) t);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        is_int(adserve_parse_time(bad[i], &t), -1, "parse_time rejects \"%s\"", bad[i]);
+    }
+    is_int(adserve_parse_time(NULL, &t), -1, "parse_time rejects NULL");
+}
+
+
+int main(void) {
+    test_kinds();
+    test_vocab();
+    test_hhmm();
+    test_hash();
+    test_parse_time();
+    return done_testing();
+}
