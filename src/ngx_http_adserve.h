@@ -200,8 +200,19 @@ typedef struct ngx_http_adserve_main_conf_s  ngx_http_adserve_main_conf_t;
 
 /* ---- a serving request ------------------------------------------------- */
 
+typedef struct ngx_http_adserve_ctx_s  ngx_http_adserve_ctx_t;
+
+/* What a request answers once its decision's inputs are known: the ad
+ * (src/ngx_http_adserve_serve.c) or the explanation (_explain.c). */
+typedef ngx_int_t (*ngx_http_adserve_answer_pt)(ngx_http_request_t *r,
+    ngx_http_adserve_ctx_t *ctx, const adserve_unit_t *unit,
+    adserve_decision_t *d);
+
+/* What goes on once the user's caps are settled. */
+typedef ngx_int_t (*ngx_http_adserve_caps_done_pt)(ngx_http_request_t *r);
+
 /* per request, from the pool */
-typedef struct {
+struct ngx_http_adserve_ctx_s {
     ngx_queue_t            queue;         /* in the loader's waiting list */
     ngx_http_request_t    *request;
     const adserve_unit_t  *unit;          /* found before the body was read, */
@@ -215,15 +226,28 @@ typedef struct {
     unsigned               caps_known:1;
     unsigned               caps_waiting:1;
     unsigned               explain:1;     /* the explainer, not serving */
-} ngx_http_adserve_ctx_t;
+    ngx_http_adserve_answer_pt     answer;
+    ngx_http_adserve_caps_done_pt  caps_done;     /* the cap read's end */
+};
 
 /* The ACTIVE ad unit of the request's path, in the current snapshot. */
 const adserve_unit_t *ngx_http_adserve_unit(ngx_http_request_t *r,
     ngx_http_adserve_ctx_t *ctx);
 
-/* Decides and answers, once caps are settled (src/ngx_http_adserve_caps.c
- * calls it when a read ends). */
-ngx_int_t ngx_http_adserve_finish(ngx_http_request_t *r);
+/* A serving request (adserve_ad, answer NULL: the ad) or the explainer's
+ * (its answer): the ad unit, then the body read; a location handler's
+ * result. */
+ngx_int_t ngx_http_adserve_start(ngx_http_request_t *r,
+    ngx_http_adserve_answer_pt answer);
+
+/* the loader's resume: a request parked while the first load ran */
+void ngx_http_adserve_resume(ngx_queue_t *q);
+
+/* location handlers: adserve_ad, the CORS preflight (rewrite phase),
+ * adserve_explain (src/ngx_http_adserve_explain.c) */
+ngx_int_t ngx_http_adserve_ad_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_adserve_preflight_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_adserve_explain_handler(ngx_http_request_t *r);
 
 
 /* ---- frequency caps: src/ngx_http_adserve_caps.c -------------------------
@@ -236,10 +260,12 @@ ngx_int_t ngx_http_adserve_finish(ngx_http_request_t *r);
  * do not serve it (the safe outcome: a cap is never broken for want of an
  * answer; the ad slot goes to uncapped demand or stays empty). */
 
-/* NGX_AGAIN: the read is under way, ngx_http_adserve_finish() follows;
- * NGX_DECLINED: caps stay unknown, go on. */
+/* NGX_AGAIN: the read is under way, and done(r) follows when it ends (in
+ * time or not), its result finalizing the request; NGX_DECLINED: caps stay
+ * unknown, go on. */
 ngx_int_t ngx_http_adserve_caps_read(ngx_http_request_t *r,
-    ngx_http_adserve_ctx_t *ctx, uint32_t max_seconds);
+    ngx_http_adserve_ctx_t *ctx, uint32_t max_seconds,
+    ngx_http_adserve_caps_done_pt done);
 
 /* An ad of a capped line item was served to log->user: record it, sent to
  * Redis at once (so the user's next request, on any worker, sees it). */
@@ -293,6 +319,14 @@ struct ngx_http_adserve_main_conf_s {
 };
 
 extern ngx_module_t  ngx_http_adserve_module;
+
+/* ---- helpers: src/ngx_http_adserve_util.c ------------------------------ */
+
+/* the worker's loader (its snapshot), or NULL outside a worker */
+ngx_http_adserve_loader_t *ngx_http_adserve_loader(ngx_http_request_t *r);
+
+/* s as a JSON string, quoted and escaped (6 bytes a byte at most) */
+u_char *ngx_http_adserve_json_str(u_char *p, const adserve_str_t *s);
 
 /* Unix seconds for this request: the clock, or X-Adserve-Clock where
  * adserve_test_clock is on (tests and scripts/simulate only). */

@@ -137,7 +137,7 @@ ngx_http_adserve_caps_release(ngx_http_adserve_ctx_t *ctx)
 
 ngx_int_t
 ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    uint32_t max_seconds)
+    uint32_t max_seconds, ngx_http_adserve_caps_done_pt done)
 {
     ngx_http_adserve_main_conf_t  *amcf;
     ngx_http_adserve_redis_t      *rd;
@@ -192,6 +192,7 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     ctx->caps_slot = (ngx_uint_t) slot;
     ctx->caps_waiting = 1;
+    ctx->caps_done = done;
 
     cln->handler = ngx_http_adserve_caps_cleanup;
     cln->data = ctx;
@@ -270,7 +271,11 @@ ngx_http_adserve_caps_done(ngx_http_adserve_ctx_t *ctx)
 
     ngx_http_adserve_caps_release(ctx);
 
-    ngx_http_finalize_request(r, ngx_http_adserve_finish(r));
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "adserve: caps %s, %uD capped ads seen",
+                   ctx->caps_known ? "known" : "unknown", ctx->nseen);
+
+    ngx_http_finalize_request(r, ctx->caps_done(r));
     ngx_http_run_posted_requests(c);
 }
 

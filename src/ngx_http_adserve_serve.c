@@ -1,0 +1,388 @@
+
+/*
+ * Serving: POST /app/v0/ad/{tagid}, from the worker's snapshot.
+ *
+ *   start: the ad unit of the path (404 at once when it is unknown), then
+ *     the body is read without blocking;
+ *   decide: parked while a new worker's first load runs (the loader resumes
+ *     it), the body scanned, the request counted, and, on a unit with
+ *     capped line items, the user's caps read from Redis (the caps resume
+ *     it through ctx->caps_done, or its deadline does);
+ *   finish: the decision, then ctx->answer: the ad (a rendered response
+ *     around a fresh ad_log token), 204, or the explainer's document.
+ *
+ * Also the CORS preflight of the serving and tracking locations.
+ */
+
+
+#include "ngx_http_adserve.h"
+
+
+/* The ad unit named by the path, if it is ACTIVE in the current snapshot.
+ * The tagid is what follows the location's prefix: one path segment. The
+ * answer is kept for as long as the snapshot it came from serves. */
+const adserve_unit_t *
+ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
+{
+    ngx_http_core_loc_conf_t   *clcf;
+    ngx_http_adserve_loader_t  *ld;
+    u_char                     *id;
+    size_t                      len;
+
+    ld = ngx_http_adserve_loader(r);
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (ld == NULL || r->uri.len <= clcf->name.len) {
+        return NULL;
+    }
+
+    /* the count of swaps, not the snapshot's address: a new snapshot may
+     * well be allocated where the old one was */
+    if (ctx->unit != NULL && ctx->loads == ld->loads) {
+        return ctx->unit;
+    }
+
+    id = r->uri.data + clcf->name.len;
+    len = r->uri.len - clcf->name.len;
+
+    if (ngx_strlchr(id, id + len, '/') != NULL) {
+        return NULL;
+    }
+
+    ctx->unit = adserve_snapshot_unit(ld->snapshot, (char *) id, len);
+    ctx->loads = ld->loads;
+
+    return ctx->unit;
+}
+
+
+/* Copies the rendered response around a fresh ad_log token: the body is
+ * the creative's head, the unit's impression URL, the token, the unit's
+ * click URL, the token, and the token again as ext.ad_log. */
+static ngx_int_t
+ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, const adserve_cand_t *c, time_t now)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    adserve_ad_log_t               log;
+    const adserve_li_t            *li;
+    u_char                        *body, *p, *tok;
+    size_t                         n;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    li = &amcf->loader->snapshot->lis[c->li];
+
+    body = ngx_pnalloc(r->pool, c->response_head_len + unit->impression_prefix.len
+                                + unit->click_prefix.len + 3 * ADSERVE_TOKEN_MAX
+                                + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(body, c->response_head, c->response_head_len);
+    p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
+    tok = p;
+
+    log.issued = now;
+    log.price_micros = c->bid_micros;
+    log.cost_type = li->cost_type;
+    log.ad_unit.data = unit->id;
+    log.ad_unit.len = unit->id_len;
+    log.line_item = li->id;
+    log.creative = c->creative_id;
+    log.user = ctx->req.user_id;
+    if (log.user.data == NULL) {
+        log.user.len = 0;
+    }
+
+    n = adserve_token_encode(amcf->tokens, &log, (char *) tok);
+    if (n == 0) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "adserve: ad_log token could not be sealed");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(tok + n, unit->click_prefix.data, unit->click_prefix.len);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+
+    ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_UNIT,
+                           &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
+                           NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_LINE_ITEM,
+                           &li->id, li->hash, NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_CREATIVE,
+                           &c->creative_id, c->creative_hash, NGX_HTTP_ADSERVE_M_ADS, 1);
+
+    if (li->ncaps && log.user.len) {
+        ngx_http_adserve_caps_record(li, &log, now,
+                                     amcf->loader->snapshot->max_cap_seconds);
+    }
+
+    if (unit->impression_on_response) {
+        (void) ngx_http_adserve_track(amcf->events, ADSERVE_EVENT_IMPRESSION,
+                                      &log, now, 0);
+    }
+
+    return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
+}
+
+
+/* A new worker has no snapshot until its first load ends: the request
+ * waits for it (milliseconds) rather than being told 404. */
+static ngx_int_t
+ngx_http_adserve_park(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
+{
+    ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
+
+    if (ld == NULL || !ld->warming) {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_adserve_loader_wait(ld, &ctx->queue);
+
+    return NGX_AGAIN;
+}
+
+
+/* The ad, or 204: serving's answer (ctx->answer). */
+static ngx_int_t
+ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, adserve_decision_t *d)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_cand_t          *c;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    c = adserve_decide(amcf->loader->snapshot, unit, d);
+    if (c == NULL) {
+        return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "adserve: line item %s, creative %s",
+                   amcf->loader->snapshot->lis[c->li].id.data, c->creative_id.data);
+
+    return ngx_http_adserve_send_ad(r, ctx, unit, c, ctx->now);
+}
+
+
+/* The decision's inputs, once the user's frequency caps are known (or are
+ * known to be unknown), handed to the request's answer. */
+static ngx_int_t
+ngx_http_adserve_finish(ngx_http_request_t *r)
+{
+    ngx_http_adserve_ctx_t        *ctx;
+    const adserve_unit_t          *unit;
+    adserve_decision_t             d;
+    adserve_req_ctx_t              facts;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
+
+    /* again: the snapshot may have been swapped while caps were read */
+    unit = ngx_http_adserve_unit(r, ctx);
+    if (unit == NULL) {
+        return NGX_HTTP_NOT_FOUND;
+    }
+
+    adserve_req_ctx_init(&facts, &ctx->req);
+
+    d.now = ctx->now;
+    d.rnd = (uint32_t) ngx_random();
+    d.facts = &facts;
+    d.seen = ctx->seen;
+    d.nseen = ctx->nseen;
+    d.caps_known = ctx->caps_known;
+
+    return ctx->answer(r, ctx, unit, &d);
+}
+
+
+static ngx_int_t
+ngx_http_adserve_decide(ngx_http_request_t *r)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_unit_t          *unit;
+    ngx_http_adserve_ctx_t        *ctx;
+    const char                    *err;
+    size_t                         len, off;
+    u_char                        *body;
+    ngx_int_t                      rc;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
+
+    rc = ngx_http_adserve_park(r, ctx);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    /* again if the snapshot was swapped while the body was read */
+    unit = ngx_http_adserve_unit(r, ctx);
+    if (unit == NULL) {
+        return NGX_HTTP_NOT_FOUND;
+    }
+
+    rc = ngx_http_adserve_body(r, &body, &len);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (adserve_json_parse_ad_request((char *) body, len, &ctx->req, &err, &off) != 0) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "adserve: malformed ad request at byte %uz: %s", off, err);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->now = ngx_http_adserve_now(r);
+
+    if (!ctx->explain) {
+        ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,
+                               &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
+                               NGX_HTTP_ADSERVE_M_REQUESTS, 1);
+    }
+
+    /* a unit with capped line items needs what this user has seen: an
+     * async read with a deadline; without a user id caps stay unknown, and
+     * capped line items do not serve */
+    if (unit->max_cap_seconds && ctx->req.user_id.len) {
+        rc = ngx_http_adserve_caps_read(r, ctx, unit->max_cap_seconds,
+                                        ngx_http_adserve_finish);
+        if (rc == NGX_AGAIN) {
+            return NGX_AGAIN;
+        }
+    }
+
+    return ngx_http_adserve_finish(r);
+}
+
+
+static void
+ngx_http_adserve_body_handler(ngx_http_request_t *r)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_adserve_decide(r);
+
+    /* parked: the request stays open until the loader resumes it, or the
+     * caps reply (or its deadline) finishes it */
+    if (rc != NGX_AGAIN) {
+        ngx_http_finalize_request(r, rc);
+    }
+}
+
+
+/* called by the loader, outside any request's event */
+void
+ngx_http_adserve_resume(ngx_queue_t *q)
+{
+    ngx_http_adserve_ctx_t  *ctx;
+    ngx_connection_t        *c;
+    ngx_int_t                rc;
+
+    ctx = ngx_queue_data(q, ngx_http_adserve_ctx_t, queue);
+    c = ctx->request->connection;
+
+    rc = ngx_http_adserve_decide(ctx->request);
+    if (rc != NGX_AGAIN) {
+        ngx_http_finalize_request(ctx->request, rc);
+    }
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+ngx_int_t
+ngx_http_adserve_start(ngx_http_request_t *r, ngx_http_adserve_answer_pt answer)
+{
+    ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
+    ngx_http_adserve_ctx_t     *ctx;
+    ngx_int_t                   rc;
+
+    if (!(r->method & NGX_HTTP_POST)) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_adserve_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->request = r;
+    ctx->answer = answer ? answer : ngx_http_adserve_answer_ad;
+    ctx->explain = (answer != NULL);
+    ngx_http_set_ctx(r, ctx, ngx_http_adserve_module);
+
+    /* unknown or inactive: 404 at once, the body is discarded unread;
+     * a worker still warming up cannot know yet */
+    if (ngx_http_adserve_unit(r, ctx) == NULL && (ld == NULL || !ld->warming)) {
+        return NGX_HTTP_NOT_FOUND;
+    }
+
+    r->request_body_in_single_buf = 1;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_adserve_body_handler);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+/* The CORS preflight of an adserve_ad or adserve_event location, for any
+ * path: 204 with the location's add_header lines. In the rewrite phase, where a `return
+ * 204` in the location would answer it: before limit_req, which does not
+ * count preflights. */
+ngx_int_t
+ngx_http_adserve_preflight_handler(ngx_http_request_t *r)
+{
+    static ngx_str_t           ad_methods = ngx_string("POST, OPTIONS");
+    static ngx_str_t           event_methods = ngx_string("GET, POST, OPTIONS");
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_str_t                 *methods;
+    ngx_int_t                  rc;
+
+    if (r->method != NGX_HTTP_OPTIONS) {
+        return NGX_DECLINED;
+    }
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (clcf->handler == ngx_http_adserve_ad_handler) {
+        methods = &ad_methods;
+
+    } else if (clcf->handler == ngx_http_adserve_track_handler) {
+        methods = &event_methods;
+
+    } else {
+        return NGX_DECLINED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    /* what only a preflight needs: every ad response is spared them */
+    if (ngx_http_adserve_header(r, "Access-Control-Allow-Methods", methods) == NULL
+        || ngx_http_adserve_header(r, "Access-Control-Allow-Headers",
+                                   &(ngx_str_t) ngx_string("Content-Type")) == NULL
+        || ngx_http_adserve_header(r, "Access-Control-Max-Age",
+                                   &(ngx_str_t) ngx_string("86400")) == NULL)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+}
+
+
+ngx_int_t
+ngx_http_adserve_ad_handler(ngx_http_request_t *r)
+{
+    return ngx_http_adserve_start(r, NULL);
+}

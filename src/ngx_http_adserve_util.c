@@ -1,0 +1,204 @@
+
+/*
+ * The helpers every handler of the module shares: the clock (with the test
+ * clock of adserve_test_clock), the worker's loader, the request body as
+ * one buffer, response headers and bodies, JSON strings.
+ */
+
+
+#include "ngx_http_adserve.h"
+
+
+static ngx_str_t  ngx_http_adserve_json_type = ngx_string("application/json");
+
+
+/* ---- the clock --------------------------------------------------------- */
+
+static ngx_str_t  ngx_http_adserve_clock_header = ngx_string("X-Adserve-Clock");
+
+/* the latest test clock seen by this worker: what its timers go by */
+static time_t  ngx_http_adserve_test_now;
+
+
+time_t
+ngx_http_adserve_now(ngx_http_request_t *r)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_list_part_t               *part;
+    ngx_table_elt_t               *h;
+    ngx_uint_t                     i;
+    time_t                         t;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    if (!amcf->test_clock) {
+        return ngx_time();
+    }
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == ngx_http_adserve_clock_header.len
+            && ngx_strncasecmp(h[i].key.data, ngx_http_adserve_clock_header.data,
+                               h[i].key.len) == 0)
+        {
+            t = ngx_atotm(h[i].value.data, h[i].value.len);
+            if (t != NGX_ERROR) {
+                if (t > ngx_http_adserve_test_now) {
+                    ngx_http_adserve_test_now = t;
+                }
+                return t;
+            }
+        }
+    }
+
+    return ngx_http_adserve_clock();
+}
+
+
+time_t
+ngx_http_adserve_clock(void)
+{
+    return ngx_http_adserve_test_now ? ngx_http_adserve_test_now : ngx_time();
+}
+
+
+/* ---- requests and responses ------------------------------------------- */
+
+ngx_http_adserve_loader_t *
+ngx_http_adserve_loader(ngx_http_request_t *r)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    return amcf->loader;
+}
+
+
+/* The body as one mutable buffer: the JSON scanner unescapes in place. */
+ngx_int_t
+ngx_http_adserve_body(ngx_http_request_t *r, u_char **start, size_t *len)
+{
+    ngx_http_request_body_t  *rb = r->request_body;
+    ngx_chain_t              *cl;
+    u_char                   *p;
+    size_t                    n = 0;
+
+    if (rb == NULL || rb->bufs == NULL) {
+        *start = NULL;
+        *len = 0;
+        return NGX_OK;
+    }
+
+    if (rb->temp_file != NULL) {
+        /* only when client_body_buffer_size < client_max_body_size */
+        return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    }
+
+    if (rb->bufs->next == NULL) {
+        *start = rb->bufs->buf->pos;
+        *len = rb->bufs->buf->last - rb->bufs->buf->pos;
+        return NGX_OK;
+    }
+
+    for (cl = rb->bufs; cl; cl = cl->next) {
+        n += cl->buf->last - cl->buf->pos;
+    }
+
+    p = ngx_pnalloc(r->pool, n);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    *start = p;
+    *len = n;
+
+    for (cl = rb->bufs; cl; cl = cl->next) {
+        p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
+    size_t len)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+    ngx_int_t     rc;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
+
+    if (len == 0) {
+        r->header_only = 1;
+        return ngx_http_send_header(r);
+    }
+
+    r->headers_out.content_type = ngx_http_adserve_json_type;
+    r->headers_out.content_type_len = ngx_http_adserve_json_type.len;
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->pos = body;
+    b->last = body + len;
+    b->memory = 1;
+    b->last_buf = (r == r->main);
+    b->last_in_chain = 1;
+
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+ngx_table_elt_t *
+ngx_http_adserve_header(ngx_http_request_t *r, const char *name, ngx_str_t *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NULL;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value = *value;
+
+    return h;
+}
+
+
+u_char *
+ngx_http_adserve_json_str(u_char *p, const adserve_str_t *s)
+{
+    *p++ = '"';
+    p = (u_char *) ngx_escape_json(p, (u_char *) s->data, s->len);
+    *p++ = '"';
+
+    return p;
+}
