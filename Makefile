@@ -12,6 +12,8 @@ ENGINE   = src/adserve_contract.c src/adserve_arena.c src/adserve_json.c src/ads
 # every unit test twice: plain, and under AddressSanitizer + UBSan
 UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c)) \
            $(patsubst t/unit/%_test.c,$(BUILD)/t/%-asan.t,$(wildcard t/unit/*_test.c))
+# tools the black-box tests feed (not tests of their own)
+TOOLS    = $(BUILD)/t/tools/targeting-check
 
 .PHONY: all deps build module sidecar unit run stop test bench simulate clean
 
@@ -26,9 +28,13 @@ build: deps
 	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar-asan SANITIZE=1
 	@$(MAKE) -s unit
 
-unit: $(UNIT)
+unit: $(UNIT) $(TOOLS)
 
 $(BUILD)/t/%-asan.t: t/unit/%_test.c t/unit/tap.h $(ENGINE) $(wildcard src/adserve_*.h)
+	@mkdir -p $(@D)
+	$(UNIT_CC) $(UNIT_CFLAGS) $(ASAN) $(ENGINE) $< -o $@ $(UNIT_LIBS)
+
+$(BUILD)/t/tools/targeting-check: t/unit/targeting_check.c $(ENGINE) $(wildcard src/adserve_*.h)
 	@mkdir -p $(@D)
 	$(UNIT_CC) $(UNIT_CFLAGS) $(ASAN) $(ENGINE) $< -o $@ $(UNIT_LIBS)
 

@@ -13,19 +13,18 @@
  * A kv rule names keys and values by name (lhs ["section"], rhs "sport"),
  * so only the name indexes and the key records are read.
  *
- * Choices beyond the brief:
- *   - kv: and / or need at least one expression, in / nin / intersects a
- *     non-empty array (an empty one is always a mistake, never a rule);
- *     numbers must be finite (cJSON reads 1e999 as infinity, stored as
- *     null); at most KV_MAX_VALUES rhs values in all, which bounds the
- *     Redis lookups of one line item;
- *   - a PREDEFINED key's values are a closed set of names, so its rhs
- *     values must be strings naming one (a number is refused: lt / le /
- *     gt / ge cannot apply to such a key); a FREEFORM key takes any string
- *     or number;
- *   - dayparts: start 00:00..23:59, end 00:01..24:00 and after start, so a
- *     span past midnight is two dayparts; days must not be empty; tz is
- *     UTC only for now (the enum grows when serving knows zones);
+ * What a rule means at serving (device, user, dayparts, kv: the op / rhs
+ * agreement, nesting up to ADSERVE_KV_MAX_DEPTH, at most ADSERVE_KV_MAX_CMPS
+ * comparisons and ADSERVE_KV_MAX_RHS rhs values, finite numbers) is judged
+ * by serving's compiler, adserve_target_check (src/adserve_target.c),
+ * linked here: the API accepts exactly the rules serving can evaluate.
+ * What is checked here:
+ *   - an ad unit both included and excluded is a contradiction;
+ *   - ad units and placements exist;
+ *   - kv keys exist, and a PREDEFINED key's values are a closed set of
+ *     names, so its rhs values must be strings naming one (a number is
+ *     refused: lt / le / gt / ge cannot apply to such a key); a FREEFORM
+ *     key takes any string or number;
  *   - the same id twice in one list is harmless and kept.
  * Every refusal is a 422 "targeting.<path>: <why>"; Redis failures are the
  * usual 503 / 500. Local checks come first, so a malformed rule never
@@ -37,8 +36,9 @@
 #include "resource.h"
 #include "schemas.h"
 
+#include "adserve_target.h"
+
 #include <ctype.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,9 +48,6 @@
 #define MAX_IDS 1000            /* include, exclude, placements (each) */
 #define MAX_SIZES 100
 #define MAX_DAYPARTS 64
-#define KV_MAX_DEPTH 16         /* the root expression is level 1 */
-#define KV_MAX_CMPS 256
-#define KV_MAX_VALUES 10000
 /* store_cmd takes at most 64 arguments: HMGET, the hash, 62 fields. */
 #define HMGET_BATCH 62
 #define KEY_ID_MAX 128
@@ -288,59 +285,6 @@ static int check_overlap(const cJSON *include, const cJSON *exclude, struct repl
     return 0;
 }
 
-static int check_user(const cJSON *u, struct reply *rep)
-{
-    const cJSON *lo = member(u, "yob_min"), *hi = member(u, "yob_max");
-    struct path p;
-
-    if (!cJSON_IsNumber(lo) || !cJSON_IsNumber(hi) || lo->valuedouble <= hi->valuedouble)
-        return 0;
-    path_init(&p);
-    path_name(&p, "user.yob_max");
-    return invalid(rep, &p, "must be >= yob_min (%d)", lo->valueint);
-}
-
-static int check_daypart(const cJSON *d, struct path *p, struct reply *rep)
-{
-    const char *start = json_str_member(d, "start"), *end = json_str_member(d, "end");
-    int from = adserve_parse_hhmm(start, 0), to = adserve_parse_hhmm(end, 1);
-
-    if (cJSON_GetArraySize(member(d, "days")) == 0) {
-        path_name(p, "days");
-        return invalid(rep, p, "must name at least one day");
-    }
-    if (from < 0) {
-        path_name(p, "start");
-        return invalid(rep, p, "must be a time HH:MM from 00:00 to 23:59");
-    }
-    if (to < 0) {
-        path_name(p, "end");
-        return invalid(rep, p, "must be a time HH:MM from 00:00 to 24:00");
-    }
-    if (to <= from) {
-        path_name(p, "end");
-        return invalid(rep, p, "must be after start (%s); past midnight, use two dayparts",
-                       start);
-    }
-    return 0;
-}
-
-static int check_dayparts(const cJSON *list, struct reply *rep)
-{
-    struct path p;
-    int i = 0;
-
-    path_init(&p);
-    path_name(&p, "dayparts");
-    for (const cJSON *d = list != NULL ? list->child : NULL; d != NULL; d = d->next, i++) {
-        size_t old = path_index(&p, i);
-        if (check_daypart(d, &p, rep) != 0)
-            return -1;
-        path_pop(&p, old);
-    }
-    return 0;
-}
-
 /* ---- kv: one walk, three visits ----------------------------------------------------- */
 
 enum key_type {
@@ -361,9 +305,8 @@ struct kv_key {
 };
 
 struct kv_check {
-    struct kv_key keys[KV_MAX_CMPS];    /* at most one new key per cmp */
+    struct kv_key keys[ADSERVE_KV_MAX_CMPS];    /* at most one new key per cmp */
     size_t n_keys;
-    int n_cmps, n_values;
     struct reply *rep;
 };
 
@@ -394,10 +337,8 @@ static int walk(struct kv_check *k, const cJSON *e, struct path *p, int depth, c
     const char *type = json_str_member(e, "type");
     const cJSON *data = member(e, "data");
 
-    if (depth > KV_MAX_DEPTH)
-        return invalid(k->rep, p, "nested more than %d levels deep", KV_MAX_DEPTH);
-    if (type == NULL || data == NULL)
-        return invalid(k->rep, p, "must be an expression");
+    if (depth > ADSERVE_KV_MAX_DEPTH || type == NULL || data == NULL)
+        return invalid(k->rep, p, "internal error: a rule the compiler refused");
     size_t old = path_name(p, "data");
     int node = adserve_vocab_str(adserve_expr_names, type);
     int rc = node == ADSERVE_EXPR_CMP   ? visit(k, data, p)
@@ -431,86 +372,13 @@ static const char *lhs_key(const cJSON *cmp)
     return cJSON_GetStringValue(cJSON_GetArrayItem(member(cmp, "lhs"), 0));
 }
 
-/* ---- visit 1: the shape of each cmp, and the keys it names ---- */
+/* ---- visit 1: the keys the cmps name (the compiler vouched for the shape) ---- */
 
-enum rhs_kind { RHS_SCALAR, RHS_NUMBER, RHS_LIST };
-
-static enum rhs_kind rhs_kind(const char *name)
+static int visit_names(struct kv_check *k, const cJSON *cmp, struct path *p)
 {
-    int op = adserve_vocab_str(adserve_op_names, name);
+    const char *name = lhs_key(cmp);
 
-    if (op == ADSERVE_OP_EQ || op == ADSERVE_OP_NE)
-        return RHS_SCALAR;
-    if (op == ADSERVE_OP_IN || op == ADSERVE_OP_NIN || op == ADSERVE_OP_INTERSECTS)
-        return RHS_LIST;
-    return RHS_NUMBER;
-}
-
-static bool is_finite_number(const cJSON *v)
-{
-    return cJSON_IsNumber(v) && isfinite(v->valuedouble);
-}
-
-static int check_list(struct kv_check *k, const cJSON *rhs, const char *op, struct path *p)
-{
-    int i = 0;
-
-    if (!cJSON_IsArray(rhs))
-        return invalid(k->rep, p, "must be an array for op %s", op);
-    if (rhs->child == NULL)
-        return invalid(k->rep, p, "must not be empty");
-    for (const cJSON *e = rhs->child; e != NULL; e = e->next, i++) {
-        if (!cJSON_IsString(e) && !is_finite_number(e)) {
-            path_index(p, i);
-            return invalid(k->rep, p, "must be a string or a finite number");
-        }
-    }
-    k->n_values += i;
-    return 0;
-}
-
-/* The op decides what rhs may be (p is the rhs's path). */
-static int check_rhs(struct kv_check *k, const cJSON *rhs, const char *op, struct path *p)
-{
-    switch (rhs_kind(op)) {
-    case RHS_SCALAR:
-        if (!cJSON_IsString(rhs) && !is_finite_number(rhs))
-            return invalid(k->rep, p, "must be a string or a finite number for op %s", op);
-        k->n_values++;
-        return 0;
-    case RHS_NUMBER:
-        if (!is_finite_number(rhs))
-            return invalid(k->rep, p, "must be a finite number for op %s", op);
-        k->n_values++;
-        return 0;
-    case RHS_LIST:
-        return check_list(k, rhs, op, p);
-    }
-    return invalid(k->rep, p, "internal error: unknown op");
-}
-
-static int visit_shape(struct kv_check *k, const cJSON *cmp, struct path *p)
-{
-    const char *op = json_str_member(cmp, "op"), *name = lhs_key(cmp);
-
-    if (++k->n_cmps > KV_MAX_CMPS) {
-        reply_error(k->rep, 422, "targeting.kv: more than %d comparisons", KV_MAX_CMPS);
-        return -1;
-    }
-    if (op == NULL)
-        return invalid(k->rep, p, "must be a comparison");
-    size_t old = path_name(p, "lhs");
-    if (cJSON_GetArraySize(member(cmp, "lhs")) != 1 || name == NULL)
-        return invalid(k->rep, p, "must name exactly one key");
-    path_pop(p, old);
-    path_name(p, "rhs");
-    if (check_rhs(k, member(cmp, "rhs"), op, p) != 0)
-        return -1;
-    path_pop(p, old);
-    if (k->n_values > KV_MAX_VALUES) {
-        reply_error(k->rep, 422, "targeting.kv: more than %d rhs values in all", KV_MAX_VALUES);
-        return -1;
-    }
+    (void)p;
     if (find_key(k, name) == NULL)
         k->keys[k->n_keys++].name = name;
     return 0;
@@ -723,10 +591,10 @@ static int key_type_of(const char *json, enum key_type *type)
  * points at no record (a torn write) is a missing key, as serving would see it. */
 static int key_records(struct store_conn *c, struct kv_check *k, struct reply *rep)
 {
-    const char *ids[KV_MAX_CMPS];
-    struct kv_key *of[KV_MAX_CMPS];
-    bool present[KV_MAX_CMPS];
-    char **recs = calloc(KV_MAX_CMPS, sizeof *recs);
+    const char *ids[ADSERVE_KV_MAX_CMPS];
+    struct kv_key *of[ADSERVE_KV_MAX_CMPS];
+    bool present[ADSERVE_KV_MAX_CMPS];
+    char **recs = calloc(ADSERVE_KV_MAX_CMPS, sizeof *recs);
     size_t n = 0;
 
     if (recs == NULL)
@@ -746,16 +614,16 @@ static int key_records(struct store_conn *c, struct kv_check *k, struct reply *r
             rc = -1;
         }
     }
-    free_strs(recs, KV_MAX_CMPS);
+    free_strs(recs, ADSERVE_KV_MAX_CMPS);
     return rc;
 }
 
 /* Resolves each key name to its id (the name index), then its type. */
 static int resolve_keys(struct store_conn *c, struct kv_check *k, struct reply *rep)
 {
-    const char *names[KV_MAX_CMPS];
-    bool present[KV_MAX_CMPS];
-    char **ids = calloc(KV_MAX_CMPS, sizeof *ids);
+    const char *names[ADSERVE_KV_MAX_CMPS];
+    bool present[ADSERVE_KV_MAX_CMPS];
+    char **ids = calloc(ADSERVE_KV_MAX_CMPS, sizeof *ids);
     int rc;
 
     if (ids == NULL)
@@ -770,7 +638,7 @@ static int resolve_keys(struct store_conn *c, struct kv_check *k, struct reply *
         if (key->type != KEY_MISSING)
             memcpy(key->id, ids[i], strlen(ids[i]) + 1);
     }
-    free_strs(ids, KV_MAX_CMPS);
+    free_strs(ids, ADSERVE_KV_MAX_CMPS);
     return rc == 0 ? key_records(c, k, rep) : -1;
 }
 
@@ -807,14 +675,32 @@ static int check_kv_refs(struct store_conn *c, struct kv_check *k, const cJSON *
 
 /* ---- targeting_check ------------------------------------------------------------- */
 
+/* What serving decides per request (device, user, dayparts, kv) is judged
+ * by serving's own compiler (adserve_target_check): a rule this API accepts
+ * is a rule serving evaluates, by construction. */
+static int check_compiles(const cJSON *t, struct reply *rep)
+{
+    adserve_target_err_t err;
+    int rc = adserve_target_check(t, &err);
+
+    if (rc < 0)
+        return out_of_memory(rep);
+    if (rc > 0) {
+        reply_error(rep, 422, "targeting%s%s: %s", err.path[0] != '\0' ? "." : "", err.path,
+                    err.reason);
+        return -1;
+    }
+    return 0;
+}
+
 static int check_local(const cJSON *t, struct kv_check *k, struct reply *rep)
 {
     const cJSON *units = member(t, "ad_units"), *kv = member(t, "kv");
 
     if (check_overlap(member(units, "include"), member(units, "exclude"), rep) != 0 ||
-        check_user(member(t, "user"), rep) != 0 || check_dayparts(member(t, "dayparts"), rep) != 0)
+        check_compiles(t, rep) != 0)
         return -1;
-    return k != NULL ? walk_kv(k, kv, visit_shape) : 0;
+    return k != NULL ? walk_kv(k, kv, visit_names) : 0;
 }
 
 static int check_refs(struct store_conn *c, const cJSON *t, struct kv_check *k,

@@ -380,6 +380,12 @@ typedef enum {
 
 extern const char *const adserve_op_names[ADSERVE_OP_COUNT + 1];
 
+/* the bounds of a kv rule: nesting (the root is level 1), comparisons, and
+ * rhs values in all (they bound what one line item costs to check) */
+#define ADSERVE_KV_MAX_DEPTH      16
+#define ADSERVE_KV_MAX_CMPS       256
+#define ADSERVE_KV_MAX_RHS        10000
+
 
 /* ---- counters -------------------------------------------------------------
  *

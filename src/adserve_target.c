@@ -4,6 +4,8 @@
  */
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +57,6 @@ struct adserve_target_s {
     const double    *nums;
 };
 
-#define KV_MAX_DEPTH  32              /* the sidecar allows 16 */
 
 /* scratch slots of the builder */
 enum { S_NODES = 0, S_STRS, S_NUMS, S_RANGES };
@@ -766,7 +767,7 @@ eval_cmp(const adserve_target_t *t, const tnode_t *n, const adserve_kv_t *kv)
 }
 
 
-/* depth is bounded by the compiler (KV_MAX_DEPTH) */
+/* depth is bounded by the compiler (ADSERVE_KV_MAX_DEPTH) */
 static int
 eval(const adserve_target_t *t, uint32_t i, const adserve_kv_t *kv)
 {
@@ -1027,28 +1028,108 @@ name_index(const char *const *names, const char *s)
 }
 
 
-/* A list of enum names as a bit mask (0 when absent or empty); -1 when
- * malformed. */
-static int
-name_mask(const cJSON *list, const char *const *names)
+/* ---- refusals: where and why, when the caller asked (b->err) ---- */
+
+/* Appends to the path below targeting; the old length, for path_pop. */
+static size_t
+path_push(adserve_target_builder_t *b, const char *fmt, ...)
 {
-    const cJSON  *e;
-    int           mask = 0, i;
+    size_t   old, room;
+    va_list  ap;
+    int      n;
+
+    if (b->err == NULL) {
+        return 0;
+    }
+
+    old = strlen(b->err->path);
+    room = sizeof(b->err->path) - old;
+
+    va_start(ap, fmt);
+    n = vsnprintf(b->err->path + old, room, fmt, ap);
+    va_end(ap);
+
+    if (n < 0) {
+        b->err->path[old] = '\0';
+    }
+
+    return old;
+}
+
+
+static void
+path_pop(adserve_target_builder_t *b, size_t old)
+{
+    if (b->err != NULL) {
+        b->err->path[old] = '\0';
+    }
+}
+
+
+/* The reason a rule is refused; always 1, so callers can return it. */
+static int
+refuse(adserve_target_builder_t *b, const char *fmt, ...)
+{
+    va_list  ap;
+
+    if (b->err != NULL) {
+        va_start(ap, fmt);
+        (void) vsnprintf(b->err->reason, sizeof(b->err->reason), fmt, ap);
+        va_end(ap);
+    }
+
+    return 1;
+}
+
+
+/* "must be one of a, b, c" */
+static int
+refuse_names(adserve_target_builder_t *b, const char *const *names)
+{
+    char    list[256];
+    size_t  len = 0;
+    int     i, n;
+
+    list[0] = '\0';
+
+    for (i = 0; names[i] != NULL && len < sizeof(list); i++) {
+        n = snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", names[i]);
+        if (n < 0) {
+            break;
+        }
+        len += (size_t) n;
+    }
+
+    return refuse(b, "must be one of %s", list);
+}
+
+
+/* A list of enum names (the member field of o) as a bit mask, 0 when absent
+ * or empty; -1 when malformed, refused at its path. */
+static int
+name_mask(adserve_target_builder_t *b, const cJSON *o, const char *field,
+    const char *const *names)
+{
+    const cJSON  *e, *list = member(o, field);
+    int           mask = 0, i, k = 0;
 
     if (absent(list)) {
         return 0;
     }
 
     if (!cJSON_IsArray(list)) {
-        return -1;
+        path_push(b, ".%s", field);
+        return -refuse(b, "must be an array");
     }
 
     cJSON_ArrayForEach(e, list) {
         i = name_index(names, cJSON_GetStringValue(e));
         if (i < 0) {
-            return -1;
+            path_push(b, ".%s[%d]", field, k);
+            return -refuse_names(b, names);
         }
         mask |= 1 << i;
+        k++;
     }
 
     return mask;
@@ -1056,25 +1137,28 @@ name_mask(const cJSON *list, const char *const *names)
 
 
 static int
-compile_device(const cJSON *d, adserve_target_t *t)
+compile_device(adserve_target_builder_t *b, const cJSON *d, adserve_target_t *t)
 {
-    int  types, oses, browsers;
+    int  types, oses = -1, browsers = -1;
 
     if (absent(d)) {
         return 0;
     }
 
+    path_push(b, "device");
+
     if (!cJSON_IsObject(d)) {
+        return refuse(b, "must be an object");
+    }
+
+    if ((types = name_mask(b, d, "types", adserve_device_type_names)) < 0
+        || (oses = name_mask(b, d, "os", adserve_os_names)) < 0
+        || (browsers = name_mask(b, d, "browsers", adserve_browser_names)) < 0)
+    {
         return 1;
     }
 
-    types = name_mask(member(d, "types"), adserve_device_type_names);
-    oses = name_mask(member(d, "os"), adserve_os_names);
-    browsers = name_mask(member(d, "browsers"), adserve_browser_names);
-
-    if (types < 0 || oses < 0 || browsers < 0) {
-        return 1;
-    }
+    path_pop(b, 0);
 
     t->types = (uint16_t) types;
     t->oses = (uint16_t) oses;
@@ -1086,8 +1170,11 @@ compile_device(const cJSON *d, adserve_target_t *t)
 
 /* a year bound: absent (*set 0), or an integer in the scanner's range */
 static int
-yob_bound(const cJSON *v, int *year, int *set)
+yob_bound(adserve_target_builder_t *b, const cJSON *u, const char *field, int *year,
+    int *set)
 {
+    const cJSON  *v = member(u, field);
+
     *set = 0;
 
     if (absent(v)) {
@@ -1097,7 +1184,8 @@ yob_bound(const cJSON *v, int *year, int *set)
     if (!cJSON_IsNumber(v) || !(v->valuedouble >= ADSERVE_YOB_MIN)
         || !(v->valuedouble <= ADSERVE_YOB_MAX) || v->valuedouble != (int) v->valuedouble)
     {
-        return 1;
+        path_push(b, ".%s", field);
+        return refuse(b, "must be between %d and %d", ADSERVE_YOB_MIN, ADSERVE_YOB_MAX);
     }
 
     *year = (int) v->valuedouble;
@@ -1108,23 +1196,36 @@ yob_bound(const cJSON *v, int *year, int *set)
 
 
 static int
-compile_user(const cJSON *u, adserve_target_t *t)
+compile_user(adserve_target_builder_t *b, const cJSON *u, adserve_target_t *t)
 {
-    int                       lo = ADSERVE_YOB_MIN, hi = ADSERVE_YOB_MAX, has_lo, has_hi;
-    int                       g = 0;
+    int  lo = ADSERVE_YOB_MIN, hi = ADSERVE_YOB_MAX, has_lo, has_hi, g;
 
     if (absent(u)) {
         return 0;
     }
 
-    if (!cJSON_IsObject(u)
-        || yob_bound(member(u, "yob_min"), &lo, &has_lo) != 0
-        || yob_bound(member(u, "yob_max"), &hi, &has_hi) != 0
-        || lo > hi
-        || (g = name_mask(member(u, "genders"), adserve_gender_names)) < 0)
+    path_push(b, "user");
+
+    if (!cJSON_IsObject(u)) {
+        return refuse(b, "must be an object");
+    }
+
+    if (yob_bound(b, u, "yob_min", &lo, &has_lo) != 0
+        || yob_bound(b, u, "yob_max", &hi, &has_hi) != 0)
     {
         return 1;
     }
+
+    if (lo > hi) {
+        path_push(b, ".yob_max");
+        return refuse(b, "must be >= yob_min (%d)", lo);
+    }
+
+    if ((g = name_mask(b, u, "genders", adserve_gender_names)) < 0) {
+        return 1;
+    }
+
+    path_pop(b, 0);
 
     t->has_yob = (uint8_t) (has_lo || has_hi);
     t->yob_min = (int16_t) lo;
@@ -1148,39 +1249,82 @@ range_cmp(const void *pa, const void *pb)
 }
 
 
+/* one daypart: its days as a mask and its minutes [from, to) */
+static int
+compile_daypart(adserve_target_builder_t *b, const cJSON *d, int *mask, int *from,
+    int *to)
+{
+    const char  *start = cJSON_GetStringValue(member(d, "start"));
+    const cJSON *tz = member(d, "tz");
+
+    if ((*mask = name_mask(b, d, "days", adserve_weekday_names)) < 0) {
+        return 1;
+    }
+
+    if (*mask == 0) {
+        path_push(b, ".days");
+        return refuse(b, "must name at least one day");
+    }
+
+    *from = adserve_parse_hhmm(start, 0);
+    if (*from < 0) {
+        path_push(b, ".start");
+        return refuse(b, "must be a time HH:MM from 00:00 to 23:59");
+    }
+
+    *to = adserve_parse_hhmm(cJSON_GetStringValue(member(d, "end")), 1);
+    if (*to < 0) {
+        path_push(b, ".end");
+        return refuse(b, "must be a time HH:MM from 00:00 to 24:00");
+    }
+
+    if (*to <= *from) {
+        path_push(b, ".end");
+        return refuse(b, "must be after start (%s); past midnight, use two dayparts", start);
+    }
+
+    if (!absent(tz) && adserve_vocab_str(adserve_zone_names, cJSON_GetStringValue(tz)) < 0) {
+        path_push(b, ".tz");
+        return refuse_names(b, adserve_zone_names);
+    }
+
+    return 0;
+}
+
+
 static int
 compile_dayparts(adserve_target_builder_t *b, const cJSON *list, adserve_target_t *t)
 {
-    const cJSON              *d, *tz;
+    const cJSON              *d;
     day_range_t              *r;
     minutes_t                *out;
-    size_t                    n = 0, i, k;
-    int                       mask, from, to, day;
+    size_t                    n = 0, i, k, at;
+    int                       mask = 0, from = 0, to = 0, day, rc;
 
     if (absent(list)) {
         return 0;
     }
 
+    path_push(b, "dayparts");
+
     if (!cJSON_IsArray(list)) {
-        return 1;
+        return refuse(b, "must be an array");
     }
 
+    i = 0;
+
     cJSON_ArrayForEach(d, list) {
+        at = path_push(b, "[%zu]", i++);
+
         if (!cJSON_IsObject(d)) {
-            return 1;
+            return refuse(b, "must be an object");
         }
 
-        tz = member(d, "tz");
-        mask = name_mask(member(d, "days"), adserve_weekday_names);
-        from = adserve_parse_hhmm(cJSON_GetStringValue(member(d, "start")), 0);
-        to = adserve_parse_hhmm(cJSON_GetStringValue(member(d, "end")), 1);
-
-        if (mask <= 0 || from < 0 || to <= from
-            || !(absent(tz)
-                 || adserve_vocab_str(adserve_zone_names, cJSON_GetStringValue(tz)) == 0))
-        {
-            return 1;
+        if ((rc = compile_daypart(b, d, &mask, &from, &to)) != 0) {
+            return rc;
         }
+
+        path_pop(b, at);
 
         for (day = 0; day < 7; day++) {
             if (mask & (1 << day)) {
@@ -1195,6 +1339,8 @@ compile_dayparts(adserve_target_builder_t *b, const cJSON *list, adserve_target_
             }
         }
     }
+
+    path_pop(b, 0);
 
     if (n == 0) {
         return 0;                    /* an empty list: always */
@@ -1239,7 +1385,7 @@ compile_dayparts(adserve_target_builder_t *b, const cJSON *list, adserve_target_
 
 typedef struct {
     adserve_target_builder_t *b;
-    uint32_t                  nnodes, nstrs, nnums;
+    uint32_t                  nnodes, nstrs, nnums, ncmps;
 } kvc_t;
 
 
@@ -1262,7 +1408,8 @@ num_sort(const void *pa, const void *pb)
 }
 
 
-/* one rhs value: a string or a finite number */
+/* one rhs value: a string or a finite number; 2 when it is neither (the
+ * caller says why) */
 static int
 rhs_value(kvc_t *c, const cJSON *v, int numbers_only)
 {
@@ -1287,46 +1434,101 @@ rhs_value(kvc_t *c, const cJSON *v, int numbers_only)
         return 0;
     }
 
-    return 1;
+    return 2;
+}
+
+
+/* rhs, as op takes it: one value (eq, ne), a number (lt .. ge) or a list
+ * (in, nin, intersects); the path is the cmp's */
+static int
+compile_rhs(kvc_t *c, int op, const cJSON *rhs)
+{
+    const char  *name = adserve_op_names[op - OP_EQ];
+    const cJSON *e;
+    int          rc, k = 0;
+
+    path_push(c->b, ".rhs");
+
+    if (op == OP_IN || op == OP_NIN || op == OP_INTERSECTS) {
+        if (!cJSON_IsArray(rhs)) {
+            return refuse(c->b, "must be an array for op %s", name);
+        }
+        if (rhs->child == NULL) {
+            return refuse(c->b, "must not be empty");
+        }
+        cJSON_ArrayForEach(e, rhs) {
+            if ((rc = rhs_value(c, e, 0)) != 0) {
+                if (rc < 0) {
+                    return rc;
+                }
+                path_push(c->b, "[%d]", k);
+                return refuse(c->b, "must be a string or a finite number");
+            }
+            k++;
+        }
+
+    } else if ((rc = rhs_value(c, rhs, op != OP_EQ && op != OP_NE)) != 0) {
+        return rc < 0 ? rc
+               : op == OP_EQ || op == OP_NE
+               ? refuse(c->b, "must be a string or a finite number for op %s", name)
+               : refuse(c->b, "must be a finite number for op %s", name);
+    }
+
+    return 0;
+}
+
+
+/* a bound of the whole kv rule: refused at "kv" */
+static int
+refuse_kv(kvc_t *c, const char *what, int max)
+{
+    path_pop(c->b, 0);
+    path_push(c->b, "kv");
+
+    return refuse(c->b, "more than %d %s", max, what);
 }
 
 
 static int
 compile_cmp(kvc_t *c, uint32_t i, const cJSON *cmp)
 {
-    const cJSON  *lhs, *rhs, *e;
+    const cJSON  *lhs;
     tnode_t      *n;
     uint32_t      str_first = c->nstrs, num_first = c->nnums;
+    const char   *opname = cJSON_GetStringValue(member(cmp, "op"));
+    size_t        at;
     int           op, rc;
 
-    if (!cJSON_IsObject(cmp)) {
-        return 1;
+    if (!cJSON_IsObject(cmp) || opname == NULL) {
+        return refuse(c->b, "must be a comparison");
     }
+
+    if (++c->ncmps > ADSERVE_KV_MAX_CMPS) {
+        return refuse_kv(c, "comparisons", ADSERVE_KV_MAX_CMPS);
+    }
+
+    /* the contract's ops, in the order of the comparison nodes */
+    op = adserve_vocab_str(adserve_op_names, opname);
+    if (op < 0) {
+        path_push(c->b, ".op");
+        return refuse_names(c->b, adserve_op_names);
+    }
+    op += OP_EQ;
 
     lhs = member(cmp, "lhs");
-    rhs = member(cmp, "rhs");
-    /* the contract's ops, in the order of the comparison nodes */
-    op = adserve_vocab_str(adserve_op_names, cJSON_GetStringValue(member(cmp, "op")));
-    op = op < 0 ? -1 : OP_EQ + op;
-
-    if (op < OP_EQ
-        || cJSON_GetArraySize(lhs) != 1 || !cJSON_IsString(cJSON_GetArrayItem(lhs, 0)))
-    {
-        return 1;
+    if (cJSON_GetArraySize(lhs) != 1 || !cJSON_IsString(cJSON_GetArrayItem(lhs, 0))) {
+        path_push(c->b, ".lhs");
+        return refuse(c->b, "must name exactly one key");
     }
 
-    if (op == OP_IN || op == OP_NIN || op == OP_INTERSECTS) {
-        if (!cJSON_IsArray(rhs) || rhs->child == NULL) {
-            return 1;
-        }
-        cJSON_ArrayForEach(e, rhs) {
-            if ((rc = rhs_value(c, e, 0)) != 0) {
-                return rc;
-            }
-        }
-
-    } else if ((rc = rhs_value(c, rhs, op != OP_EQ && op != OP_NE)) != 0) {
+    at = path_push(c->b, "");
+    if ((rc = compile_rhs(c, op, member(cmp, "rhs"))) != 0) {
         return rc;
+    }
+    path_pop(c->b, at);
+
+    if (c->nstrs + c->nnums > ADSERVE_KV_MAX_RHS) {
+        return refuse_kv(c, "rhs values in all", ADSERVE_KV_MAX_RHS);
     }
 
     n = (tnode_t *) c->b->scratch[S_NODES] + i;
@@ -1349,18 +1551,29 @@ compile_cmp(kvc_t *c, uint32_t i, const cJSON *cmp)
 }
 
 
+/* One Expr node at the path so far, and its children. */
 static int
 compile_expr(kvc_t *c, const cJSON *e, int depth)
 {
     const cJSON  *data = member(e, "data"), *it;
-    int           type = adserve_vocab_str(adserve_expr_names,
-                                           cJSON_GetStringValue(member(e, "type")));
+    const char   *name = cJSON_GetStringValue(member(e, "type"));
+    int           type = adserve_vocab_str(adserve_expr_names, name);
     tnode_t      *nodes;
     uint32_t      i = c->nnodes;
-    int           rc = 0;
+    size_t        at;
+    int           rc = 0, k = 0;
 
-    if (depth > KV_MAX_DEPTH || !cJSON_IsObject(e) || type < 0 || data == NULL) {
-        return 1;
+    if (depth > ADSERVE_KV_MAX_DEPTH) {
+        return refuse(c->b, "nested more than %d levels deep", ADSERVE_KV_MAX_DEPTH);
+    }
+
+    if (!cJSON_IsObject(e) || name == NULL || data == NULL) {
+        return refuse(c->b, "must be an expression");
+    }
+
+    if (type < 0) {
+        path_push(c->b, ".type");
+        return refuse_names(c->b, adserve_expr_names);
     }
 
     nodes = scratch(c->b, S_NODES, c->nnodes + 1, sizeof(tnode_t));
@@ -1370,15 +1583,19 @@ compile_expr(kvc_t *c, const cJSON *e, int depth)
     memset(&nodes[i], 0, sizeof(tnode_t));
     c->nnodes++;
 
+    path_push(c->b, ".data");
+
     if (type == ADSERVE_EXPR_AND || type == ADSERVE_EXPR_OR) {
         nodes[i].op = type == ADSERVE_EXPR_AND ? OP_AND : OP_OR;
         if (!cJSON_IsArray(data) || data->child == NULL) {
-            return 1;
+            return refuse(c->b, "must hold at least one expression");
         }
         cJSON_ArrayForEach(it, data) {
+            at = path_push(c->b, "[%d]", k++);
             if ((rc = compile_expr(c, it, depth + 1)) != 0) {
                 return rc;
             }
+            path_pop(c->b, at);
         }
 
     } else if (type == ADSERVE_EXPR_NOT) {
@@ -1401,7 +1618,7 @@ compile_expr(kvc_t *c, const cJSON *e, int depth)
 static int
 compile_kv(adserve_target_builder_t *b, const cJSON *kv, adserve_target_t *t)
 {
-    kvc_t   c = { b, 0, 0, 0 };
+    kvc_t   c = { b, 0, 0, 0, 0 };
     void   *p;
     int     rc;
 
@@ -1409,10 +1626,14 @@ compile_kv(adserve_target_builder_t *b, const cJSON *kv, adserve_target_t *t)
         return 0;
     }
 
+    path_push(b, "kv");
+
     rc = compile_expr(&c, kv, 1);
     if (rc != 0) {
         return rc;
     }
+
+    path_pop(b, 0);
 
     p = adserve_arena_alloc(b->arena, c.nnodes * sizeof(tnode_t));
     if (p == NULL) {
@@ -1454,13 +1675,13 @@ adserve_target_compile(adserve_target_builder_t *b, const cJSON *tg,
     }
 
     if (!cJSON_IsObject(tg)) {
-        return 1;
+        return refuse(b, "must be an object");
     }
 
     memset(&t, 0, sizeof(adserve_target_t));
 
-    if ((rc = compile_device(member(tg, "device"), &t)) != 0
-        || (rc = compile_user(member(tg, "user"), &t)) != 0
+    if ((rc = compile_device(b, member(tg, "device"), &t)) != 0
+        || (rc = compile_user(b, member(tg, "user"), &t)) != 0
         || (rc = compile_dayparts(b, member(tg, "dayparts"), &t)) != 0
         || (rc = compile_kv(b, member(tg, "kv"), &t)) != 0)
     {
@@ -1482,4 +1703,28 @@ adserve_target_compile(adserve_target_builder_t *b, const cJSON *tg,
     *out = p;
 
     return 0;
+}
+
+
+int
+adserve_target_check(const cJSON *targeting, adserve_target_err_t *err)
+{
+    adserve_arena_t            arena;
+    adserve_target_builder_t   b;
+    const adserve_target_t    *t;
+    int                        rc;
+
+    err->path[0] = '\0';
+    err->reason[0] = '\0';
+
+    adserve_arena_init(&arena, 4096);
+    adserve_target_builder_init(&b, &arena);
+    b.err = err;
+
+    rc = adserve_target_compile(&b, targeting, &t);
+
+    adserve_target_builder_free(&b);
+    adserve_arena_free(&arena);
+
+    return rc;
 }

@@ -158,9 +158,17 @@ int adserve_target_match(const adserve_target_t *t, adserve_req_ctx_t *ctx,
 
 typedef struct adserve_tstr_s  adserve_tstr_t;
 
+/* Where and why a rule is refused: the path below `targeting` ("kv.data[1]
+ * .data.rhs") and the reason, as the management API answers them. */
+typedef struct {
+    char                path[256];
+    char                reason[256];
+} adserve_target_err_t;
+
 /* Compiles rules into an arena (the snapshot's), interning their strings
  * across line items; its own scratch memory is freed by _free. */
 typedef struct {
+    adserve_target_err_t *err;        /* NULL: refusals are not described */
     adserve_arena_t    *arena;
     adserve_tstr_t     *interned;     /* open addressing table */
     uint32_t            ninterned;
@@ -179,5 +187,12 @@ void adserve_target_builder_free(adserve_target_builder_t *b);
  * ignored here. */
 int adserve_target_compile(adserve_target_builder_t *b, const struct cJSON *targeting,
     const adserve_target_t **out);
+
+/* The targeting grammar's one judge: whether a line item's targeting (a
+ * stored or a proposed one) compiles, as serving will compile it. 0 when it
+ * does; 1 when it does not, with *err saying where and why; -1 out of
+ * memory. The management API calls it on every write, so serving only
+ * ever sees rules it can evaluate. */
+int adserve_target_check(const struct cJSON *targeting, adserve_target_err_t *err);
 
 #endif

@@ -69,8 +69,8 @@ is(scalar @words, 0, 'no vocabulary word spelled outside the contract')
 # the change log's kinds and the counters' grammar come from tables that
 # both builds link: the module's config and the sidecar's Makefile
 like(slurp("$root/config"), qr{src/adserve_contract\.c}, 'the module is built with the contract');
-like(slurp("$root/sidecar/Makefile"), qr{\.\./src/adserve_contract\.c},
-     'the sidecar is built with the contract');
+like(slurp("$root/sidecar/Makefile"), qr{^SHARED := .*\badserve_contract\b.*\badserve_target\b}m,
+     'the sidecar is built with the contract and serving\'s targeting compiler');
 
 # the check itself sees a key and a word when they are there
 my @probe = literals(qq{x = "adserve:rev"; /* "ACTIVE" */ y = "ACTIVE";});

@@ -257,15 +257,16 @@ static void test_logic(void) {
            "nested: the or's second branch");
     is_int(match(t, kvreq("{'section':'weather'}")), 0, "nested: nothing true");
 
-    /* a deep chain of nots: 31 nots around a cmp, the depth limit is 32 */
+    /* a deep chain of nots: 15 nots around a cmp, the contract's depth
+     * limit (ADSERVE_KV_MAX_DEPTH) is 16 */
     {
         char *e = cmpj("k", "eq", "'a'");
         int i;
 
-        for (i = 0; i < 31; i++) e = fmt("{'type':'not','data':%s}", e);
+        for (i = 0; i < ADSERVE_KV_MAX_DEPTH - 1; i++) e = fmt("{'type':'not','data':%s}", e);
         t = rule(fmt("{'kv':%s}", e));
-        is_int(match(t, kvreq("{'k':'a'}")), 0, "31 nots around eq (true): false");
-        is_int(match(t, kvreq("{'k':'b'}")), 1, "31 nots around eq (false): true");
+        is_int(match(t, kvreq("{'k':'a'}")), 0, "15 nots around eq (true): false");
+        is_int(match(t, kvreq("{'k':'b'}")), 1, "15 nots around eq (false): true");
     }
 
     /* long and / or lists walk their children by subtree ends */
@@ -814,13 +815,125 @@ static void test_compile(void) {
         ok(rc == 1 && t == NULL, "malformed: %s", malformed[i]);
     }
 
-    /* the depth limit: 32 levels compile, 33 do not */
+    /* the depth limit: the contract's 16 levels compile, 17 do not */
     e = cmpj("k", "eq", "'a'");
-    for (i = 0; i < 31; i++) e = fmt("{'type':'not','data':%s}", e);
+    for (i = 0; i < ADSERVE_KV_MAX_DEPTH - 1; i++) e = fmt("{'type':'not','data':%s}", e);
     t = compile(fmt("{'kv':%s}", e), &rc);
-    ok(rc == 0 && t != NULL, "kv nested 32 levels compiles");
+    ok(rc == 0 && t != NULL, "kv nested 16 levels compiles");
     t = compile(fmt("{'kv':{'type':'not','data':%s}}", e), &rc);
-    ok(rc == 1, "kv nested 33 levels is malformed");
+    ok(rc == 1, "kv nested 17 levels is malformed");
+}
+
+
+/* ---- adserve_target_check: where and why, as the API answers ---------------------- */
+
+static void test_check(void) {
+    static const struct { const char *rule, *path, *reason; } refused[] = {
+        { "'x'", "", "must be an object" },
+        { "{'device':{'types':['watch']}}", "device.types[0]",
+          "must be one of desktop, mobile, tablet, ctv, other" },
+        { "{'device':{'os':'ios'}}", "device.os", "must be an array" },
+        { "{'user':{'yob_min':1899}}", "user.yob_min", "must be between 1900 and 2100" },
+        { "{'user':{'yob_min':1990,'yob_max':1989}}", "user.yob_max", "must be >= yob_min (1990)" },
+        { "{'user':{'genders':['F','X']}}", "user.genders[1]", "must be one of M, F, O" },
+        { "{'dayparts':[{'days':['mon'],'start':'09:00','end':'10:00'},{'days':[],'start':'09:00',"
+          "'end':'10:00'}]}", "dayparts[1].days", "must name at least one day" },
+        { "{'dayparts':[{'days':['mon','monday'],'start':'09:00','end':'10:00'}]}",
+          "dayparts[0].days[1]", "must be one of mon, tue, wed, thu, fri, sat, sun" },
+        { "{'dayparts':[{'days':['mon'],'start':'24:00','end':'24:00'}]}", "dayparts[0].start",
+          "must be a time HH:MM from 00:00 to 23:59" },
+        { "{'dayparts':[{'days':['mon'],'start':'09:00','end':'24:01'}]}", "dayparts[0].end",
+          "must be a time HH:MM from 00:00 to 24:00" },
+        { "{'dayparts':[{'days':['mon'],'start':'22:00','end':'02:00'}]}", "dayparts[0].end",
+          "must be after start (22:00); past midnight, use two dayparts" },
+        { "{'dayparts':[{'days':['mon'],'start':'09:00','end':'10:00','tz':'CET'}]}",
+          "dayparts[0].tz", "must be one of UTC" },
+        { "{'kv':{'type':'xor','data':[]}}", "kv.type", "must be one of cmp, and, or, not" },
+        { "{'kv':{'type':'and','data':[]}}", "kv.data", "must hold at least one expression" },
+        { "{'kv':{'type':'or','data':[{'type':'cmp','data':{'lhs':['k'],'op':'eq','rhs':'a'}},"
+          "{'type':'not','data':{'type':'and','data':[]}}]}}", "kv.data[1].data.data",
+          "must hold at least one expression" },
+        { "{'kv':{'type':'not'}}", "kv", "must be an expression" },
+        { "{'kv':{'type':'cmp','data':{'lhs':['k'],'op':'like','rhs':'a'}}}", "kv.data.op",
+          "must be one of eq, ne, lt, le, gt, ge, in, nin, intersects" },
+        { "{'kv':{'type':'cmp','data':{'lhs':['k','l'],'op':'eq','rhs':'a'}}}", "kv.data.lhs",
+          "must name exactly one key" },
+        { "{'kv':{'type':'cmp','data':{'lhs':['k'],'op':'eq','rhs':true}}}", "kv.data.rhs",
+          "must be a string or a finite number for op eq" },
+        { "{'kv':{'type':'cmp','data':{'lhs':['k'],'op':'ge','rhs':'5'}}}", "kv.data.rhs",
+          "must be a finite number for op ge" },
+        { "{'kv':{'type':'cmp','data':{'lhs':['k'],'op':'in','rhs':'x'}}}", "kv.data.rhs",
+          "must be an array for op in" },
+        { "{'kv':{'type':'cmp','data':{'lhs':['k'],'op':'nin','rhs':[]}}}", "kv.data.rhs",
+          "must not be empty" },
+        { "{'kv':{'type':'cmp','data':{'lhs':['k'],'op':'intersects','rhs':['x',{}]}}}",
+          "kv.data.rhs[1]", "must be a string or a finite number" },
+        { "{'kv':{'type':'cmp','data':{'lhs':['k'],'rhs':'x'}}}", "kv.data",
+          "must be a comparison" },
+    };
+    adserve_target_err_t err;
+    size_t i;
+    char *e;
+    int k;
+
+    for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        char *text = dq(refused[i].rule);
+        cJSON *o = cJSON_Parse(text);
+        int rc = adserve_target_check(o, &err);
+
+        if (!ok(rc == 1 && strcmp(err.path, refused[i].path) == 0
+                && strcmp(err.reason, refused[i].reason) == 0,
+                "check refuses %s: %s: %s", refused[i].rule, refused[i].path,
+                refused[i].reason))
+        {
+            diag("got %d, %s: %s", rc, err.path, err.reason);
+        }
+        cJSON_Delete(o);
+        free(text);
+    }
+
+    /* the bounds, named at kv */
+    e = cmpj("k", "eq", "'a'");
+    for (k = 0; k < ADSERVE_KV_MAX_DEPTH; k++) e = fmt("{'type':'not','data':%s}", e);
+    {
+        char *text = dq(fmt("{'kv':%s}", e));
+        cJSON *o = cJSON_Parse(text);
+
+        ok(adserve_target_check(o, &err) == 1
+           && strcmp(err.reason, "nested more than 16 levels deep") == 0
+           && strncmp(err.path, "kv.data.data.data", 17) == 0,
+           "17 levels: refused where the 17th begins (%s)", err.path);
+        cJSON_Delete(o);
+        free(text);
+    }
+    e = cmpj("k", "eq", "'v'");
+    for (k = 0; k < ADSERVE_KV_MAX_CMPS; k++) e = fmt("%s,%s", e, cmpj("k", "eq", "'v'"));
+    {
+        char *text = dq(fmt("{'kv':{'type':'or','data':[%s]}}", e));
+        cJSON *o = cJSON_Parse(text);
+
+        ok(adserve_target_check(o, &err) == 1 && strcmp(err.path, "kv") == 0
+           && strcmp(err.reason, "more than 256 comparisons") == 0,
+           "257 comparisons: %s: %s", err.path, err.reason);
+        cJSON_Delete(o);
+        free(text);
+    }
+
+    /* what compiles is not refused, and says nothing */
+    {
+        char *text = dq("{'device':{'types':['mobile']},'user':{'yob_min':1970,'yob_max':1970},"
+                        "'dayparts':[{'days':['sat'],'start':'00:00','end':'24:00','tz':'UTC'}],"
+                        "'kv':{'type':'and','data':[{'type':'cmp','data':{'lhs':['s'],'op':'in',"
+                        "'rhs':['a',3]}},{'type':'not','data':{'type':'cmp','data':{'lhs':['q'],"
+                        "'op':'ge','rhs':2.5}}}]}}");
+        cJSON *o = cJSON_Parse(text);
+
+        ok(adserve_target_check(o, &err) == 0 && err.path[0] == '\0' && err.reason[0] == '\0',
+           "a whole rule compiles");
+        ok(adserve_target_check(NULL, &err) == 0, "no targeting compiles");
+        cJSON_Delete(o);
+        free(text);
+    }
 }
 
 
@@ -1007,6 +1120,7 @@ int main(void) {
     test_user();
     test_dayparts();
     test_compile();
+    test_check();
     test_snapshot();
 
     adserve_target_builder_free(&builder);

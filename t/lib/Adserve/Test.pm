@@ -504,13 +504,40 @@ sub workers_connected {
     return !grep { $_->{redis} ne 'up' } values %$all;
 }
 
-# Stops the stack; true when the sidecar's sanitizers reported anything.
+# Stops the stack; true when the sidecar's sanitizers reported anything, or
+# a rule it accepted does not compile.
 sub shutdown {
     my ($self) = @_;
     return 0 if $$ != $self->{owner} || !%{ $self->{running} // {} };
+    my $refused = $self->{running}{redis} ? $self->targeting_report : 0;
     eval { $self->script('stop') };
     delete $self->{running};
-    return $self->sanitizer_report;
+    return $self->sanitizer_report + $refused;
+}
+
+# Every line item the API wrote in this stack (it has created_by; fixtures
+# put straight into Redis do not) goes through serving's own targeting
+# compiler (build/t/tools/targeting-check): a rule the sidecar accepts
+# must always compile. True, with the refusals printed, when one did not.
+sub targeting_report {
+    my ($self) = @_;
+    my $tool = "$ROOT/build/t/tools/targeting-check";
+    my @rules;
+    for my $rec (split /\n/, $self->redis('HVALS', 'adserve:line_items')) {
+        my $li = eval { $JSON->decode($rec) } or next;
+        push @rules, $JSON->encode($li->{targeting}) if $li->{created_by} && exists $li->{targeting};
+    }
+    return 0 unless @rules;
+    my $in = $self->var . '/accepted-targeting.jsonl';
+    open my $fh, '>', $in or die "$in: $!";
+    print $fh "$_\n" for @rules;
+    close $fh;
+    my $out = -x $tool ? qx{"$tool" < "$in" 2>&1} : "not ok - $tool is not built\n";
+    my @bad = grep { /^not ok/ } split /\n/, $out;
+    return 0 unless @bad || $? != 0;
+    print STDERR "# rules the sidecar accepted that serving's compiler refuses:\n",
+        map { "#   $_\n" } @bad[0 .. ($#bad < 20 ? $#bad : 20)];
+    return 1;
 }
 
 # ---- browser tests -------------------------------------------------------
