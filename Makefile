@@ -15,7 +15,7 @@ UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c)
 # tools the black-box tests feed (not tests of their own)
 TOOLS    = $(BUILD)/t/tools/targeting-check
 
-.PHONY: all deps build module sidecar unit run stop test bench simulate clean
+.PHONY: all deps build module sidecar unit run stop test bench bench-scale simulate clean
 
 all: build
 
@@ -53,6 +53,9 @@ test: build
 
 bench: build
 	@scripts/bench
+
+bench-scale: build
+	@scripts/bench-scale
 
 simulate: build
 	@scripts/simulate

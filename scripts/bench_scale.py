@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""The driver of scripts/bench-scale: adserve at scale, on a private stack.
+
+Loads a large generated inventory (100k line items, 5k ad units, 200k
+creatives by default) and measures what the issue of the per-node snapshot
+asks for: the full load, the snapshot's memory per worker and per node at
+each worker count, freshness (one API write to the first ad request that
+reflects it, and to every worker), and serving across `nginx -s reload`
+under load (the slowest request and the failed ones).
+
+Standard library only. Prints progress on stderr and the figures, as a
+table, on stdout. Exit status: 0, or 2 on an error.
+"""
+
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ)
+PORT = int(ENV["ADSERVE_PORT"])
+REDIS_PORT = ENV["ADSERVE_REDIS_PORT"]
+UNITS = int(ENV.get("SCALE_UNITS", "5000"))
+LINE_ITEMS = int(ENV.get("SCALE_LINE_ITEMS", "100000"))
+CREATIVES = int(ENV.get("SCALE_CREATIVES", "200000"))
+WORKERS = [int(w) for w in ENV.get("SCALE_WORKERS", "2 8").split()]
+WRITES = int(ENV.get("SCALE_WRITES", "20"))
+RELOAD_SECONDS = float(ENV.get("SCALE_RELOAD_SECONDS", "20"))
+RELOAD_CLIENTS = int(ENV.get("SCALE_RELOAD_CLIENTS", "4"))
+BODY = b'{"version":"0.1.0","user":{"id":"scale-user"},"device":{"ua":"Mozilla/5.0"}}'
+
+
+def say(msg):
+    print("==> " + msg, file=sys.stderr, flush=True)
+
+
+def fail(msg):
+    print("error: " + msg, file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def script(name, *args, **env):
+    e = dict(ENV, **{k: str(v) for k, v in env.items()})
+    r = subprocess.run([os.path.join(ROOT, "scripts", name), *args], env=e,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("scripts/%s %s: %s" % (name, " ".join(args), r.stderr.strip()[-2000:]))
+    return r.stdout
+
+
+def redis(*args):
+    r = subprocess.run(["redis-cli", "-p", REDIS_PORT, *args], capture_output=True,
+                       text=True, timeout=60)
+    return r.stdout.strip()
+
+
+def request(method, path, body=None, token=None, timeout=30):
+    """One request on a fresh connection: (status, parsed JSON or None)."""
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout)
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    c.request(method, path, body=None if body is None else
+              (body if isinstance(body, bytes) else json.dumps(body).encode()), headers=headers)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    try:
+        return r.status, json.loads(data) if data else None
+    except ValueError:
+        return r.status, None
+
+
+def api(method, path, body=None, token=None, want=(200, 201)):
+    status, j = request(method, "/api" + path, body, token)
+    if status not in want:
+        fail("%s /api%s: %s %s" % (method, path, status, j))
+    return j
+
+
+def status_of_workers(n, deadline=600):
+    """pid -> status of every worker, asking on fresh connections."""
+    seen = {}
+    end = time.time() + deadline
+    while time.time() < end:
+        try:
+            st, j = request("GET", "/app/v0/status", timeout=5)
+        except OSError:
+            time.sleep(0.05)
+            continue
+        if st == 200 and j:
+            seen[j["pid"]] = j
+            pids = worker_pids()
+            if pids and all(p in seen for p in pids):
+                return {p: seen[p] for p in pids}
+    fail("not every worker answered its status")
+
+
+def nginx_master():
+    with open(os.path.join(ENV["ADSERVE_VAR"], "nginx", "nginx.pid")) as f:
+        return int(f.read().strip())
+
+
+def worker_pids():
+    master = nginx_master()
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                parts = f.read().split(") ")
+            if len(parts) > 1 and parts[0].endswith("(nginx") \
+                    and int(parts[1].split()[1]) == master:
+                pids.append(int(d))
+        except (OSError, IndexError, ValueError):
+            pass
+    return sorted(pids)
+
+
+def memory_kib(pid):
+    """(rss, pss) of a process in KiB, from smaps_rollup."""
+    rss = pss = 0
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            if line.startswith("Rss:"):
+                rss = int(line.split()[1])
+            elif line.startswith("Pss:"):
+                pss = int(line.split()[1])
+    return rss, pss
+
+
+def wait_rev(rev, nworkers, deadline=900):
+    end = time.time() + deadline
+    while time.time() < end:
+        st = status_of_workers(nworkers)
+        if all(s["rev"] >= rev for s in st.values()):
+            return st
+        time.sleep(0.2)
+    fail("the workers did not reach revision %d" % rev)
+
+
+# ---- the fixture the writes toggle ------------------------------------------
+
+def fixture(token):
+    """An ad unit served by one line item only, through the API."""
+    adv = api("POST", "/advertisers", {"name": "Scale"}, token)
+    order = api("POST", "/orders", {"advertiser_id": adv["id"], "name": "Scale"}, token)
+    api("PATCH", "/orders/" + order["id"], {"status": "APPROVED"}, token)
+    unit = api("POST", "/ad-units", {"code": "scale-%d" % os.getpid(), "name": "Scale",
+                                     "status": "ACTIVE", "display": {"w": 300, "h": 250}}, token)
+    li = api("POST", "/line-items", {
+        "order_id": order["id"], "name": "Scale", "type": "SPONSORSHIP", "cost_type": "CPM",
+        "rate": 9, "start_at": "2020-01-01T00:00:00Z", "end_at": "2099-01-01T00:00:00Z",
+        "targeting": {"ad_units": {"include": [unit["id"]]}}}, token)
+    cr = api("POST", "/creatives", {"advertiser_id": adv["id"], "name": "Scale", "type": "IMAGE",
+                                    "w": 300, "h": 250, "image_url": "https://cdn.example/s.png",
+                                    "landing_url": "https://advertiser.example/"}, token)
+    api("POST", "/licas", {"line_item_id": li["id"], "creative_id": cr["id"]}, token)
+    api("PATCH", "/line-items/" + li["id"], {"status": "ACTIVE"}, token)
+    return unit["id"], li["id"]
+
+
+def freshness(token, unit, li, nworkers):
+    """WRITES writes of the line item's status; for each, the time to the
+    first ad request that reflects it, and to every worker's revision."""
+    firsts, alls = [], []
+    active = True
+    for i in range(WRITES):
+        active = not active
+        want = 200 if active else 204
+        t0 = time.time()
+        api("PATCH", "/line-items/" + li, {"status": "ACTIVE" if active else "PAUSED"}, token)
+        rev = int(redis("GET", "adserve:rev"))
+        first = None
+        while time.time() - t0 < 120:
+            st, _ = request("POST", "/app/v0/ad/" + unit, BODY)
+            if st == want:
+                first = time.time() - t0
+                break
+            time.sleep(0.005)
+        if first is None:
+            fail("write %d never served" % (i + 1))
+        wait_rev(rev, nworkers)
+        firsts.append(first * 1000)
+        alls.append((time.time() - t0) * 1000)
+        say("write %2d/%d: first request reflects it after %6.0f ms, every worker after %6.0f ms"
+            % (i + 1, WRITES, firsts[-1], alls[-1]))
+    return firsts, alls
+
+
+def reload_under_load(unit):
+    """Fresh connections back to back from RELOAD_CLIENTS threads for
+    RELOAD_SECONDS, `nginx -s reload` a quarter of the way in."""
+    results = []
+    lock = threading.Lock()
+    stop = time.time() + RELOAD_SECONDS
+
+    def client():
+        mine = []
+        while time.time() < stop:
+            t0 = time.time()
+            try:
+                st, _ = request("POST", "/app/v0/ad/" + unit, BODY, timeout=30)
+            except OSError as e:
+                st = "error: %s" % e
+            mine.append((t0, (time.time() - t0) * 1000, st))
+        with lock:
+            results.extend(mine)
+
+    threads = [threading.Thread(target=client) for _ in range(RELOAD_CLIENTS)]
+    for t in threads:
+        t.start()
+    time.sleep(RELOAD_SECONDS / 4)
+    reloaded = time.time()
+    r = subprocess.run(["/usr/sbin/nginx", "-p", ENV["ADSERVE_VAR"] + "/nginx/", "-c",
+                        ENV["ADSERVE_VAR"] + "/nginx/nginx.conf", "-e",
+                        ENV["ADSERVE_VAR"] + "/log/nginx-error.log", "-s", "reload"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("nginx -s reload: " + r.stderr)
+    for t in threads:
+        t.join()
+    failed = [x for x in results if x[2] not in (200, 204)]
+    slow = max(results, key=lambda x: x[1])
+    lat = sorted(x[1] for x in results)
+    return {"requests": len(results), "failed": len(failed),
+            "slowest_ms": slow[1], "slowest_at": slow[0] - reloaded,
+            "p99_ms": lat[int(len(lat) * 0.99) - 1], "p50_ms": lat[len(lat) // 2],
+            "errors": sorted({str(x[2]) for x in failed})[:5]}
+
+
+# ---- main ----------------------------------------------------------------------
+
+def main():
+    out = []
+    say("loading %d ad units, %d line items, %d creatives into Redis"
+        % (UNITS, LINE_ITEMS, CREATIVES))
+    t0 = time.time()
+    gen = subprocess.Popen([os.path.join(ROOT, "scripts", "gen-inventory"), "--units", str(UNITS),
+                            "--line-items", str(LINE_ITEMS), "--creatives", str(CREATIVES)],
+                           stdout=subprocess.PIPE)
+    pipe = subprocess.run(["redis-cli", "-p", REDIS_PORT, "--pipe"], stdin=gen.stdout,
+                          capture_output=True, text=True)
+    gen.wait()
+    if gen.returncode != 0 or pipe.returncode != 0:
+        fail("the inventory could not be loaded: " + pipe.stderr)
+    say("in Redis after %.1f s (%s MB used)" % (time.time() - t0,
+        int(redis("INFO", "memory").split("used_memory:")[1].split()[0]) // 2**20))
+
+    token = None
+    for n, workers in enumerate(WORKERS):
+        say("nginx with %d workers" % workers)
+        script("stop", "nginx")
+        t0 = time.time()
+        script("run", "nginx", ADSERVE_WORKERS=workers)
+        rev = int(redis("GET", "adserve:rev") or 0)
+        st = wait_rev(rev, workers)
+        loaded = time.time() - t0
+        mem = {pid: memory_kib(pid) for pid in st}
+        row = {
+            "workers": workers, "load_s": loaded,
+            "build_ms": max(s["build_ms"] for s in st.values()),
+            "snapshot_mib": sum(s["snapshot_kib"] for s in st.values()) / 1024,
+            "rss_mib": statistics.mean(m[0] for m in mem.values()) / 1024,
+            "pss_mib": sum(m[1] for m in mem.values()) / 1024,
+        }
+        out.append(row)
+        say("every worker loaded in %.1f s (build %d ms); snapshots %.0f MiB in all; "
+            "RSS %.0f MiB per worker; PSS %.0f MiB for the node"
+            % (row["load_s"], row["build_ms"], row["snapshot_mib"], row["rss_mib"],
+               row["pss_mib"]))
+        if n == 0:
+            script("run", "sidecar")
+            token = api("POST", "/auth/login", {"email": ENV["ADSERVE_ADMIN_EMAIL"],
+                                                "password": ENV["ADSERVE_ADMIN_PASSWORD"]})[
+                "access_token"]
+            unit, li = fixture(token)
+            wait_rev(int(redis("GET", "adserve:rev")), workers)
+            say("freshness: %d writes of one line item's status" % WRITES)
+            firsts, alls = freshness(token, unit, li, workers)
+            say("reload under load: %d clients on fresh connections for %.0f s"
+                % (RELOAD_CLIENTS, RELOAD_SECONDS))
+            rl = reload_under_load(unit)
+
+    print()
+    print("inventory: %d ad units, %d line items, %d creatives" % (UNITS, LINE_ITEMS, CREATIVES))
+    print("%-8s %10s %10s %14s %16s %16s" % ("workers", "load s", "build ms", "snapshots MiB",
+                                             "RSS/worker MiB", "node PSS MiB"))
+    for r in out:
+        print("%-8d %10.1f %10d %14.0f %16.0f %16.0f" % (r["workers"], r["load_s"], r["build_ms"],
+                                                         r["snapshot_mib"], r["rss_mib"],
+                                                         r["pss_mib"]))
+    print("freshness (%d workers, %d writes): first request median %.0f ms, max %.0f ms; "
+          "every worker median %.0f ms, max %.0f ms"
+          % (WORKERS[0], WRITES, statistics.median(firsts), max(firsts),
+             statistics.median(alls), max(alls)))
+    print("reload (%d workers): %d requests, %d failed, slowest %.0f ms (%.1f s after the "
+          "reload), p99 %.1f ms, p50 %.1f ms%s"
+          % (WORKERS[0], rl["requests"], rl["failed"], rl["slowest_ms"], rl["slowest_at"],
+             rl["p99_ms"], rl["p50_ms"],
+             ("; errors: " + ", ".join(rl["errors"])) if rl["errors"] else ""))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        fail("interrupted")
