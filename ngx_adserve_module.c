@@ -5,13 +5,14 @@
  * worker process (what it starts at init and stops at exit).
  *
  * The rest is in src/: serving (_serve.c) and the explainer (_explain.c)
- * from a per-worker snapshot that the loader (_loader.c) keeps fresh from
- * Redis through the hiredis adapter (_redis.c); frequency caps (_caps.c),
+ * from the node's snapshot (_zone.c), which the loader (_loader.c) keeps
+ * fresh from Redis through the hiredis adapter (_redis.c); frequency caps (_caps.c),
  * pacing (_pacing.c), counters and events (_events.c, _track.c); the
  * helpers every handler shares (_util.c). None of them calls back into this
  * file: a request is resumed through the callbacks it was given.
  *
- * Directives (main):  adserve_redis, adserve_redis_timeout, adserve_refresh,
+ * Directives (main):  adserve_redis, adserve_redis_write, adserve_redis_timeout,
+ *                     adserve_snapshot_zone, adserve_refresh,
  *                     adserve_ad_log_key, adserve_public_url,
  *                     adserve_flush_interval, adserve_pacing_interval,
  *                     adserve_cap_timeout, adserve_event_buffer,
@@ -45,6 +46,13 @@ static char *ngx_http_adserve_explain(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 
+/* the node's snapshot zone: room for two snapshots at least (the one
+ * served and the next); a few MB are the zone's own */
+static char *ngx_http_adserve_zone_size(ngx_conf_t *cf, void *post, void *data);
+static ngx_conf_post_handler_pt  ngx_http_adserve_zone_size_post =
+    ngx_http_adserve_zone_size;
+
+
 static ngx_command_t  ngx_http_adserve_commands[] = {
 
     { ngx_string("adserve_redis"),
@@ -67,6 +75,13 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_adserve_main_conf_t, redis_timeout),
       NULL },
+
+    { ngx_string("adserve_snapshot_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, zone_size),
+      &ngx_http_adserve_zone_size_post },
 
     { ngx_string("adserve_refresh"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -233,9 +248,9 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
                  "\"snapshot_age_ms\":,\"active_ad_units\":,\"candidates\":,"
                  "\"skipped_records\":,\"loads\":,\"full_loads\":,"
                  "\"changes_applied\":,\"load_failures\":,\"snapshot_kib\":,"
-                 "\"build_ms\":}")
-          + 13 * NGX_INT64_LEN + NGX_HTTP_ADSERVE_STREAM_ID
-          + NGX_HTTP_ADSERVE_EVENTS_STATUS_LEN;
+                 "\"build_ms\":,\"built\":}")
+          + 14 * NGX_INT64_LEN + NGX_HTTP_ADSERVE_STREAM_ID
+          + NGX_HTTP_ADSERVE_EVENTS_STATUS_LEN + NGX_HTTP_ADSERVE_ZONE_STATUS_LEN;
 
     body = ngx_pnalloc(r->pool, len);
     if (body == NULL) {
@@ -249,7 +264,8 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
                      "\"snapshot_age_ms\":%L,\"active_ad_units\":%uz,"
                      "\"candidates\":%uz,\"skipped_records\":%uz,"
                      "\"loads\":%ui,\"full_loads\":%ui,\"changes_applied\":%ui,"
-                     "\"load_failures\":%ui,\"snapshot_kib\":%uz,\"build_ms\":%ui",
+                     "\"load_failures\":%ui,\"snapshot_kib\":%uz,\"build_ms\":%ui,"
+                     "\"built\":%ui",
                      ngx_pid, (ld && ld->redis.connected) ? "up" : "down",
                      s ? (int64_t) s->rev : (int64_t) -1,
                      ld ? ld->change_id : "",
@@ -259,11 +275,15 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
                      ld ? ld->loads : 0, ld ? ld->full_loads : 0,
                      ld ? ld->changes : 0, ld ? ld->failures : 0,
                      s ? s->stats.bytes / 1024 : 0,
-                     s ? (ngx_uint_t) s->stats.build_ms : 0);
+                     s ? (ngx_uint_t) s->stats.build_ms : 0, ld ? ld->built : 0);
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     if (amcf->events != NULL) {
         p = ngx_http_adserve_events_status(amcf->events, p, body + len - 1);
+    }
+
+    if (amcf->zone != NULL) {
+        p = ngx_http_adserve_zone_status(amcf->zone, p, body + len - 1);
     }
     *p++ = '}';
 
@@ -293,8 +313,22 @@ ngx_http_adserve_create_main_conf(ngx_conf_t *cf)
     amcf->event_ttl = NGX_CONF_UNSET;
     amcf->conversion_ttl = NGX_CONF_UNSET;
     amcf->test_clock = NGX_CONF_UNSET;
+    amcf->zone_size = NGX_CONF_UNSET_SIZE;
 
     return amcf;
+}
+
+
+static char *
+ngx_http_adserve_zone_size(ngx_conf_t *cf, void *post, void *data)
+{
+    size_t  *size = data;
+
+    if (*size < 8 * 1024 * 1024) {
+        return "must be 8m or more";
+    }
+
+    return NGX_CONF_OK;
 }
 
 
@@ -369,6 +403,7 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_value(amcf->event_ttl, 86400);
     ngx_conf_init_value(amcf->conversion_ttl, 30 * 86400);
     ngx_conf_init_value(amcf->test_clock, 0);
+    ngx_conf_init_size_value(amcf->zone_size, 512 * 1024 * 1024);
 
     if (amcf->flush > 1000 || amcf->flush < 10) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "adserve_flush_interval must be between 10ms and 1s");
@@ -430,6 +465,12 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 #endif
+
+    /* one snapshot for the node, which a reload's workers find as it was */
+    amcf->zone = ngx_http_adserve_zone_add(cf, amcf->zone_size);
+    if (amcf->zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
 
     return ngx_http_adserve_load_keys(cf, amcf);
 }
@@ -594,6 +635,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    ld->zone = amcf->zone;
     ld->redis = amcf->redis;
     ld->redis.timeout = amcf->redis_timeout;
     ld->refresh = amcf->refresh;

@@ -266,15 +266,16 @@ def main():
         row = {
             "workers": workers, "load_s": loaded,
             "build_ms": max(s["build_ms"] for s in st.values()),
-            "snapshot_mib": sum(s["snapshot_kib"] for s in st.values()) / 1024,
+            "snapshot_mib": max(s["snapshot_kib"] for s in st.values()) / 1024,
+            "zone_mib": max(s["zone"]["used_kib"] for s in st.values()) / 1024,
             "rss_mib": statistics.mean(m[0] for m in mem.values()) / 1024,
             "pss_mib": sum(m[1] for m in mem.values()) / 1024,
         }
         out.append(row)
-        say("every worker loaded in %.1f s (build %d ms); snapshots %.0f MiB in all; "
-            "RSS %.0f MiB per worker; PSS %.0f MiB for the node"
-            % (row["load_s"], row["build_ms"], row["snapshot_mib"], row["rss_mib"],
-               row["pss_mib"]))
+        say("every worker serves after %.1f s (build %d ms); a snapshot of %.0f MiB, %.0f MiB "
+            "in the node's zone; RSS %.0f MiB per worker; PSS %.0f MiB for the node"
+            % (row["load_s"], row["build_ms"], row["snapshot_mib"], row["zone_mib"],
+               row["rss_mib"], row["pss_mib"]))
         if n == 0:
             script("run", "sidecar")
             token = api("POST", "/auth/login", {"email": ENV["ADSERVE_ADMIN_EMAIL"],
@@ -290,12 +291,12 @@ def main():
 
     print()
     print("inventory: %d ad units, %d line items, %d creatives" % (UNITS, LINE_ITEMS, CREATIVES))
-    print("%-8s %10s %10s %14s %16s %16s" % ("workers", "load s", "build ms", "snapshots MiB",
-                                             "RSS/worker MiB", "node PSS MiB"))
+    print("%-8s %8s %9s %13s %9s %15s %13s" % ("workers", "load s", "build ms", "snapshot MiB",
+                                                "zone MiB", "RSS/worker MiB", "node PSS MiB"))
     for r in out:
-        print("%-8d %10.1f %10d %14.0f %16.0f %16.0f" % (r["workers"], r["load_s"], r["build_ms"],
-                                                         r["snapshot_mib"], r["rss_mib"],
-                                                         r["pss_mib"]))
+        print("%-8d %8.1f %9d %13.0f %9.0f %15.0f %13.0f"
+              % (r["workers"], r["load_s"], r["build_ms"], r["snapshot_mib"], r["zone_mib"],
+                 r["rss_mib"], r["pss_mib"]))
     print("freshness (%d workers, %d writes): first request median %.0f ms, max %.0f ms; "
           "every worker median %.0f ms, max %.0f ms"
           % (WORKERS[0], WRITES, statistics.median(firsts), max(firsts),

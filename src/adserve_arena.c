@@ -17,9 +17,18 @@ struct adserve_arena_block_s {
 void
 adserve_arena_init(adserve_arena_t *a, size_t block_size)
 {
+    adserve_arena_init_from(a, block_size, NULL);
+}
+
+
+void
+adserve_arena_init_from(adserve_arena_t *a, size_t block_size,
+    const adserve_allocator_t *allocator)
+{
     a->head = NULL;
     a->block_size = block_size ? block_size : 64 * 1024;
     a->total = 0;
+    a->allocator = allocator;
 }
 
 
@@ -37,7 +46,9 @@ adserve_arena_alloc(adserve_arena_t *a, size_t size)
     if (b == NULL || b->size - b->used < size) {
         want = size > a->block_size ? size : a->block_size;
 
-        b = malloc(sizeof(adserve_arena_block_t) + want);
+        b = a->allocator
+            ? a->allocator->alloc(a->allocator->data, sizeof(adserve_arena_block_t) + want)
+            : malloc(sizeof(adserve_arena_block_t) + want);
         if (b == NULL) {
             return NULL;
         }
@@ -93,7 +104,13 @@ adserve_arena_free(adserve_arena_t *a)
 
     for (b = a->head; b; b = next) {
         next = b->next;
-        free(b);
+
+        if (a->allocator) {
+            a->allocator->free(a->allocator->data, b);
+
+        } else {
+            free(b);
+        }
     }
 
     a->head = NULL;

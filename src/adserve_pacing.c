@@ -3,6 +3,7 @@
  */
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "adserve_pacing.h"
 
@@ -29,10 +30,8 @@ rate_factor(const adserve_li_t *li, const adserve_delivered_t *d)
 
 
 void
-adserve_pace_init(adserve_li_t *li)
+adserve_pace_init(const adserve_li_t *li, adserve_pace_t *p)
 {
-    adserve_pace_t  *p = &li->pace;
-
     p->factor = rate_factor(li, NULL);
     p->allow = li->paced ? 0 : UINT32_MAX;
     p->budget = li->paced ? 0 : UINT32_MAX;
@@ -77,10 +76,9 @@ to_u32(double v)
 
 
 void
-adserve_pace_update(adserve_li_t *li, const adserve_delivered_t *d, int64_t now,
-    double horizon)
+adserve_pace_update(const adserve_li_t *li, adserve_pace_t *p,
+    const adserve_delivered_t *d, int64_t now, double horizon)
 {
-    adserve_pace_t  *p = &li->pace;
     double           delivered, want, ads, rest, opp, frac, share, cap;
 
     p->factor = rate_factor(li, d);
@@ -166,4 +164,37 @@ done:
     p->opp -= p->pushed;              /* what came after the push stays */
     p->pushed = 0;
     p->served = 0;
+}
+
+
+adserve_pace_t *
+adserve_paces_new(const adserve_snapshot_t *s, const adserve_snapshot_t *old,
+    const adserve_pace_t *old_paces)
+{
+    const adserve_li_t  *li, *o;
+    adserve_pace_t      *p;
+    uint32_t             i;
+
+    p = malloc((s->nlis ? s->nlis : 1) * sizeof(adserve_pace_t));
+    if (p == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < s->nlis; i++) {
+        li = &s->lis[i];
+        adserve_pace_init(li, &p[i]);
+
+        o = old != NULL && old_paces != NULL
+            ? adserve_snapshot_li(old, li->id.data, li->id.len) : NULL;
+
+        if (o != NULL && old_paces[o - old->lis].known && o->paced == li->paced
+            && o->cost_type == li->cost_type && o->goal_type == li->goal_type
+            && o->goal == li->goal && o->delivery == li->delivery
+            && o->start == li->start && o->end == li->end)
+        {
+            p[i] = old_paces[o - old->lis];
+        }
+    }
+
+    return p;
 }

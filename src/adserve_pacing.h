@@ -41,21 +41,29 @@
 #define ADSERVE_CVR_PRIOR_CONVERSIONS  1.0
 #define ADSERVE_CVR_PRIOR_IMPRESSIONS  10000.0
 
-/* A new line item: prior rates; a paced one waits for its first update. */
-void adserve_pace_init(adserve_li_t *li);
+/* A new line item's pace: prior rates; a paced one waits for its first
+ * update. */
+void adserve_pace_init(const adserve_li_t *li, adserve_pace_t *p);
 
 /* Updates li's pace from its delivered counts at time now (seconds);
  * horizon: the expected time to the next update, used until two updates
  * have measured it. */
-void adserve_pace_update(adserve_li_t *li, const adserve_delivered_t *d,
-    int64_t now, double horizon);
+void adserve_pace_update(const adserve_li_t *li, adserve_pace_t *p,
+    const adserve_delivered_t *d, int64_t now, double horizon);
 
 /* Whether pacing lets this opportunity through; rnd uniformly random. */
 static inline int
-adserve_pace_allows(const adserve_li_t *li, uint32_t rnd)
+adserve_pace_allows(const adserve_pace_t *p, uint32_t rnd)
 {
-    return li->pace.served < li->pace.budget
-           && (li->pace.allow == UINT32_MAX || rnd <= li->pace.allow);
+    return p->served < p->budget && (p->allow == UINT32_MAX || rnd <= p->allow);
 }
+
+/* A worker's pace table for snapshot s (one per line item, by index, as
+ * adserve_decision_t.paces takes it), carried over from old's table where
+ * the same rules computed it: a line item whose goal, delivery, flight or
+ * cost type changed starts afresh (and is read at once). old and
+ * old_paces may be NULL. malloc'd (free()); NULL when out of memory. */
+adserve_pace_t *adserve_paces_new(const adserve_snapshot_t *s,
+    const adserve_snapshot_t *old, const adserve_pace_t *old_paces);
 
 #endif

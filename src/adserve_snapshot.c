@@ -1092,7 +1092,6 @@ snap_li(build_t *b, li_rec_t *r)
     li->goal_type = (uint8_t) r->goal_type;
     li->delivery = (uint8_t) r->delivery;
     li->paced = r->goal_type != ADSERVE_GOAL_NONE;
-    adserve_pace_init(li);
 
     if (r->max_cap > s->max_cap_seconds) {
         s->max_cap_seconds = r->max_cap;
@@ -1405,17 +1404,23 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
 {
     build_t              b;
     adserve_snapshot_t  *s;
+    adserve_arena_t      arena;
     struct timespec      t0;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
 
-    s = calloc(1, sizeof(adserve_snapshot_t));
+    /* the snapshot lives in its own arena, the struct included: one
+     * allocator for all of it (a shared zone takes it whole) */
+    adserve_arena_init_from(&arena, 256 * 1024, in->allocator);
+
+    s = adserve_arena_calloc(&arena, sizeof(adserve_snapshot_t));
     if (s == NULL) {
+        adserve_arena_free(&arena);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
 
-    adserve_arena_init(&s->arena, 256 * 1024);
+    s->arena = arena;
     s->rev = in->rev;
 
     memset(&b, 0, sizeof(build_t));
@@ -1443,9 +1448,11 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
 void
 adserve_snapshot_free(adserve_snapshot_t *s)
 {
+    adserve_arena_t  arena;
+
     if (s != NULL) {
-        adserve_arena_free(&s->arena);
-        free(s);
+        arena = s->arena;           /* s is in it */
+        adserve_arena_free(&arena);
     }
 }
 
@@ -1523,27 +1530,6 @@ adserve_snapshot_li(const adserve_snapshot_t *s, const char *id, size_t len)
 }
 
 
-void
-adserve_snapshot_inherit(adserve_snapshot_t *s, const adserve_snapshot_t *old)
-{
-    const adserve_li_t  *o;
-    uint32_t             i;
-
-    /* only what the same rules computed: a line item whose goal, delivery
-     * or cost type changed starts afresh (and is read at once) */
-    for (i = 0; old != NULL && i < s->nlis; i++) {
-        o = adserve_snapshot_li(old, s->lis[i].id.data, s->lis[i].id.len);
-        if (o != NULL && o->pace.known && o->paced == s->lis[i].paced
-            && o->cost_type == s->lis[i].cost_type && o->goal_type == s->lis[i].goal_type
-            && o->goal == s->lis[i].goal && o->delivery == s->lis[i].delivery
-            && o->start == s->lis[i].start && o->end == s->lis[i].end)
-        {
-            s->lis[i].pace = o->pace;
-        }
-    }
-}
-
-
 /* xorshift32: the decision's further random draws, from the caller's seed */
 static inline uint32_t
 next_rnd(adserve_decision_t *d)
@@ -1592,15 +1578,19 @@ adserve_reason_e
 adserve_li_check(const adserve_li_t *li, const adserve_unit_t *u,
     const adserve_cand_t *c, adserve_decision_t *d)
 {
+    const adserve_pace_t  *pace;
+
     if (d->now < li->start || d->now >= li->end) {
         return ADSERVE_NO_FLIGHT;
     }
 
-    if (li->pace.stopped) {
+    pace = &d->paces[c->li];
+
+    if (pace->stopped) {
         return ADSERVE_NO_GOAL_REACHED;
     }
 
-    if (li->tier == ADSERVE_TIER_PRICE_PRIORITY && c->bid * li->pace.factor < u->floor) {
+    if (li->tier == ADSERVE_TIER_PRICE_PRIORITY && c->bid * pace->factor < u->floor) {
         return ADSERVE_NO_FLOOR;
     }
 
@@ -1641,11 +1631,13 @@ pick_creative(const adserve_cand_t *c, const adserve_cand_t *end, uint32_t rnd)
 
 
 const adserve_cand_t *
-adserve_decide(adserve_snapshot_t *s, const adserve_unit_t *u, adserve_decision_t *d)
+adserve_decide(const adserve_snapshot_t *s, const adserve_unit_t *u,
+    adserve_decision_t *d)
 {
     const adserve_cand_t  *c = u->cands, *end = u->cands + u->ncands;
     const adserve_cand_t  *g, *run_end, *best, *best_end = NULL;
-    adserve_li_t          *li;
+    const adserve_li_t    *li;
+    adserve_pace_t        *pace;
     uint32_t               seed = d->rnd, ties = 0;
     double                 ecpm, best_ecpm = 0;
 
@@ -1663,15 +1655,17 @@ adserve_decide(adserve_snapshot_t *s, const adserve_unit_t *u, adserve_decision_
                 continue;
             }
 
+            pace = &d->paces[g->li];
+
             if (li->paced) {
-                li->pace.opp++;
-                if (!adserve_pace_allows(li, next_rnd(d))) {
+                pace->opp++;
+                if (!adserve_pace_allows(pace, next_rnd(d))) {
                     continue;
                 }
             }
 
             /* the highest eCPM; equals at random (reservoir of one) */
-            ecpm = g->bid * li->pace.factor;
+            ecpm = g->bid * pace->factor;
 
             if (best == NULL || ecpm > best_ecpm) {
                 best = g;
@@ -1686,8 +1680,7 @@ adserve_decide(adserve_snapshot_t *s, const adserve_unit_t *u, adserve_decision_
         }
 
         if (best != NULL) {
-            li = &s->lis[best->li];
-            li->pace.served += li->paced;
+            d->paces[best->li].served += s->lis[best->li].paced;
             return pick_creative(best, best_end, seed);
         }
 
@@ -1718,10 +1711,11 @@ adserve_explain(const adserve_snapshot_t *s, const adserve_unit_t *u,
             x->ncands++;
         }
 
-        x->ecpm = x->cand->bid * li->pace.factor;
+        x->pace = &d->paces[x->cand->li];
+        x->ecpm = x->cand->bid * x->pace->factor;
         x->reason = adserve_li_check(li, u, x->cand, d);
         if (x->reason == ADSERVE_OK && li->paced
-            && (li->pace.served >= li->pace.budget || li->pace.allow == 0))
+            && (x->pace->served >= x->pace->budget || x->pace->allow == 0))
         {
             x->reason = ADSERVE_NO_PACING;
         }

@@ -1,6 +1,7 @@
 /*
  * adserve_snapshot: the immutable, compiled view of inventory and demand that
- * one nginx worker serves from.
+ * nginx workers serve from. Nothing writes it once built: what changes while
+ * it serves (pacing) is in each worker's pace table (adserve_paces_new).
  *
  * The loader hands over the raw records of every kind (the JSON values of the
  * Redis hashes of the data contract, see README "Redis data contract"); the
@@ -35,6 +36,8 @@ typedef struct {
     uint64_t        rev;
     const char     *public_url;       /* default base of event URLs; NUL-
                                        * terminated, no trailing slash */
+    const adserve_allocator_t *allocator;  /* where the snapshot goes; NULL:
+                                            * malloc */
     adserve_arena_t arena;            /* owns the arrays, not the texts */
 } adserve_input_t;
 
@@ -54,7 +57,9 @@ typedef struct {
 /* The state of a line item that changes while a snapshot serves: pacing and
  * the observed rates that rank CPC and CPA, set from delivered counts by
  * adserve_pace_update (adserve_pacing.c), carried over from one snapshot to
- * the next. Per worker: nothing here is shared. */
+ * the next. Per worker, in a table beside the snapshot (adserve_paces_new),
+ * by line item index: the snapshot itself is never written while it
+ * serves. */
 typedef struct {
     double          factor;           /* eCPM per unit of bid: 1 for CPM,
                                        * CTR x 1000 for CPC, CVR x 1000 for CPA */
@@ -93,7 +98,6 @@ typedef struct {
     uint8_t         goal_type;        /* adserve_goal_e */
     uint8_t         delivery;         /* adserve_delivery_e */
     uint8_t         paced;            /* has a goal: pacing decides */
-    adserve_pace_t  pace;
 } adserve_li_t;
 
 /* One way an ad unit can be filled: a line item showing one creative. */
@@ -164,6 +168,8 @@ typedef struct {
     int64_t         now;
     uint32_t        rnd;              /* state of the decision's generator */
     adserve_req_ctx_t *facts;         /* adserve_req_ctx_init */
+    adserve_pace_t *paces;            /* this worker's pace of each line
+                                       * item of the snapshot, by index */
     const adserve_seen_t *seen;       /* the user's capped ads; */
     uint32_t        nseen;
     unsigned        caps_known:1;     /* else capped line items do not serve */
@@ -228,21 +234,20 @@ const adserve_unit_t *adserve_snapshot_unit(const adserve_snapshot_t *s,
 adserve_li_t *adserve_snapshot_li(const adserve_snapshot_t *s, const char *id,
     size_t len);
 
-/* Carries pacing state over from the snapshot it replaces. */
-void adserve_snapshot_inherit(adserve_snapshot_t *s, const adserve_snapshot_t *old);
-
-/* Whether line item li may serve the decision's request, before pacing. */
+/* Whether line item li may serve the decision's request, before pacing
+ * (its pace: the goal reached, the floor on its eCPM). */
 adserve_reason_e adserve_li_check(const adserve_li_t *li, const adserve_unit_t *u,
     const adserve_cand_t *c, adserve_decision_t *d);
 
 /* The candidate to serve, or NULL for no ad. Groups are tried best first;
  * in the first with a line item that may serve (adserve_li_check) and that
  * pacing lets through, the highest eCPM wins, equals at random, then the
- * creative by LICA weight. Counts opportunities and ads into paced line
- * items' pace state. d->rnd seeds the decision's generator (the caller's
- * random value: tests are deterministic). */
-const adserve_cand_t *adserve_decide(adserve_snapshot_t *s, const adserve_unit_t *u,
-    adserve_decision_t *d);
+ * creative by LICA weight. Counts opportunities and ads into the paced line
+ * items' paces (d->paces: the snapshot itself is never written). d->rnd
+ * seeds the decision's generator (the caller's random value: tests are
+ * deterministic). */
+const adserve_cand_t *adserve_decide(const adserve_snapshot_t *s,
+    const adserve_unit_t *u, adserve_decision_t *d);
 
 /* The explainer: what a decision would make of each line item of a unit,
  * and why, without making it (no random draw, nothing counted). */
@@ -259,6 +264,7 @@ typedef enum {
 
 typedef struct {
     const adserve_li_t   *li;
+    const adserve_pace_t *pace;      /* its pace in this worker */
     const adserve_cand_t *cand;      /* its first candidate on the unit */
     uint32_t              ncands;    /* its creatives there */
     adserve_reason_e      reason;    /* ADSERVE_OK, or what failed, pacing

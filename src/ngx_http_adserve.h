@@ -80,14 +80,20 @@ typedef struct ngx_http_adserve_loader_s  ngx_http_adserve_loader_t;
 
 typedef void (*ngx_http_adserve_resume_pt)(ngx_queue_t *q);
 
+typedef struct ngx_http_adserve_zone_s  ngx_http_adserve_zone_t;
+
 struct ngx_http_adserve_loader_s {
     ngx_http_adserve_redis_t       redis;
-    adserve_snapshot_t            *snapshot;      /* what requests serve from */
+    ngx_http_adserve_zone_t       *zone;          /* the node's snapshot */
+    adserve_snapshot_t            *snapshot;      /* what requests serve from, */
+    ngx_uint_t                     gen;           /* the zone's publication */
+    ngx_uint_t                     attempts;      /* the zone's, when joined */
     ngx_msec_t                     loaded_at;
 
     /* until the first load of a new worker ends, requests wait for it
      * instead of answering 404 for lack of data (a reload, a start) */
     ngx_uint_t                     warming;
+    ngx_uint_t                     pinging;       /* a follower's PING out */
     ngx_queue_t                    waiting;
     ngx_http_adserve_resume_pt     resume;
 
@@ -116,6 +122,7 @@ struct ngx_http_adserve_loader_s {
     ngx_msec_t                     started;
 
     ngx_uint_t                     loads;         /* snapshots swapped in */
+    ngx_uint_t                     built;         /* by this worker */
     ngx_uint_t                     full_loads;
     ngx_uint_t                     changes;       /* change log entries applied */
     ngx_uint_t                     failures;
@@ -131,6 +138,46 @@ ngx_int_t ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld,
     ngx_cycle_t *cycle);
 void ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld);
 void ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q);
+
+
+/* ---- the node's snapshot: src/ngx_http_adserve_zone.c --------------------
+ *
+ * A shared zone (adserve_snapshot_zone) holds the node's snapshot; one
+ * worker, the builder, builds into it and publishes, every worker adopts
+ * the latest publication (see the file's comment for the lifetimes). */
+
+ngx_http_adserve_zone_t *ngx_http_adserve_zone_add(ngx_conf_t *cf, size_t size);
+/* a worker reads the zone from now on (a reader slot); _leave at exit, which
+ * also gives up the builder's role */
+ngx_int_t ngx_http_adserve_zone_join(ngx_http_adserve_zone_t *zone);
+void ngx_http_adserve_zone_leave(ngx_http_adserve_zone_t *zone);
+/* whether this worker builds: it claims the role when it is free or its
+ * holder is gone; _is_builder only asks */
+ngx_uint_t ngx_http_adserve_zone_builder(ngx_http_adserve_zone_t *zone);
+ngx_uint_t ngx_http_adserve_zone_is_builder(ngx_http_adserve_zone_t *zone);
+void ngx_http_adserve_zone_resign(ngx_http_adserve_zone_t *zone);
+/* the builders' first loads ended, in success or not (followers stop
+ * waiting when it moves) */
+ngx_uint_t ngx_http_adserve_zone_attempts(ngx_http_adserve_zone_t *zone);
+void ngx_http_adserve_zone_attempted(ngx_http_adserve_zone_t *zone);
+/* a build's allocator (NULL: too many builds not collected yet), and its
+ * end, published or not */
+const adserve_allocator_t *ngx_http_adserve_zone_build_start(
+    ngx_http_adserve_zone_t *zone);
+void ngx_http_adserve_zone_build_end(ngx_http_adserve_zone_t *zone);
+ngx_int_t ngx_http_adserve_zone_publish(ngx_http_adserve_zone_t *zone,
+    adserve_snapshot_t *s);
+/* the published snapshot when it is not publication *gen (set), or NULL;
+ * _hold once the worker reads only it */
+adserve_snapshot_t *ngx_http_adserve_zone_latest(ngx_http_adserve_zone_t *zone,
+    ngx_uint_t *gen);
+void ngx_http_adserve_zone_hold(ngx_http_adserve_zone_t *zone, ngx_uint_t gen);
+/* by the builder: frees what no worker reads and no build holds */
+void ngx_http_adserve_zone_collect(ngx_http_adserve_zone_t *zone);
+/* appends ,"zone":{...} to the status document */
+u_char *ngx_http_adserve_zone_status(ngx_http_adserve_zone_t *zone, u_char *p,
+    u_char *last);
+#define NGX_HTTP_ADSERVE_ZONE_STATUS_LEN  160
 
 
 /* ---- events: counted in worker memory, flushed to Redis ----------------
@@ -289,9 +336,13 @@ void ngx_http_adserve_caps_exit(void);
 ngx_int_t ngx_http_adserve_pacing_init(ngx_cycle_t *cycle,
     ngx_http_adserve_main_conf_t *amcf);
 void ngx_http_adserve_pacing_exit(void);
-/* the loader swapped snapshots */
-void ngx_http_adserve_pacing_swapped(adserve_snapshot_t *s,
+/* the loader is swapping snapshots (old is still there): the pace table
+ * moves to s's line items; NGX_ERROR out of memory, and s must not serve */
+ngx_int_t ngx_http_adserve_pacing_swapped(adserve_snapshot_t *s,
     adserve_snapshot_t *old);
+/* the worker's pace of each line item of the current snapshot, by index:
+ * what adserve_decision_t.paces takes */
+adserve_pace_t *ngx_http_adserve_paces(void);
 
 
 /* ---- the module's configuration, shared by its sources ---------------- */
@@ -300,6 +351,8 @@ struct ngx_http_adserve_main_conf_s {
     ngx_http_adserve_redis_t    redis;         /* address, from the config */
     ngx_http_adserve_redis_t    redis_write;   /* the primary: events, caps */
     ngx_msec_t                  redis_timeout;
+    size_t                      zone_size;     /* adserve_snapshot_zone */
+    ngx_http_adserve_zone_t    *zone;
     ngx_msec_t                  refresh;
     ngx_msec_t                  flush;         /* adserve_flush_interval */
     ngx_msec_t                  pacing;        /* adserve_pacing_interval */

@@ -99,11 +99,11 @@ ngx_http_adserve_explain_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
         if (li->paced) {
             p = ngx_sprintf(p, ",\"pacing\":{\"share\":%.4f,\"budget_left\":%uD,"
                             "\"goal_reached\":%s}",
-                            li->pace.allow == UINT32_MAX ? 1.0
-                                : (double) li->pace.allow / 4294967295.0,
-                            li->pace.budget > li->pace.served
-                                ? li->pace.budget - li->pace.served : 0,
-                            li->pace.stopped ? "true" : "false");
+                            x[i].pace->allow == UINT32_MAX ? 1.0
+                                : (double) x[i].pace->allow / 4294967295.0,
+                            x[i].pace->budget > x[i].pace->served
+                                ? x[i].pace->budget - x[i].pace->served : 0,
+                            x[i].pace->stopped ? "true" : "false");
         }
 
         *p++ = '}';

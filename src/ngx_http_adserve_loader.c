@@ -1,6 +1,16 @@
 
 /*
- * Keeps a worker's snapshot fresh, without ever blocking the worker.
+ * Keeps the node's snapshot fresh, without ever blocking a worker.
+ *
+ * The snapshot is the node's, in the shared zone (_zone.c): one worker,
+ * the builder, runs the states below and publishes each new snapshot; on
+ * every tick each worker (the builder too) adopts the latest publication,
+ * a pointer swap and the carry-over of its pace table. A follower reads
+ * nothing from Redis for the snapshot; it takes over the builder's role
+ * when that is free or its holder is gone (its first load is then a full
+ * one: the records are the builder's own).
+ *
+ * The builder's states:
  *
  *   IDLE --poll timer--> POLLING:
  *       MULTI; GET adserve:rev; XREVRANGE adserve:changes + - COUNT 1;
@@ -32,6 +42,8 @@
 
 #include "ngx_http_adserve.h"
 
+#include <time.h>
+
 #if (NGX_THREADS)
 #include <ngx_thread_pool.h>
 #endif
@@ -57,6 +69,8 @@ typedef struct {
 
 
 static void ngx_http_adserve_loader_scan(ngx_http_adserve_loader_t *ld);
+static void ngx_http_adserve_loader_adopt(ngx_http_adserve_loader_t *ld);
+static void ngx_http_adserve_loader_poll(ngx_event_t *ev);
 
 
 /* ---- states ------------------------------------------------------------ */
@@ -74,6 +88,11 @@ ngx_http_adserve_loader_warm(ngx_http_adserve_loader_t *ld)
 
     ld->warming = 0;
 
+    if (ngx_http_adserve_zone_is_builder(ld->zone)) {
+        /* followers waiting for a first snapshot stop waiting too */
+        ngx_http_adserve_zone_attempted(ld->zone);
+    }
+
     while (!ngx_queue_empty(&ld->waiting)) {
         q = ngx_queue_head(&ld->waiting);
         ngx_queue_remove(q);
@@ -86,6 +105,53 @@ void
 ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q)
 {
     ngx_queue_insert_tail(&ld->waiting, q);
+}
+
+
+/* The node's latest snapshot, when it is newer than the one this worker
+ * serves: its pace table carried over, then the old one let go. */
+static void
+ngx_http_adserve_loader_adopt(ngx_http_adserve_loader_t *ld)
+{
+    adserve_snapshot_t  *s;
+    ngx_uint_t           gen = ld->gen;
+    struct timespec      t0, t1;
+
+    s = ngx_http_adserve_zone_latest(ld->zone, &gen);
+    if (s == NULL) {
+        return;
+    }
+
+    if (s != ld->snapshot) {
+        (void) clock_gettime(CLOCK_MONOTONIC, &t0);
+
+        if (ngx_http_adserve_pacing_swapped(s, ld->snapshot) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, ld->redis.log, 0,
+                          "adserve: no memory for the pace table of snapshot rev %uL; "
+                          "serving rev %uL", s->rev, ld->snapshot ? ld->snapshot->rev : 0);
+            return;
+        }
+
+        /* the one thing a worker does per snapshot: its pace table */
+        (void) clock_gettime(CLOCK_MONOTONIC, &t1);
+        ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
+                      "adserve: snapshot rev %uL (publication %ui) adopted; "
+                      "its pace table in %.3f ms", s->rev, gen,
+                      (double) (t1.tv_sec - t0.tv_sec) * 1000
+                      + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6);
+
+        ld->snapshot = s;
+        ld->loaded_at = ngx_current_msec;
+        ld->loads++;
+
+        if (!ngx_http_adserve_zone_is_builder(ld->zone)) {
+            ld->rev = s->rev;
+        }
+    }
+
+    ld->gen = gen;
+    ngx_http_adserve_zone_hold(ld->zone, gen);
+    ngx_http_adserve_loader_warm(ld);
 }
 
 
@@ -186,20 +252,28 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
     adserve_input_free(&bc->input);
     ld->state = NGX_HTTP_ADSERVE_IDLE;
 
+    if (s != NULL && ngx_http_adserve_zone_publish(ld->zone, s) != NGX_OK) {
+        s = NULL;                   /* its blocks go with the build */
+        ngx_cpystrn((u_char *) bc->err,
+                    (u_char *) "too many old snapshots are still read",
+                    sizeof(bc->err));
+    }
+
+    ngx_http_adserve_zone_build_end(ld->zone);
+
     if (s == NULL) {
+        ngx_http_adserve_zone_collect(ld->zone);
         ld->failures++;
         ld->change_id[0] = '\0';            /* start afresh next time */
         ngx_log_error(NGX_LOG_ERR, ld->redis.log, 0,
-                      "adserve: snapshot build failed: %s", bc->err);
+                      "adserve: snapshot build failed: %s%s", bc->err,
+                      ngx_strstr(bc->err, "out of memory") != NULL
+                      ? " (is adserve_snapshot_zone large enough for two "
+                        "snapshots?)" : "");
 
     } else {
-        /* pacing carries over; requests copy what they send, so the old
-         * one can go at once */
-        ngx_http_adserve_pacing_swapped(s, ld->snapshot);
-        adserve_snapshot_free(ld->snapshot);
-        ld->snapshot = s;
-        ld->loaded_at = ngx_current_msec;
-        ld->loads++;
+        ngx_http_adserve_loader_adopt(ld);
+        ld->built++;
 
         ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
                       "adserve: snapshot rev %uL at change %s: %uz active ad "
@@ -254,6 +328,14 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     adserve_input_init(&bc->input);
     bc->input.rev = ld->rev;
     bc->input.public_url = ld->public_url;
+    bc->input.allocator = ngx_http_adserve_zone_build_start(ld->zone);
+
+    if (bc->input.allocator == NULL) {
+        adserve_input_free(&bc->input);
+        ngx_free(bc);
+        ngx_http_adserve_loader_fail(ld, "older builds are still in the zone");
+        return;
+    }
 
     /* the input refers to the records: nothing changes them until the
      * build is done, since the loader does one thing at a time */
@@ -261,6 +343,7 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
         if (adserve_records_export(&ld->records[k], &bc->input, k) != 0) {
             adserve_input_free(&bc->input);
             ngx_free(bc);
+            ngx_http_adserve_zone_build_end(ld->zone);
             ngx_http_adserve_loader_fail(ld, "out of memory");
             return;
         }
@@ -681,8 +764,9 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
     }
 
     if (ngx_exiting) {
-        /* an old worker after a reload: the new ones load for themselves,
+        /* an old worker after a reload: a new one builds for the node,
          * and whoever waited here is answered from what there is */
+        ngx_http_adserve_zone_resign(ld->zone);
         ngx_http_adserve_loader_idle(ld);
         ngx_http_adserve_loader_warm(ld);
         return;
@@ -696,6 +780,85 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
     ld->started = ngx_current_msec;
 
     ngx_http_adserve_loader_full(ld);
+}
+
+
+/* A follower's connection carries its pacing reads; a PING a tick tells it
+ * is usable (or not: the outage is logged once, as the builder's is). */
+static void
+ngx_http_adserve_loader_on_ping(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_loader_t  *ld = data;
+    redisReply                 *reply = r;
+
+    ld->pinging = 0;
+
+    if (reply == NULL) {
+        return;                         /* connection gone */
+    }
+
+    if (ld->deadline.timer_set) {
+        ngx_del_timer(&ld->deadline);
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        ngx_http_adserve_redis_drop(&ld->redis, reply->str);
+        return;
+    }
+
+    ngx_http_adserve_redis_healthy(&ld->redis);
+}
+
+
+static void
+ngx_http_adserve_loader_ping(ngx_http_adserve_loader_t *ld)
+{
+    const char  *ping[] = { "PING" };
+
+    if (ld->pinging || !ld->redis.connected || ld->state != NGX_HTTP_ADSERVE_IDLE) {
+        return;
+    }
+
+    if (ngx_http_adserve_redis_command(&ld->redis, ngx_http_adserve_loader_on_ping, ld,
+                                       1, ping, NULL)
+        == NGX_OK)
+    {
+        ld->pinging = 1;
+
+        if (!ld->deadline.timer_set) {
+            ngx_add_timer(&ld->deadline, ld->timeout);
+        }
+    }
+}
+
+
+/* Every adserve_refresh: the latest publication, and, for the builder,
+ * what Redis has. */
+static void
+ngx_http_adserve_loader_tick(ngx_event_t *ev)
+{
+    ngx_http_adserve_loader_t  *ld = ev->data;
+
+    ngx_http_adserve_loader_adopt(ld);
+
+    if (ngx_http_adserve_zone_builder(ld->zone)) {
+        /* what the workers have moved past goes (a few syscalls) */
+        ngx_http_adserve_zone_collect(ld->zone);
+        ngx_http_adserve_loader_poll(ev);
+        return;
+    }
+
+    /* a follower: waiting for a first snapshot ends with the builder's
+     * first attempt, as the builder's own wait does */
+    if (ld->warming && ngx_http_adserve_zone_attempts(ld->zone) != ld->attempts) {
+        ngx_http_adserve_loader_warm(ld);
+    }
+
+    ngx_http_adserve_loader_ping(ld);
+
+    if (!ld->poll.timer_set && !ngx_exiting && !ngx_terminate) {
+        ngx_add_timer(&ld->poll, ld->refresh);
+    }
 }
 
 
@@ -750,7 +913,7 @@ ngx_http_adserve_loader_on_up(ngx_http_adserve_redis_t *rd)
         ngx_del_timer(&ld->poll);
     }
 
-    ngx_http_adserve_loader_poll(&ld->poll);
+    ngx_http_adserve_loader_tick(&ld->poll);
 }
 
 
@@ -795,11 +958,22 @@ ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld, ngx_cycle_t *cycle)
         adserve_records_init(&ld->scan[k]);
     }
 
-    ngx_http_adserve_loader_event(&ld->poll, ngx_http_adserve_loader_poll, ld);
+    ngx_http_adserve_loader_event(&ld->poll, ngx_http_adserve_loader_tick, ld);
     ngx_http_adserve_loader_event(&ld->deadline, ngx_http_adserve_loader_deadline,
                                   ld);
 
+    if (ngx_http_adserve_zone_join(ld->zone) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* a reload's new worker serves the node's snapshot at once */
+    ld->attempts = ngx_http_adserve_zone_attempts(ld->zone);
+    ngx_http_adserve_loader_adopt(ld);
+
     ngx_http_adserve_redis_start(&ld->redis);
+
+    /* followers tick whether Redis is up or not */
+    ngx_add_timer(&ld->poll, ld->refresh);
 
     return NGX_OK;
 }
@@ -825,6 +999,7 @@ ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld)
         ngx_http_adserve_records_free(ld->scan);
     }
 
-    adserve_snapshot_free(ld->snapshot);
+    /* the snapshot is the node's: the zone keeps it for the others */
+    ngx_http_adserve_zone_leave(ld->zone);
     ld->snapshot = NULL;
 }

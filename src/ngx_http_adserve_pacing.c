@@ -1,7 +1,10 @@
 
 /*
  * Pacing in a worker: the timer that feeds adserve_pace_update (see
- * adserve_pacing.h for the model and ngx_http_adserve.h for the cycle).
+ * adserve_pacing.h for the model and ngx_http_adserve.h for the cycle), and
+ * the worker's pace table, one adserve_pace_t per line item of the current
+ * snapshot: the one thing about a line item that changes while it serves,
+ * kept here so that the snapshot is never written.
  *
  * The delivered counts of all nodes are in adserve:delivery, one field per
  * line item and metric ("{id}:imp", ...). They are read with HMGET, in
@@ -35,6 +38,7 @@ static struct {
     ngx_event_t                    timer;
     ngx_uint_t                     pending;     /* HMGETs in flight */
     ngx_uint_t                     again;       /* a swap came meanwhile */
+    adserve_pace_t                *paces;       /* of the current snapshot */
 } ngx_http_adserve_pacing;
 
 
@@ -64,24 +68,41 @@ ngx_http_adserve_pacing_exit(void)
     }
 
     ngx_http_adserve_pacing.amcf = NULL;
+
+    free(ngx_http_adserve_pacing.paces);
+    ngx_http_adserve_pacing.paces = NULL;
 }
 
 
-void
+adserve_pace_t *
+ngx_http_adserve_paces(void)
+{
+    return ngx_http_adserve_pacing.paces;
+}
+
+
+ngx_int_t
 ngx_http_adserve_pacing_swapped(adserve_snapshot_t *s, adserve_snapshot_t *old)
 {
-    ngx_event_t  *t = &ngx_http_adserve_pacing.timer;
-    uint32_t      i;
+    ngx_event_t     *t = &ngx_http_adserve_pacing.timer;
+    adserve_pace_t  *paces;
+    uint32_t         i;
 
-    adserve_snapshot_inherit(s, old);
+    paces = adserve_paces_new(s, old, ngx_http_adserve_pacing.paces);
+    if (paces == NULL) {
+        return NGX_ERROR;
+    }
+
+    free(ngx_http_adserve_pacing.paces);
+    ngx_http_adserve_pacing.paces = paces;
 
     if (ngx_http_adserve_pacing.amcf == NULL) {
-        return;
+        return NGX_OK;
     }
 
     /* a paced line item without a pace serves nothing: read now */
     for (i = 0; i < s->nlis; i++) {
-        if (s->lis[i].paced && !s->lis[i].pace.known) {
+        if (s->lis[i].paced && !paces[i].known) {
             if (ngx_http_adserve_pacing.pending) {
                 ngx_http_adserve_pacing.again = 1;
 
@@ -91,9 +112,11 @@ ngx_http_adserve_pacing_swapped(adserve_snapshot_t *s, adserve_snapshot_t *old)
                 }
                 ngx_add_timer(t, 1);
             }
-            return;
+            return NGX_OK;
         }
     }
+
+    return NGX_OK;
 }
 
 
@@ -141,7 +164,8 @@ ngx_http_adserve_pacing_reply(redisAsyncContext *ac, void *reply, void *data)
                     ? (uint64_t) strtoull(v->str, NULL, 10) : 0;
         }
 
-        adserve_pace_update(&s->lis[rd->li[i]], &d, now, horizon);
+        adserve_pace_update(&s->lis[rd->li[i]], &ngx_http_adserve_pacing.paces[rd->li[i]],
+                            &d, now, horizon);
     }
 
 done:
@@ -247,6 +271,7 @@ ngx_http_adserve_pacing_tick(ngx_event_t *ev)
     ngx_http_adserve_main_conf_t  *amcf = ngx_http_adserve_pacing.amcf;
     adserve_snapshot_t            *s;
     adserve_li_t                  *li;
+    adserve_pace_t                *p;
     uint32_t                       i, next = 0;
     time_t                         now;
 
@@ -266,11 +291,12 @@ ngx_http_adserve_pacing_tick(ngx_event_t *ev)
 
     for (i = 0; i < s->nlis; i++) {
         li = &s->lis[i];
-        if (li->paced && li->pace.opp > li->pace.pushed) {
+        p = &ngx_http_adserve_pacing.paces[i];
+        if (li->paced && p->opp > p->pushed) {
             ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_LINE_ITEM,
                                    &li->id, li->hash, NGX_HTTP_ADSERVE_M_OPPORTUNITIES,
-                                   li->pace.opp - li->pace.pushed);
-            li->pace.pushed = li->pace.opp;
+                                   p->opp - p->pushed);
+            p->pushed = p->opp;
         }
     }
 

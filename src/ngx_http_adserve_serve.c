@@ -193,6 +193,7 @@ ngx_http_adserve_finish(ngx_http_request_t *r)
     d.now = ctx->now;
     d.rnd = (uint32_t) ngx_random();
     d.facts = &facts;
+    d.paces = ngx_http_adserve_paces();
     d.seen = ctx->seen;
     d.nseen = ctx->nseen;
     d.caps_known = ctx->caps_known;

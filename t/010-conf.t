@@ -70,6 +70,15 @@ for (['127.0.0.1', qr/: no port;/], ['[::1]', qr/: no port;/], ['[::1:6379', qr/
     like($out, $why, '... saying why') or diag $out;
 }
 
+# the node's snapshot zone: a size, 8m at least
+($ok, $out) = nginx_t(variant('zone', sub { s/^(\s*adserve_redis \S+;)/$1\n    adserve_snapshot_zone 1024m;/m }));
+ok($ok, 'adserve_snapshot_zone 1024m is accepted') or diag $out;
+($ok, $out) = nginx_t(variant('smallzone', sub { s/^(\s*adserve_redis \S+;)/$1\n    adserve_snapshot_zone 4m;/m }));
+ok(!$ok, 'adserve_snapshot_zone 4m is refused');
+like($out, qr/adserve_snapshot_zone.*must be 8m or more/, '... saying why') or diag $out;
+($ok, $out) = nginx_t(variant('badzone', sub { s/^(\s*adserve_redis \S+;)/$1\n    adserve_snapshot_zone lots;/m }));
+ok(!$ok, 'adserve_snapshot_zone lots is refused') or diag $out;
+
 ($ok, $out) = nginx_t(variant('noredis', sub { s/^\s*adserve_redis .*$//m }));
 ok(!$ok, 'adserve_ad without adserve_redis is refused');
 like($out, qr/need "adserve_redis"/, '... naming the missing directive');

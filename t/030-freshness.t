@@ -50,17 +50,24 @@ sleep 1.0;
 ok($t->workers_at($rev), 'a deleted ad unit: every worker is on the revision');
 is(scalar(grep { $t->ad($new)->{status} == 404 } 1 .. 20), 20, 'a deleted ad unit answers 404 within 1 s');
 
+# The node's builder follows Redis (the other workers adopt what it
+# publishes): its counters tell how a change came.
+sub builder {
+    my ($all) = @_;
+    my @b = grep { $_->{zone}{role} eq 'builder' } values %$all;
+    return @b == 1 ? $b[0] : { full_loads => -1, changes_applied => -1 };
+}
+
 # the change log: after the first full load, a change is fetched alone
-my $before = $t->worker_status;
+my $before = builder($t->worker_status);
 my $c2 = $t->chain;
 sleep 1.0;
-my $after = $t->worker_status;
+my $after = builder($t->worker_status);
 ok($t->workers_at($c2->{rev}), 'a logged change reaches every worker');
-is_deeply([ map { $after->{$_}{full_loads} } sort keys %$after ],
-          [ map { $before->{$_}{full_loads} } sort keys %$before ],
-          '... without a full load (only the changed records were fetched)');
-ok(!grep({ $after->{$_}{changes_applied} < $before->{$_}{changes_applied} + 5 } keys %$after),
-   '... the five records of the chain, from the change log');
+is($after->{full_loads}, $before->{full_loads},
+   '... without a full load (only the changed records were fetched)');
+cmp_ok($after->{changes_applied}, '>=', $before->{changes_applied} + 5,
+       '... the five records of the chain, from the change log');
 is($t->ad($c2->{unit})->{status}, 200, '... and serves');
 
 # a writer outside the contract (no log entry): the revision still tells
@@ -69,9 +76,8 @@ $t->transaction(['HSET', 'adserve:creatives', $c2->{creative}, JSON::PP->new->en
 sleep 1.0;
 is($t->ad($c2->{unit})->{json}{ad}{display}{banner}{img}, 'https://cdn.example/unlogged.png',
    'a change without a log entry is found by a full load');
-my $full = $t->worker_status;
-ok(!grep({ $full->{$_}{full_loads} <= $after->{$_}{full_loads} } keys %$full),
-   '... a full load on every worker');
+my $full = builder($t->worker_status);
+cmp_ok($full->{full_loads}, '>', $after->{full_loads}, '... a full load, for the node');
 
 # the log trimmed past a worker's position: a full load again
 $t->redis('XTRIM', 'adserve:changes', 'MAXLEN', '0');
@@ -80,9 +86,9 @@ my $rev2 = $t->put(creatives => $c2->{records}{creatives});
 sleep 1.0;
 ok($t->workers_at($rev2), 'after the log was trimmed, a change still arrives');
 is($t->ad($c2->{unit})->{json}{ad}{display}{banner}{img}, 'https://cdn.example/trimmed.png', '... the right one');
-my $trimmed = $t->worker_status;
-ok(!grep({ $trimmed->{$_}{full_loads} <= $full->{$_}{full_loads} } keys %$trimmed),
-   '... by a full load, since the position was gone');
+my $trimmed = builder($t->worker_status);
+cmp_ok($trimmed->{full_loads}, '>', $full->{full_loads},
+       '... by a full load, since the position was gone');
 
 # how long it really takes, for the record (no assertion on it)
 $c->{records}{ad_units}{status} = 'ACTIVE';

@@ -33,16 +33,21 @@ sub write_ok {
 }
 
 # the creative served on unit within 1 s, or (want undef) 204 within 1 s
+# The write just made serves within 1 s: on every worker (each is on its
+# revision), and the answer is the one wanted.
 sub serves_within {
     my ($unit, $want, $name) = @_;
     my $t0 = time;
+    my $rev = $t->revision;
     my $last;
     my $ok = $t->wait_until(1, sub {
+        return 0 unless $t->workers_at($rev);
         $last = $t->ad($unit);
         return defined $want ? $last->{status} == 200 && ($last->{json}{ad}{id} // '') eq $want
                              : $last->{status} == 204;
     });
-    ok($ok, $name) or diag "last answer: $last->{status} $last->{content}";
+    ok($ok, $name) or diag $last ? "last answer: $last->{status} $last->{content}"
+                                 : "not every worker reached revision $rev";
     note sprintf '%s after %.0f ms', $name, (time - $t0) * 1000;
     return $last;
 }

@@ -27,6 +27,89 @@
 #include <time.h>
 #include <unistd.h>
 
+
+/* ---- this worker's pace tables ------------------------------------------
+ *
+ * As the module's pacing does, the tests keep one pace table per snapshot
+ * (adserve_paces_new), made when a snapshot first decides; PACE(li) is the
+ * pace of a line item of any snapshot the tests hold. A freed snapshot's
+ * table goes with it (the free is wrapped below). */
+
+static struct {
+    const adserve_snapshot_t  *s;
+    adserve_pace_t            *p;
+} tables[256];
+
+static adserve_pace_t *paces_set(const adserve_snapshot_t *s, adserve_pace_t *p) {
+    size_t i, free_slot = sizeof(tables) / sizeof(tables[0]);
+
+    for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+        if (tables[i].s == s) {
+            free(tables[i].p);
+            tables[i].p = p;
+            return p;
+        }
+        if (tables[i].s == NULL && free_slot == sizeof(tables) / sizeof(tables[0])) {
+            free_slot = i;
+        }
+    }
+    if (p == NULL || free_slot == sizeof(tables) / sizeof(tables[0])) abort();
+    tables[free_slot].s = s;
+    tables[free_slot].p = p;
+    return p;
+}
+
+static adserve_pace_t *paces(const adserve_snapshot_t *s) {
+    size_t i;
+
+    for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+        if (tables[i].s == s) return tables[i].p;
+    }
+    return paces_set(s, adserve_paces_new(s, NULL, NULL));
+}
+
+/* the table of the snapshot holding li (one the tests looked into) */
+static size_t table_of(const adserve_li_t *li) {
+    size_t i;
+
+    for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+        const adserve_snapshot_t *s = tables[i].s;
+        if (s != NULL && li >= s->lis && li < s->lis + s->nlis) return i;
+    }
+    abort();
+}
+
+/* the pace of a line item of a snapshot the tests hold */
+static adserve_pace_t *pace_of(const adserve_li_t *li) {
+    size_t i = table_of(li);
+
+    return &tables[i].p[li - tables[i].s->lis];
+}
+#define PACE(li)  pace_of(li)
+
+/* adserve_li_check with the pace table of li's snapshot in d */
+static adserve_reason_e li_check(const adserve_li_t *li, const adserve_unit_t *u,
+    const adserve_cand_t *c, adserve_decision_t *d)
+{
+    d->paces = tables[table_of(li)].p;
+    return adserve_li_check(li, u, c, d);
+}
+
+static void snapshot_free(adserve_snapshot_t *s) {
+    size_t i;
+
+    for (i = 0; s != NULL && i < sizeof(tables) / sizeof(tables[0]); i++) {
+        if (tables[i].s == s) {
+            free(tables[i].p);
+            tables[i].s = NULL;
+            tables[i].p = NULL;
+        }
+    }
+    adserve_snapshot_free(s);
+}
+/* every free in the tests takes its table along */
+#define adserve_snapshot_free(s)  snapshot_free(s)
+
 #define NOW       1748736000LL    /* 2025-06-01T00:00:00Z */
 #define JUL1      1751328000LL    /* 2025-07-01T00:00:00Z */
 
@@ -141,6 +224,7 @@ static const adserve_cand_t *decide(adserve_snapshot_t *s, const char *id,
 {
     const adserve_unit_t *u = unit(s, id);
 
+    d->paces = paces(s);
     return u ? adserve_decide(s, u, d) : NULL;
 }
 
@@ -163,11 +247,13 @@ static const char *serve_d(adserve_snapshot_t *s, const char *id, adserve_decisi
 
 /* A line item of the snapshot by id, or NULL. */
 static adserve_li_t *lookup(const adserve_snapshot_t *s, const char *id) {
+    (void) paces(s);
     return adserve_snapshot_li(s, id, strlen(id));
 }
 
 /* The line item of a candidate. */
 static const adserve_li_t *li_of(const adserve_snapshot_t *s, const adserve_cand_t *c) {
+    (void) paces(s);
     return &s->lis[c->li];
 }
 
@@ -195,7 +281,7 @@ static void deliver_at(adserve_snapshot_t *s, const char *id, uint64_t imp, uint
         ok(0, "deliver: line item %s is in the snapshot", id);
         return;
     }
-    adserve_pace_update(li, &d, now, 60);
+    adserve_pace_update(li, &paces(s)[li - s->lis], &d, now, 60);
 }
 
 static void deliver(adserve_snapshot_t *s, const char *id, uint64_t imp, uint64_t clk,
@@ -665,8 +751,8 @@ static void test_ranking(void) {
         is_int(li_of(s, &u->cands[3])->cost_type, ADSERVE_COST_CPM, "cost_type CPM");
         is_int(li_of(s, &u->cands[1])->cost_type, ADSERVE_COST_CPC, "cost_type CPC");
         is_int((long long) u->cands[1].bid_micros, 100000000, "CPC bid_micros");
-        ok(near(li_of(s, &u->cands[1])->pace.factor, 1), "CPC before any read: prior factor 1");
-        ok(near(li_of(s, &u->cands[3])->pace.factor, 1), "CPM: factor 1");
+        ok(near(PACE(li_of(s, &u->cands[1]))->factor, 1), "CPC before any read: prior factor 1");
+        ok(near(PACE(li_of(s, &u->cands[3]))->factor, 1), "CPM: factor 1");
     }
     is_str(serve(s, "u1", NOW, 7), "c5", "priority/eCPM: CPC 100 at the prior CTR (eCPM 100) serves");
     /* 1e6 impressions, no click: eCPM 100 x 1000 / 1001000 ~ 0.1 */
@@ -770,20 +856,20 @@ static void test_cost_ranking(void) {
               LICA(lica_rec("cpm", "c-cpm", 1)), LICA(lica_rec("cpc", "c-cpc", 1)));
     if (s == NULL) return;
     li = lookup(s, "cpc");
-    ok(li && li->cost_type == ADSERVE_COST_CPC && near(li->pace.factor, 1) && !li->pace.known,
+    ok(li && li->cost_type == ADSERVE_COST_CPC && near(PACE(li)->factor, 1) && !PACE(li)->known,
        "CPC: prior factor 1000 x 1 / 1000 = 1 before any read");
     is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPC at the prior CTR: eCPM 1 < CPM 2, the CPM serves");
     /* CTR 1 %: 1000 x 101 / 11000 = 9.18 */
     deliver(s, "cpc", 10000, 100, 0);
-    ok(li && near(li->pace.factor, 1000.0 * 101 / 11000), "CPC: factor = 1000 x (clk + 1) / (imp + 1000)");
-    ok(li && li->pace.known, "CPC: known after the read");
+    ok(li && near(PACE(li)->factor, 1000.0 * 101 / 11000), "CPC: factor = 1000 x (clk + 1) / (imp + 1000)");
+    ok(li && PACE(li)->known, "CPC: known after the read");
     is_str(serve(s, "u1", NOW, 1), "c-cpc", "CPC with a high observed CTR (eCPM 9.2) beats CPM 2");
     /* CTR 0.1 %: 1000 x 11 / 11000 = 1 */
     deliver(s, "cpc", 10000, 10, 0);
     is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPC with a low observed CTR (eCPM 1) loses to CPM 2");
     /* 0 clicks in 1e5: the prior fades */
     deliver(s, "cpc", 100000, 0, 0);
-    ok(li && near(li->pace.factor, 1000.0 / 101000), "CPC without clicks: factor 1000 / 101000");
+    ok(li && near(PACE(li)->factor, 1000.0 / 101000), "CPC without clicks: factor 1000 / 101000");
     is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPC without clicks loses");
     /* just above and just below CPM 2: CTR 0.21 % and 0.19 % over 1e6 */
     deliver(s, "cpc", 1000000, 2100, 0);
@@ -792,7 +878,7 @@ static void test_cost_ranking(void) {
     is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPC eCPM 1.9 loses to CPM 2");
     /* a CPM line item's factor stays 1 whatever it delivers */
     deliver(s, "cpm", 1000, 900, 900);
-    ok(near(lookup(s, "cpm")->pace.factor, 1), "CPM: factor 1 whatever the clicks");
+    ok(near(PACE(lookup(s, "cpm"))->factor, 1), "CPM: factor 1 whatever the clicks");
     adserve_snapshot_free(s);
 
     /* CPM 2 against CPA 10 per conversion */
@@ -803,12 +889,12 @@ static void test_cost_ranking(void) {
               LICA(lica_rec("cpm", "c-cpm", 1)), LICA(lica_rec("cpa", "c-cpa", 1)));
     if (s == NULL) return;
     li = lookup(s, "cpa");
-    ok(li && li->cost_type == ADSERVE_COST_CPA && near(li->pace.factor, 0.1),
+    ok(li && li->cost_type == ADSERVE_COST_CPA && near(PACE(li)->factor, 0.1),
        "CPA: prior factor 1000 x 1 / 10000 = 0.1");
     is_str(serve(s, "u1", NOW, 1), "c-cpm", "CPA at the prior CVR: eCPM 1 < CPM 2");
     /* 1000 x 101 / 20000 = 5.05: eCPM 50.5 */
     deliver(s, "cpa", 10000, 500, 100);
-    ok(li && near(li->pace.factor, 1000.0 * 101 / 20000),
+    ok(li && near(PACE(li)->factor, 1000.0 * 101 / 20000),
        "CPA: factor = 1000 x (conv + 1) / (imp + 10000)");
     is_str(serve(s, "u1", NOW, 1), "c-cpa", "CPA with a high observed CVR beats CPM 2");
     deliver(s, "cpa", 1000000, 50000, 10);
@@ -907,7 +993,7 @@ static void test_floor(void) {
     is_str(serve(s, "u2", NOW, 1), "c-pp", "the same line item serves on a unit without a floor");
     d = decision(NOW, 1, NULL, 0);
     is_int(u && cand_of(s, "u1", "pp-low")
-           ? (int) adserve_li_check(lookup(s, "pp-low"), u, cand_of(s, "u1", "pp-low"), &d) : -1,
+           ? (int) li_check(lookup(s, "pp-low"), u, cand_of(s, "u1", "pp-low"), &d) : -1,
            ADSERVE_NO_FLOOR, "li_check: PRICE_PRIORITY under the floor: ADSERVE_NO_FLOOR");
     adserve_snapshot_free(s);
 
@@ -1037,9 +1123,9 @@ static void test_caps(void) {
     d = decision(NOW, 1, NULL, 0);
     d.caps_known = 0;
     is_str(serve_d(s, "u1", d), "c-open", "caps unknown: the capped line item is skipped, the uncapped one serves");
-    is_int(adserve_li_check(cl, u, cand_of(s, "u1", "capped"), &d), ADSERVE_NO_FREQUENCY_CAP,
+    is_int(li_check(cl, u, cand_of(s, "u1", "capped"), &d), ADSERVE_NO_FREQUENCY_CAP,
            "caps unknown: li_check ADSERVE_NO_FREQUENCY_CAP");
-    is_int(adserve_li_check(lookup(s, "open"), u, cand_of(s, "u1", "open"), &d), ADSERVE_OK,
+    is_int(li_check(lookup(s, "open"), u, cand_of(s, "u1", "open"), &d), ADSERVE_OK,
            "caps unknown: an uncapped line item is OK");
 
     is_str(serve_d(s, "u1", decision(NOW, 1, NULL, 0)), "c-capped",
@@ -1053,7 +1139,7 @@ static void test_caps(void) {
     is_str(serve_d(s, "u1", decision(NOW, 1, seen, 2)), "c-open",
            "caps: 2 seen in the window, max 2: skipped, the next serves");
     d = decision(NOW, 1, seen, 2);
-    is_int(adserve_li_check(cl, u, cand_of(s, "u1", "capped"), &d), ADSERVE_NO_FREQUENCY_CAP,
+    is_int(li_check(cl, u, cand_of(s, "u1", "capped"), &d), ADSERVE_NO_FREQUENCY_CAP,
            "caps at max: li_check ADSERVE_NO_FREQUENCY_CAP");
 
     seen[1] = (adserve_seen_t) { ci, NOW - 3600 };
@@ -1123,41 +1209,41 @@ static void test_goals(void) {
     ok(!lookup(s, "open")->paced && lookup(s, "open")->goal_type == ADSERVE_GOAL_NONE
        && lookup(s, "open")->delivery == ADSERVE_DELIVERY_EVEN,
        "goals: no goal: not paced; delivery EVEN by default");
-    ok(!g->pace.known && g->pace.allow == 0 && g->pace.budget == 0,
+    ok(!PACE(g)->known && PACE(g)->allow == 0 && PACE(g)->budget == 0,
        "goals: a paced line item starts with nothing allowed");
 
     is_str(serve(s, "u1", NOW, 1), "c-open", "paced before its first update: does not serve");
     d = decision(NOW, 1, NULL, 0);
-    is_int(adserve_li_check(g, u, cand_of(s, "u1", "goal"), &d), ADSERVE_OK,
+    is_int(li_check(g, u, cand_of(s, "u1", "goal"), &d), ADSERVE_OK,
            "paced before its first update: li_check OK (pacing decides after it)");
-    is_int(g->pace.opp, 1, "paced: the opportunity is counted though pacing refused it");
+    is_int(PACE(g)->opp, 1, "paced: the opportunity is counted though pacing refused it");
 
     /* 95 delivered: ASAP wants 5, no opportunities measured yet: budget 5 */
     deliver(s, "goal", 95, 0, 0);
-    ok(g->pace.known && g->pace.allow == UINT32_MAX && g->pace.budget == 5,
-       "after an update: allow all, budget 5 (allow %u, budget %u)", g->pace.allow, g->pace.budget);
+    ok(PACE(g)->known && PACE(g)->allow == UINT32_MAX && PACE(g)->budget == 5,
+       "after an update: allow all, budget 5 (allow %u, budget %u)", PACE(g)->allow, PACE(g)->budget);
     for (i = 0, n = 0; i < 8; i++) {
         const char *got = serve(s, "u1", NOW, (uint32_t) i);
         n += got && strcmp(got, "c-goal") == 0;
     }
     is_int(n, 5, "paced: serves its budget (5 of 8), then the next line item");
-    is_int(g->pace.served, 5, "paced: pace.served counts its ads");
+    is_int(PACE(g)->served, 5, "paced: pace.served counts its ads");
     /* nothing was pushed to the counters: the update kept the first one */
-    is_int(g->pace.opp, 1 + 8, "paced: pace.opp counts every eligible request reached");
+    is_int(PACE(g)->opp, 1 + 8, "paced: pace.opp counts every eligible request reached");
 
-    g->pace.pushed = g->pace.opp - 2;       /* all but 2 pushed to the counters */
+    PACE(g)->pushed = PACE(g)->opp - 2;       /* all but 2 pushed to the counters */
     deliver(s, "goal", 100, 0, 0);
-    is_int(g->pace.opp, 2, "update: pace.opp keeps what came after the push");
-    is_int(g->pace.pushed + g->pace.served, 0, "update: pushed and served start again");
-    ok(g->pace.stopped && g->pace.allow == 0 && g->pace.budget == 0, "goal reached: stopped");
+    is_int(PACE(g)->opp, 2, "update: pace.opp keeps what came after the push");
+    is_int(PACE(g)->pushed + PACE(g)->served, 0, "update: pushed and served start again");
+    ok(PACE(g)->stopped && PACE(g)->allow == 0 && PACE(g)->budget == 0, "goal reached: stopped");
     is_str(serve(s, "u1", NOW, 1), "c-open", "goal reached: not served");
-    is_int(adserve_li_check(g, u, cand_of(s, "u1", "goal"), &d), ADSERVE_NO_GOAL_REACHED,
+    is_int(li_check(g, u, cand_of(s, "u1", "goal"), &d), ADSERVE_NO_GOAL_REACHED,
            "goal reached: li_check ADSERVE_NO_GOAL_REACHED");
-    is_int(g->pace.opp, 2, "goal reached: no opportunity counted any more");
+    is_int(PACE(g)->opp, 2, "goal reached: no opportunity counted any more");
     deliver(s, "goal", 150, 0, 0);
-    ok(g->pace.stopped, "goal passed: still stopped");
+    ok(PACE(g)->stopped, "goal passed: still stopped");
     deliver(s, "goal", 99, 0, 0);
-    ok(!g->pace.stopped, "below the goal again (a correction): not stopped");
+    ok(!PACE(g)->stopped, "below the goal again (a correction): not stopped");
     is_str(serve(s, "u1", NOW, 1), "c-goal", "below the goal again: serves");
     adserve_snapshot_free(s);
 
@@ -1181,10 +1267,10 @@ static void test_goals(void) {
     ok(lookup(s, "gstr") && !lookup(s, "gstr")->paced, "goal units not a number: not paced");
     is_str(serve(s, "u1", NOW, 1), "c-g0", "the unpaced line items serve without any update");
     deliver(s, "clicks", 1000000, 9, 0);
-    ok(g && !g->pace.stopped, "click goal: 9 clicks of 10, whatever the impressions: not stopped");
+    ok(g && !PACE(g)->stopped, "click goal: 9 clicks of 10, whatever the impressions: not stopped");
     is_str(serve(s, "u1", NOW, 1), "c-clicks", "click goal not reached: serves");
     deliver(s, "clicks", 1000, 10, 0);
-    ok(g && g->pace.stopped, "click goal: 10 clicks: stopped");
+    ok(g && PACE(g)->stopped, "click goal: 10 clicks: stopped");
     is_str(serve(s, "u1", NOW, 1), "c-g0", "click goal reached: the next serves");
     adserve_snapshot_free(s);
 
@@ -1202,10 +1288,10 @@ static void test_goals(void) {
     ok(g && g->paced && g->delivery == ADSERVE_DELIVERY_EVEN && g->end - g->start == 1000,
        "EVEN line item over 1000 s");
     deliver_at(s, "even", 600, 0, 0, NOW + 500);
-    ok(g && !g->pace.stopped && g->pace.budget == 0, "EVEN ahead of schedule: budget 0");
+    ok(g && !PACE(g)->stopped && PACE(g)->budget == 0, "EVEN ahead of schedule: budget 0");
     is_str(serve(s, "u1", NOW + 500, 1), "c-open", "EVEN ahead of schedule: not served");
     deliver_at(s, "even", 400, 0, 0, NOW + 510);
-    ok(g && g->pace.budget > 0, "EVEN behind schedule: a budget");
+    ok(g && PACE(g)->budget > 0, "EVEN behind schedule: a budget");
     is_str(serve(s, "u1", NOW + 510, 1), "c-even", "EVEN behind schedule: served");
     adserve_snapshot_free(s);
 }
@@ -1218,7 +1304,7 @@ static void test_li_check(void) {
     const adserve_unit_t *u;
     adserve_decision_t d;
 
-#define CHECK(li, dd) adserve_li_check(lookup(s, li), u, cand_of(s, "u1", li), dd)
+#define CHECK(li, dd) li_check(lookup(s, li), u, cand_of(s, "u1", li), dd)
 
     s = BUILD(UNIT("{'id':'u1','status':'ACTIVE','ext':{'target_ecpm':1}}"), ORD(O1_J),
               LI(li_rec("ok", "STANDARD", 1, 0.5, NULL)),
@@ -1394,51 +1480,101 @@ static void test_inherit(void) {
 
     deliver(s1, "li-a", 10000, 100, 0);                 /* CTR 1 %: factor 9.18 */
     deliver_at(s1, "li-g", 400, 0, 0, NOW - 60);
-    g1->pace.opp = 7;
-    g1->pace.served = 3;
-    ok(!g2->pace.known && !a2->pace.known, "inherit: before, the new snapshot knows nothing");
+    PACE(g1)->opp = 7;
+    PACE(g1)->served = 3;
+    ok(!PACE(g2)->known && !PACE(a2)->known, "inherit: before, the new snapshot knows nothing");
     is_str(serve(s2, "u1", NOW, 1), "c-aaa", "inherit: (aaa serves on the new snapshot)");
 
-    adserve_snapshot_inherit(s2, s1);
-    ok(a2->pace.known && near(a2->pace.factor, a1->pace.factor),
+    (void) paces(s1);
+    paces_set(s2, adserve_paces_new(s2, s1, paces(s1)));
+    ok(PACE(a2)->known && near(PACE(a2)->factor, PACE(a1)->factor),
        "inherit: the observed CTR factor carries over by id");
-    ok(g2->pace.known && g2->pace.allow == g1->pace.allow && g2->pace.budget == g1->pace.budget
-       && g2->pace.read_at == NOW - 60 && g2->pace.opp == 7 && g2->pace.served == 3,
+    ok(PACE(g2)->known && PACE(g2)->allow == PACE(g1)->allow && PACE(g2)->budget == PACE(g1)->budget
+       && PACE(g2)->read_at == NOW - 60 && PACE(g2)->opp == 7 && PACE(g2)->served == 3,
        "inherit: the whole pace carries over (allow, budget, opp, served, read_at)");
-    ok(!lookup(s2, "li-c")->pace.known && near(lookup(s2, "li-c")->pace.factor, 1),
+    ok(!PACE(lookup(s2, "li-c"))->known && near(PACE(lookup(s2, "li-c"))->factor, 1),
        "inherit: a line item the old snapshot never read keeps its initial pace");
-    ok(!lookup(s2, "aaa")->pace.known, "inherit: a new line item keeps its initial pace");
+    ok(!PACE(lookup(s2, "aaa"))->known, "inherit: a new line item keeps its initial pace");
 
     /* it serves at once on what was read */
     lookup(s2, "aaa")->end = NOW;
     is_str(serve(s2, "u1", NOW, 1), "c-a", "inherit: the CPC line item ranks on its inherited CTR");
     deliver(s2, "li-a", 1000000, 0, 0);
     is_str(serve(s2, "u1", NOW, 1), "c-cpm", "inherit: and the next read updates it");
-    ok(near(a1->pace.factor, 1000.0 * 101 / 11000), "inherit: the old snapshot is not touched");
+    ok(near(PACE(a1)->factor, 1000.0 * 101 / 11000), "inherit: the old snapshot is not touched");
 
-    adserve_snapshot_inherit(s2, NULL);
-    ok(a2->pace.known, "inherit: from NULL, nothing changes");
+    {
+        adserve_pace_t *fresh = adserve_paces_new(s2, NULL, NULL);
+
+        ok(fresh != NULL && !fresh[a2 - s2->lis].known && near(fresh[a2 - s2->lis].factor, 1),
+           "inherit: from no old table, every pace starts afresh");
+        free(fresh);
+    }
     adserve_snapshot_free(s2);
 
     /* a changed goal, cost type or flight starts afresh: a stopped line
      * item whose goal was raised must not stay stopped, a CPC line item
      * made CPM must not keep its CTR factor */
     deliver(s1, "li-g", 1000, 0, 0);
-    ok(g1->pace.stopped, "inherit: (li-g reached its goal of 1000)");
+    ok(PACE(g1)->stopped, "inherit: (li-g reached its goal of 1000)");
     s2 = BUILD(UNIT(U1_J), ORD(O1_J),
                LI(li_rec("li-g", "STANDARD", 5, 1, "'goal':{'type':'IMPRESSIONS','units':5000},'delivery':'ASAP'")),
                LI(li_rec("li-a", "STANDARD", 4, 2, NULL)),
                CRE(cr_rec("c-g")), CRE(cr_rec("c-a")),
                LICA(lica_rec("li-g", "c-g", 1)), LICA(lica_rec("li-a", "c-a", 1)));
     if (s2 != NULL) {
-        adserve_snapshot_inherit(s2, s1);
-        ok(!lookup(s2, "li-g")->pace.known && !lookup(s2, "li-g")->pace.stopped,
+        paces_set(s2, adserve_paces_new(s2, s1, paces(s1)));
+        ok(!PACE(lookup(s2, "li-g"))->known && !PACE(lookup(s2, "li-g"))->stopped,
            "inherit: a new goal: the pace starts afresh (not stopped, read again)");
-        ok(!lookup(s2, "li-a")->pace.known && near(lookup(s2, "li-a")->pace.factor, 1),
+        ok(!PACE(lookup(s2, "li-a"))->known && near(PACE(lookup(s2, "li-a"))->factor, 1),
            "inherit: CPC made CPM: factor 1, not the old CTR's");
     }
     adserve_snapshot_free(s1);
     adserve_snapshot_free(s2);
+}
+
+/* A snapshot built with an allocator of its own (as a shared zone gives it)
+ * takes every byte from it, itself included, and gives all of it back. */
+static struct { long live, calls; } counted;
+
+static void *counting_alloc(void *data, size_t size) {
+    (void) data;
+    counted.live++;
+    counted.calls++;
+    return malloc(size);
+}
+
+static void counting_free(void *data, void *p) {
+    (void) data;
+    counted.live--;
+    free(p);
+}
+
+static void test_allocator(void) {
+    static const adserve_allocator_t al = { counting_alloc, counting_free, NULL };
+    adserve_input_t in;
+    adserve_snapshot_t *s;
+    char err[256] = "";
+
+    adserve_input_init(&in);
+    in.rev = 7;
+    in.public_url = public_url;
+    in.allocator = &al;
+    add(&in, ADSERVE_KIND_AD_UNITS, U1_J);
+    add(&in, ADSERVE_KIND_ORDERS, O1_J);
+    add(&in, ADSERVE_KIND_LINE_ITEMS, L1_J);
+    add(&in, ADSERVE_KIND_CREATIVES, C1_J);
+    add(&in, ADSERVE_KIND_LICAS, A1_J);
+    s = adserve_snapshot_build(&in, err, sizeof(err));
+    adserve_input_free(&in);
+
+    ok(s != NULL && counted.live > 0 && counted.live == counted.calls,
+       "allocator: the snapshot's blocks come from it (%ld)", counted.live);
+    ok(s != NULL && (size_t) s->arena.total >= sizeof(*s) && s->rev == 7
+       && adserve_snapshot_unit(s, "u1", 2) != NULL,
+       "allocator: the snapshot serves from them");
+    adserve_snapshot_free(s);
+    is_int(counted.live, 0, "allocator: every block goes back to it at free");
 }
 
 static void test_creative_lookup(void) {
@@ -1595,7 +1731,7 @@ static cJSON *render(adserve_snapshot_t *s, const char *id, char *tok,
 {
     const adserve_unit_t *u = unit(s, id);
     adserve_decision_t d = decision(NOW, 0, NULL, 0);
-    const adserve_cand_t *c = u ? adserve_decide(s, u, &d) : NULL;
+    const adserve_cand_t *c = u ? (d.paces = paces(s), adserve_decide(s, u, &d)) : NULL;
     const adserve_li_t *li;
     adserve_ad_log_t log;
     size_t n, tl;
@@ -2023,8 +2159,10 @@ static void test_scale(void) {
                 if (u->cands[a].group < u->cands[a - 1].group) bad++;
             }
             adserve_decision_t d = decision(NOW, (uint32_t) k, NULL, 0);
+            d.paces = paces(s);
             if (u->ncands && adserve_decide(s, u, &d) == NULL) bad++;
             d = decision(JUL1 + 86400 * 365, (uint32_t) k, NULL, 0);
+            d.paces = paces(s);
             if (adserve_decide(s, u, &d) != NULL) bad++;
         }
     }
@@ -2053,6 +2191,7 @@ int main(void) {
     test_li_lookup();
     test_inherit();
     test_creative_lookup();
+    test_allocator();
     test_rendering();
     test_public_url();
     test_on_response();

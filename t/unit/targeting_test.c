@@ -9,6 +9,7 @@
  * every ' into " (a real quote in a value is written \u0022 or \'). */
 
 #include "adserve_snapshot.h"
+#include "adserve_pacing.h"
 #include "adserve_target.h"
 #include "tap.h"
 #include "kept.h"
@@ -1001,8 +1002,11 @@ static const char *serve(adserve_snapshot_t *s, const char *unit, const char *bo
     d.rnd = rnd;
     d.facts = &ctx;
     d.caps_known = 1;
+    d.paces = adserve_paces_new(s, NULL, NULL);     /* nothing here is paced */
+    if (d.paces == NULL) abort();
     c = u ? adserve_decide(s, u, &d) : NULL;
     if (c) snprintf(id, sizeof(id), "%s", c->creative_id.data);
+    free(d.paces);
     free(buf);
     return c ? id : NULL;
 }
