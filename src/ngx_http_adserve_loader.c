@@ -797,7 +797,9 @@ ngx_http_adserve_loader_on_ping(redisAsyncContext *ac, void *r, void *data)
         return;                         /* connection gone */
     }
 
-    if (ld->deadline.timer_set) {
+    /* the deadline is the PING's, unless this worker became the builder
+     * meanwhile and its poll is out */
+    if (ld->deadline.timer_set && ld->state == NGX_HTTP_ADSERVE_IDLE) {
         ngx_del_timer(&ld->deadline);
     }
 
