@@ -7,13 +7,13 @@ UNIT_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Wpointer-arit
 ASAN     = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 UNIT_LIBS = -lcjson -lcrypto -lm
 
-ENGINE   = src/adserve_contract.c src/adserve_arena.c src/adserve_json.c src/adserve_snapshot.c src/adserve_pacing.c \
+ENGINE   = src/adserve_contract.c src/adserve_arena.c src/adserve_json.c src/adserve_parsed.c src/adserve_snapshot.c src/adserve_pacing.c \
            src/adserve_target.c src/adserve_token.c src/adserve_records.c
 # every unit test twice: plain, and under AddressSanitizer + UBSan
 UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c)) \
            $(patsubst t/unit/%_test.c,$(BUILD)/t/%-asan.t,$(wildcard t/unit/*_test.c))
 # tools the black-box tests feed (not tests of their own)
-TOOLS    = $(BUILD)/t/tools/targeting-check
+TOOLS    = $(BUILD)/t/tools/targeting-check $(BUILD)/t/tools/snapshot-profile
 
 .PHONY: all deps build module sidecar unit run stop test bench bench-scale simulate clean
 
@@ -37,6 +37,11 @@ $(BUILD)/t/%-asan.t: t/unit/%_test.c t/unit/tap.h $(ENGINE) $(wildcard src/adser
 $(BUILD)/t/tools/targeting-check: t/unit/targeting_check.c $(ENGINE) $(wildcard src/adserve_*.h)
 	@mkdir -p $(@D)
 	$(UNIT_CC) $(UNIT_CFLAGS) $(ASAN) $(ENGINE) $< -o $@ $(UNIT_LIBS)
+
+# optimised as in nginx, for perf and callgrind
+$(BUILD)/t/tools/snapshot-profile: t/unit/snapshot_profile.c $(ENGINE) $(wildcard src/adserve_*.h)
+	@mkdir -p $(@D)
+	$(UNIT_CC) $(UNIT_CFLAGS) -O2 $(ENGINE) $< -o $@ $(UNIT_LIBS)
 
 $(BUILD)/t/%.t: t/unit/%_test.c t/unit/tap.h $(ENGINE) $(wildcard src/adserve_*.h)
 	@mkdir -p $(@D)

@@ -13,6 +13,8 @@
 
 struct adserve_record_s {
     adserve_record_t  *next;
+    adserve_parsed_t  *parsed;        /* the build's parse of the text, once
+                                       * a build has made it */
     size_t             id_len;
     size_t             len;
     char               data[];        /* the id, then the text */
@@ -92,6 +94,7 @@ adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
         return -1;
     }
 
+    e->parsed = NULL;
     e->id_len = id_len;
     e->len = len;
     memcpy(e->data, id, id_len);
@@ -102,6 +105,7 @@ adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
     if (*p != NULL) {                       /* replace */
         e->next = (*p)->next;
         r->bytes -= (*p)->len;
+        adserve_parsed_free((*p)->parsed);
         free(*p);
 
     } else {
@@ -132,6 +136,7 @@ adserve_records_del(adserve_records_t *r, const char *id, size_t id_len)
         *p = e->next;
         r->count--;
         r->bytes -= e->len;
+        adserve_parsed_free(e->parsed);
         free(e);
     }
 }
@@ -146,7 +151,9 @@ adserve_records_export(const adserve_records_t *r, adserve_input_t *in,
 
     for (i = 0; i < r->nbuckets; i++) {
         for (e = r->buckets[i]; e != NULL; e = e->next) {
-            if (adserve_input_ref(in, kind, e->data + e->id_len, e->len) != 0) {
+            if (adserve_input_ref_parsed(in, kind, e->data + e->id_len, e->len,
+                                         &e->parsed) != 0)
+            {
                 return -1;
             }
         }
@@ -165,6 +172,7 @@ adserve_records_free(adserve_records_t *r)
     for (i = 0; i < r->nbuckets; i++) {
         for (e = r->buckets[i]; e != NULL; e = next) {
             next = e->next;
+            adserve_parsed_free(e->parsed);
             free(e);
         }
     }

@@ -5,7 +5,7 @@
  * (adserve:changes) are fetched again and put or deleted here, and the
  * snapshot is built from what it holds. Serving never reads it: only the
  * loader, one stage at a time, so a build in the thread pool always sees it
- * unchanged.
+ * unchanged (and is the only one to write it: the parses it keeps).
  */
 
 #ifndef ADSERVE_RECORDS_H
@@ -34,7 +34,9 @@ int adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
 void adserve_records_del(adserve_records_t *r, const char *id, size_t id_len);
 
 /* Adds every record of r to in, as kind, without copying: in refers to r's
- * texts and must not outlive a change to r. 0, or -1 out of memory. */
+ * texts and must not outlive a change to r. The build keeps each record's
+ * parse in r, until put or del changes that record: the next build parses
+ * only what changed. 0, or -1 out of memory. */
 int adserve_records_export(const adserve_records_t *r, adserve_input_t *in,
     adserve_kind_e kind);
 

@@ -22,18 +22,9 @@
 #define NONE  UINT32_MAX
 
 typedef struct {
-    const char  **v;
-    uint32_t      n;
-} strs_t;
-
-typedef struct {
     uint32_t     *v;
     uint32_t      n;
 } idxs_t;
-
-typedef struct {
-    double        w, h;
-} size2_t;
 
 struct li_rec_s;
 struct creative_rec_s;
@@ -45,20 +36,15 @@ typedef struct {
     uint32_t                      weight;
 } bcand_t;
 
+/* What one build makes of a record: its parse (adserve_parsed), and the
+ * references that this build resolves. */
 typedef struct {
-    const char   *id;
-    const char   *parent_id;
+    const char                   *id;
+    const adserve_parsed_t       *rec;    /* its id's length and hash */
+    const adserve_parsed_unit_t  *p;
     uint32_t      parent;
     uint32_t      first_child;
     uint32_t      next_sibling;
-    int           active;
-    size2_t       display;
-    size2_t      *sizes;
-    uint32_t      nsizes;
-    strs_t        bcat;
-    double        default_cpc, default_cpa, target_ecpm;
-    const char   *public_url;         /* ext.public_url, or NULL */
-    int           on_response;        /* recommendation, on_ad_response */
     bcand_t      *cands;              /* grows during the build */
     uint32_t      ncands, cap;
     bcand_t      *excl;               /* targeted, but size or bcat says no; */
@@ -66,28 +52,14 @@ typedef struct {
 } unit_rec_t;
 
 typedef struct {
-    const char   *id;
     idxs_t        units;
 } placement_rec_t;
 
-typedef struct {
-    const char   *id;
-    int           approved;
-} order_rec_t;
-
 typedef struct li_rec_s {
-    const char   *id;
-    int           eligible;           /* ACTIVE and its order APPROVED */
-    int           tier;
-    int           priority;
-    int           cost_type;          /* adserve_cost_e, -1 unknown */
-    double        rate;
-    int64_t       start, end;
-    int           goal_type;          /* adserve_goal_e */
-    uint64_t      goal;
-    int           delivery;           /* adserve_delivery_e */
-    adserve_cap_t caps[ADSERVE_CAPS_MAX];
-    uint32_t      ncaps, max_cap;
+    const char                   *id;
+    const adserve_parsed_t       *rec;
+    const adserve_parsed_li_t    *p;
+    int           eligible;           /* active and its order APPROVED */
     uint32_t      snap_li;            /* index in the snapshot's lis, or NONE */
     idxs_t        include, exclude, placements;
     const adserve_target_t *target;   /* decided per request; NULL: nothing */
@@ -96,12 +68,9 @@ typedef struct li_rec_s {
 } li_rec_t;
 
 typedef struct creative_rec_s {
-    const char   *id;
-    int           approved;
-    size2_t       size;
-    strs_t        categories;
-    const char   *landing_url;
-    char         *ad_json;            /* the rendered "ad" object, cJSON-owned */
+    const char                        *id;
+    const adserve_parsed_t            *rec;
+    const adserve_parsed_creative_t   *p;
     const char   *head;               /* the response head, in the snapshot, */
     size_t        head_len;           /* rendered once, on first use */
     adserve_str_t snap_id;
@@ -113,20 +82,23 @@ typedef struct {
 } lica_rec_t;
 
 
-/* id -> index, open addressing; only used while building */
+/* id -> index, open addressing by the ids' hashes (kept with each parse);
+ * only used while building */
 typedef struct {
     const char  **keys;
+    uint64_t     *hashes;
     uint32_t     *vals;
     uint32_t      mask;
 } idmap_t;
 
 typedef struct {
     adserve_snapshot_t *snap;
-    adserve_arena_t     tmp;          /* parsed records, freed after the build */
-    cJSON              *docs;         /* every parsed document, freed after */
+    adserve_arena_t     tmp;          /* what the build joins, freed after */
+    adserve_parsed_t  **owned[ADSERVE_KIND_COUNT];  /* parses no slot keeps, */
+    uint32_t            nowned[ADSERVE_KIND_COUNT]; /* freed after the build */
     unit_rec_t         *units;
     placement_rec_t    *placements;
-    order_rec_t        *orders;
+    int                *orders;       /* approved */
     li_rec_t           *lis;
     creative_rec_t     *crs;
     lica_rec_t         *licas;
@@ -134,6 +106,8 @@ typedef struct {
     idmap_t             map[ADSERVE_KIND_COUNT];
     uint32_t           *stamp;        /* per unit: last line item that included it */
     uint32_t           *xstamp;       /* per unit: last line item that excluded it */
+    uint32_t           *marked;       /* the units the line item included */
+    uint32_t            nmarked;
     adserve_target_builder_t  tb;     /* compiles targeting into the snapshot */
     const char         *public_url;
     char               *err;
@@ -162,27 +136,29 @@ idmap_init(build_t *b, idmap_t *m, size_t n)
     uint32_t  size = table_size(n);
 
     m->keys = adserve_arena_calloc(&b->tmp, size * sizeof(char *));
+    m->hashes = adserve_arena_alloc(&b->tmp, size * sizeof(uint64_t));
     m->vals = adserve_arena_alloc(&b->tmp, size * sizeof(uint32_t));
     m->mask = size - 1;
 
-    return (m->keys && m->vals) ? 0 : -1;
+    return (m->keys && m->hashes && m->vals) ? 0 : -1;
 }
 
 
 /* Returns 0, or -1 when the id is already there (a duplicate record). */
 static int
-idmap_put(idmap_t *m, const char *key, uint32_t val)
+idmap_put(idmap_t *m, const char *key, uint64_t hash, uint32_t val)
 {
-    uint32_t  i = (uint32_t) adserve_hash(key, strlen(key)) & m->mask;
+    uint32_t  i = (uint32_t) hash & m->mask;
 
     while (m->keys[i]) {
-        if (strcmp(m->keys[i], key) == 0) {
+        if (m->hashes[i] == hash && strcmp(m->keys[i], key) == 0) {
             return -1;
         }
         i = (i + 1) & m->mask;
     }
 
     m->keys[i] = key;
+    m->hashes[i] = hash;
     m->vals[i] = val;
 
     return 0;
@@ -190,7 +166,7 @@ idmap_put(idmap_t *m, const char *key, uint32_t val)
 
 
 static uint32_t
-idmap_get(const idmap_t *m, const char *key)
+idmap_get(const idmap_t *m, const char *key, uint64_t hash)
 {
     uint32_t  i;
 
@@ -198,13 +174,10 @@ idmap_get(const idmap_t *m, const char *key)
         return NONE;
     }
 
-    i = (uint32_t) adserve_hash(key, strlen(key)) & m->mask;
-
-    while (m->keys[i]) {
-        if (strcmp(m->keys[i], key) == 0) {
+    for (i = (uint32_t) hash & m->mask; m->keys[i]; i = (i + 1) & m->mask) {
+        if (m->hashes[i] == hash && strcmp(m->keys[i], key) == 0) {
             return m->vals[i];
         }
-        i = (i + 1) & m->mask;
     }
 
     return NONE;
@@ -222,207 +195,109 @@ build_error(build_t *b, const char *fmt, ...)
 }
 
 
-static const char *
-get_str(const cJSON *o, const char *name)
-{
-    const cJSON  *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-
-static double
-get_num(const cJSON *o, const char *name, double dflt)
-{
-    const cJSON  *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
-
-/* a number into [lo, hi], NaN to lo: casting an out-of-range double to
- * int is undefined */
+/* Resolves ids of one kind to indexes; unknown ids are dropped, since a
+ * dangling reference must not stop anything else from serving. */
 static int
-clamp_int(double v, int lo, int hi)
+get_idxs(build_t *b, const adserve_strs_t *s, adserve_kind_e kind, idxs_t *x)
 {
-    return !(v >= lo) ? lo : v > hi ? hi : (int) v;
-}
+    uint32_t  i, idx;
 
+    x->v = NULL;
+    x->n = 0;
 
-static strs_t
-get_strs(build_t *b, const cJSON *arr)
-{
-    strs_t        s = { NULL, 0 };
-    const cJSON  *it;
-    int           n = cJSON_GetArraySize(arr);
-
-    if (!cJSON_IsArray(arr) || n == 0) {
-        return s;
+    if (s->n == 0) {
+        return 0;
     }
 
-    s.v = adserve_arena_alloc(&b->tmp, n * sizeof(char *));
-    if (s.v == NULL) {
-        return s;
+    x->v = adserve_arena_alloc(&b->tmp, s->n * sizeof(uint32_t));
+    if (x->v == NULL) {
+        return -1;
     }
 
-    cJSON_ArrayForEach(it, arr) {
-        if (cJSON_IsString(it)) {
-            s.v[s.n++] = it->valuestring;
-        }
-    }
-
-    return s;
-}
-
-
-/* Resolves an array of ids of one kind to indexes; unknown ids are dropped,
- * since a dangling reference must not stop anything else from serving. */
-static idxs_t
-get_idxs(build_t *b, const cJSON *arr, adserve_kind_e kind)
-{
-    idxs_t        x = { NULL, 0 };
-    strs_t        s = get_strs(b, arr);
-    uint32_t      i, idx;
-
-    if (s.n == 0) {
-        return x;
-    }
-
-    x.v = adserve_arena_alloc(&b->tmp, s.n * sizeof(uint32_t));
-    if (x.v == NULL) {
-        return x;
-    }
-
-    for (i = 0; i < s.n; i++) {
-        idx = idmap_get(&b->map[kind], s.v[i]);
+    for (i = 0; i < s->n; i++) {
+        idx = idmap_get(&b->map[kind], s->v[i], adserve_hash(s->v[i], strlen(s->v[i])));
         if (idx != NONE) {
-            x.v[x.n++] = idx;
+            x->v[x->n++] = idx;
         }
     }
 
-    return x;
+    return 0;
 }
 
 
-/* ---- parsing records --------------------------------------------------- */
+/* ---- the records, parsed ----------------------------------------------- */
 
-/* One record: a JSON value and nothing after it but white space. */
-static cJSON *
-parse_record(const adserve_str_t *rec)
+/* A record's parse: the one its slot keeps, or a new one, which the slot
+ * then keeps (or the build frees, when there is no slot). */
+static adserve_parsed_t *
+get_parsed(build_t *b, const adserve_input_rec_t *rec, adserve_kind_e kind)
 {
-    const char  *end, *last = rec->data + rec->len;
-    cJSON       *o;
+    adserve_parsed_t  *p;
 
-    o = cJSON_ParseWithLengthOpts(rec->data, rec->len, &end, 0);
-    if (o == NULL) {
+    if (rec->parsed != NULL && *rec->parsed != NULL) {
+        return *rec->parsed;
+    }
+
+    p = adserve_parse(kind, rec->data, rec->len);
+    if (p == NULL) {
         return NULL;
     }
 
-    while (end < last && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) {
-        end++;
+    if (rec->parsed != NULL) {
+        *rec->parsed = p;
+
+    } else {
+        b->owned[kind][b->nowned[kind]++] = p;
     }
 
-    if (end != last) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-
-    return o;
+    return p;
 }
 
 
-/* Parses every record of a kind; keeps the valid objects with a string id
- * and a unique one, in input order (the first of duplicates wins). */
-static cJSON **
+/* The usable records of a kind, in input order: those with an id, and a
+ * unique one (the first of duplicates wins). */
+static adserve_parsed_t **
 parse_kind(build_t *b, const adserve_input_t *in, adserve_kind_e kind)
 {
-    cJSON       **objs, *o;
-    const char   *id;
-    size_t        i;
-    uint32_t      n = 0;
+    adserve_parsed_t  **ps, *p;
+    size_t              i, nrec = in->nrecords[kind];
+    uint32_t            n = 0;
 
-    objs = adserve_arena_alloc(&b->tmp, (in->nrecords[kind] + 1) * sizeof(cJSON *));
-    if (objs == NULL || idmap_init(b, &b->map[kind], in->nrecords[kind]) != 0) {
+    ps = adserve_arena_alloc(&b->tmp, (nrec + 1) * sizeof(adserve_parsed_t *));
+    b->owned[kind] = adserve_arena_alloc(&b->tmp,
+                                         (nrec + 1) * sizeof(adserve_parsed_t *));
+    if (ps == NULL || b->owned[kind] == NULL
+        || idmap_init(b, &b->map[kind], nrec) != 0)
+    {
         return NULL;
     }
 
-    for (i = 0; i < in->nrecords[kind]; i++) {
-        o = parse_record(&in->records[kind][i]);
-        id = cJSON_IsObject(o) ? get_str(o, "id") : NULL;
+    for (i = 0; i < nrec; i++) {
+        p = get_parsed(b, &in->records[kind][i], kind);
+        if (p == NULL) {
+            return NULL;
+        }
 
-        /* ids go into every ad_log token: one too long could never serve */
-        if (id == NULL || strlen(id) > ADSERVE_TOKEN_ID_MAX
-            || idmap_put(&b->map[kind], id, n) != 0)
-        {
-            cJSON_Delete(o);
+        if (p->id == NULL || idmap_put(&b->map[kind], p->id, p->id_hash, n) != 0) {
             b->snap->stats.skipped++;
             continue;
         }
 
-        /* chain the documents so they are freed together at the end */
-        o->next = b->docs;
-        b->docs = o;
-        objs[n++] = o;
+        ps[n++] = p;
     }
 
     b->n[kind] = n;
     b->snap->stats.records[kind] = n;
 
-    return objs;
-}
-
-
-static void
-read_size(const cJSON *o, size2_t *sz, double dw, double dh)
-{
-    sz->w = get_num(o, "w", dw);
-    sz->h = get_num(o, "h", dh);
-}
-
-
-/* a cost field of ext: a finite, non-negative number (the API checks it) */
-static double
-get_cost(const cJSON *o, const char *name)
-{
-    double  v = get_num(o, name, 0);
-
-    return v >= 0 && v < 1e9 ? v : 0;
-}
-
-
-static void
-parse_unit_ext(build_t *b, unit_rec_t *u, const cJSON *o)
-{
-    const cJSON  *ext, *rec, *v;
-    const char   *url;
-
-    ext = cJSON_GetObjectItemCaseSensitive(o, "ext");
-    u->bcat = get_strs(b, cJSON_GetObjectItemCaseSensitive(ext, "bcat"));
-    u->default_cpc = get_cost(ext, "default_cpc");
-    u->default_cpa = get_cost(ext, "default_cpa");
-    u->target_ecpm = get_cost(ext, "target_ecpm");
-
-    url = get_str(ext, "public_url");
-    u->public_url = (url != NULL && url[0] != '\0') ? url : NULL;
-
-    /* a recommendation placement (ext.recommendation.enabled) records its
-     * impression with the response when its ad_log_tracking_mode says so;
-     * missing or null means on_event_tracker (spec) */
-    v = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(ext, "recommendation"), "enabled");
-    rec = cJSON_GetObjectItemCaseSensitive(o, "recommendation");
-    u->on_response = ((cJSON_IsNumber(v) && v->valuedouble != 0) || cJSON_IsTrue(v))
-                     && adserve_vocab_str(adserve_tracking_names, get_str(rec, "ad_log_tracking_mode"))
-                        == ADSERVE_TRACKING_ON_AD_RESPONSE;
+    return ps;
 }
 
 
 static int
-parse_units(build_t *b, cJSON **objs)
+link_units(build_t *b, adserve_parsed_t **ps)
 {
     uint32_t      i, j, steps, n = b->n[ADSERVE_KIND_AD_UNITS];
     unit_rec_t   *u;
-    const cJSON  *sizes, *it;
 
     b->units = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(unit_rec_t));
     if (b->units == NULL) {
@@ -431,42 +306,16 @@ parse_units(build_t *b, cJSON **objs)
 
     for (i = 0; i < n; i++) {
         u = &b->units[i];
-        u->id = get_str(objs[i], "id");
-        u->parent_id = get_str(objs[i], "parent_id");
-        u->active = adserve_vocab_str(adserve_unit_status_names,
-                                      get_str(objs[i], "status"))
-                    == ADSERVE_UNIT_ACTIVE;
+        u->id = ps[i]->id;
+        u->rec = ps[i];
+        u->p = &ps[i]->u.unit;
         u->first_child = NONE;
         u->next_sibling = NONE;
-
-        /* the spec's DisplayPlacement defaults: 300 x 250 */
-        read_size(cJSON_GetObjectItemCaseSensitive(objs[i], "display"),
-                  &u->display, 300, 250);
-
-        sizes = cJSON_GetObjectItemCaseSensitive(objs[i], "ad_unit_sizes");
-        u->nsizes = 0;
-        if (cJSON_IsArray(sizes) && cJSON_GetArraySize(sizes) > 0) {
-            u->sizes = adserve_arena_alloc(&b->tmp,
-                           cJSON_GetArraySize(sizes) * sizeof(size2_t));
-            if (u->sizes == NULL) {
-                return -1;
-            }
-            cJSON_ArrayForEach(it, sizes) {
-                if (cJSON_IsObject(it)) {
-                    read_size(it, &u->sizes[u->nsizes++], -1, -1);
-                }
-            }
-        }
-
-        parse_unit_ext(b, u, objs[i]);
+        u->parent = idmap_get(&b->map[ADSERVE_KIND_AD_UNITS], u->p->parent_id,
+                              u->p->parent_hash);
     }
 
-    /* link the hierarchy: resolve every parent first, then cut cycles */
-    for (i = 0; i < n; i++) {
-        b->units[i].parent = idmap_get(&b->map[ADSERVE_KIND_AD_UNITS],
-                                       b->units[i].parent_id);
-    }
-
+    /* link the hierarchy: every parent is resolved; now cut cycles */
     for (i = 0; i < n; i++) {
         u = &b->units[i];
 
@@ -495,7 +344,7 @@ parse_units(build_t *b, cJSON **objs)
 
 
 static int
-parse_placements(build_t *b, cJSON **objs)
+link_placements(build_t *b, adserve_parsed_t **ps)
 {
     uint32_t  i, n = b->n[ADSERVE_KIND_PLACEMENTS];
 
@@ -505,10 +354,11 @@ parse_placements(build_t *b, cJSON **objs)
     }
 
     for (i = 0; i < n; i++) {
-        b->placements[i].id = get_str(objs[i], "id");
-        b->placements[i].units = get_idxs(b,
-            cJSON_GetObjectItemCaseSensitive(objs[i], "ad_unit_ids"),
-            ADSERVE_KIND_AD_UNITS);
+        if (get_idxs(b, &ps[i]->u.placement.ad_unit_ids, ADSERVE_KIND_AD_UNITS,
+                     &b->placements[i].units) != 0)
+        {
+            return -1;
+        }
     }
 
     return 0;
@@ -516,81 +366,29 @@ parse_placements(build_t *b, cJSON **objs)
 
 
 static int
-parse_orders(build_t *b, cJSON **objs)
+link_orders(build_t *b, adserve_parsed_t **ps)
 {
     uint32_t  i, n = b->n[ADSERVE_KIND_ORDERS];
 
-    b->orders = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(order_rec_t));
+    b->orders = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(int));
     if (b->orders == NULL) {
         return -1;
     }
 
     for (i = 0; i < n; i++) {
-        b->orders[i].id = get_str(objs[i], "id");
-        b->orders[i].approved = adserve_vocab_str(adserve_order_status_names,
-                                                  get_str(objs[i], "status"))
-                                == ADSERVE_ORDER_APPROVED;
+        b->orders[i] = ps[i]->u.order.approved;
     }
 
     return 0;
 }
 
 
-/* goal, delivery and frequency caps; what the API refuses is ignored */
-static void
-parse_delivery(li_rec_t *li, const cJSON *o)
-{
-    const cJSON  *goal, *caps, *it;
-    const char   *t;
-    double        units, max, sec;
-    int           n;
-
-    goal = cJSON_GetObjectItemCaseSensitive(o, "goal");
-    t = get_str(goal, "type");
-    units = get_num(goal, "units", 0);
-
-    li->goal_type = ADSERVE_GOAL_NONE;
-    if (units >= 1 && units <= 1e15) {
-        li->goal = (uint64_t) units;
-        n = adserve_vocab_str(adserve_goal_names, t);
-        li->goal_type = n < 0 ? ADSERVE_GOAL_NONE : n;
-    }
-
-    li->delivery = adserve_vocab_str(adserve_delivery_names, get_str(o, "delivery"))
-                   == ADSERVE_DELIVERY_ASAP ? ADSERVE_DELIVERY_ASAP
-                                            : ADSERVE_DELIVERY_EVEN;
-
-    caps = cJSON_GetObjectItemCaseSensitive(o, "frequency_caps");
-    if (!cJSON_IsArray(caps)) {
-        return;
-    }
-
-    cJSON_ArrayForEach(it, caps) {
-        max = get_num(it, "max", 0);
-        sec = get_num(it, "seconds", 0);
-
-        if (li->ncaps < ADSERVE_CAPS_MAX && max >= 1 && max <= 1e6
-            && sec >= 1 && sec <= 31536000)
-        {
-            li->caps[li->ncaps].max = (uint32_t) max;
-            li->caps[li->ncaps].seconds = (uint32_t) sec;
-            if (li->caps[li->ncaps].seconds > li->max_cap) {
-                li->max_cap = li->caps[li->ncaps].seconds;
-            }
-            li->ncaps++;
-        }
-    }
-}
-
-
 static int
-parse_line_items(build_t *b, cJSON **objs)
+link_line_items(build_t *b, adserve_parsed_t **ps)
 {
-    uint32_t      i, order, n = b->n[ADSERVE_KIND_LINE_ITEMS];
-    li_rec_t     *li;
-    const cJSON  *o, *tg, *units;
-    const char   *t;
-    int           bad_flight;
+    uint32_t                    i, order, n = b->n[ADSERVE_KIND_LINE_ITEMS];
+    li_rec_t                   *li;
+    const adserve_parsed_li_t  *p;
 
     b->lis = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(li_rec_t));
     if (b->lis == NULL) {
@@ -598,56 +396,43 @@ parse_line_items(build_t *b, cJSON **objs)
     }
 
     for (i = 0; i < n; i++) {
-        o = objs[i];
         li = &b->lis[i];
-        li->id = get_str(o, "id");
+        p = &ps[i]->u.li;
+        li->id = ps[i]->id;
+        li->rec = ps[i];
+        li->p = p;
         li->first_lica = NONE;
-        li->tier = adserve_vocab_str(adserve_tier_names, get_str(o, "type"));
-        li->priority = clamp_int(get_num(o, "priority", 8), 1, 16);
-
-        li->cost_type = adserve_vocab_str(adserve_cost_names, get_str(o, "cost_type"));
-        li->rate = get_num(o, "rate", 0);
         li->snap_li = NONE;
-        parse_delivery(li, o);
 
-        li->start = INT64_MIN;
-        li->end = INT64_MAX;
-        t = get_str(o, "start_at");
-        bad_flight = t != NULL && adserve_parse_time(t, &li->start) != 0;
-        t = get_str(o, "end_at");
-        bad_flight |= t != NULL && adserve_parse_time(t, &li->end) != 0;
+        order = idmap_get(&b->map[ADSERVE_KIND_ORDERS], p->order_id, p->order_hash);
+        li->eligible = p->active && order != NONE && b->orders[order];
 
-        order = idmap_get(&b->map[ADSERVE_KIND_ORDERS], get_str(o, "order_id"));
-
-        li->eligible = adserve_vocab_str(adserve_li_status_names,
-                                         get_str(o, "status")) == ADSERVE_LI_ACTIVE
-                       && li->tier >= 0 && li->cost_type >= 0
-                       && li->rate >= 0 && li->rate < 1e9
-                       && order != NONE && b->orders[order].approved
-                       && !bad_flight && li->start < li->end;
-
-        tg = cJSON_GetObjectItemCaseSensitive(o, "targeting");
-        units = cJSON_GetObjectItemCaseSensitive(tg, "ad_units");
-        li->include = get_idxs(b, cJSON_GetObjectItemCaseSensitive(units, "include"),
-                               ADSERVE_KIND_AD_UNITS);
-        li->exclude = get_idxs(b, cJSON_GetObjectItemCaseSensitive(units, "exclude"),
-                               ADSERVE_KIND_AD_UNITS);
-        li->placements = get_idxs(b, cJSON_GetObjectItemCaseSensitive(tg, "placements"),
-                                  ADSERVE_KIND_PLACEMENTS);
+        if (get_idxs(b, &p->include, ADSERVE_KIND_AD_UNITS, &li->include) != 0
+            || get_idxs(b, &p->exclude, ADSERVE_KIND_AD_UNITS, &li->exclude) != 0
+            || get_idxs(b, &p->placements, ADSERVE_KIND_PLACEMENTS,
+                        &li->placements) != 0)
+        {
+            return -1;
+        }
 
         /* what only the request can decide; a rule that cannot be
-         * compiled (the sidecar checks them) never serves */
-        if (li->eligible) {
-            switch (adserve_target_compile(&b->tb, tg, &li->target)) {
-            case 0:
-                break;
-            case 1:
-                li->eligible = 0;
-                b->snap->stats.skipped++;
-                break;
-            default:
-                return -1;
+         * compiled (the API refuses them) never serves */
+        if (!li->eligible) {
+            continue;
+        }
+
+        switch (p->rule) {
+        case ADSERVE_RULE_MALFORMED:
+            li->eligible = 0;
+            b->snap->stats.skipped++;
+            break;
+        case ADSERVE_RULE_KEPT:
+            if (adserve_target_compile(&b->tb, p->targeting, &li->target) != 0) {
+                return -1;             /* it compiled once: out of memory */
             }
+            break;
+        default:
+            break;
         }
     }
 
@@ -655,56 +440,10 @@ parse_line_items(build_t *b, cJSON **objs)
 }
 
 
-/* Renders the creative's "ad" object once; every ad unit it serves on
- * reuses the text. */
-static char *
-render_ad(const cJSON *o, const char *id, size2_t size)
-{
-    cJSON       *ad, *display, *banner;
-    const char  *img, *html;
-    int          ctype = adserve_vocab_str(adserve_creative_type_names,
-                                           get_str(o, "type"));
-    char        *out = NULL;
-
-    ad = cJSON_CreateObject();
-    if (ad == NULL) {
-        return NULL;
-    }
-
-    cJSON_AddStringToObject(ad, "id", id);
-    display = cJSON_AddObjectToObject(ad, "display");
-
-    if (display != NULL) {
-        cJSON_AddNumberToObject(display, "w", size.w);
-        cJSON_AddNumberToObject(display, "h", size.h);
-
-        img = get_str(o, "image_url");
-        html = get_str(o, "html");
-
-        if (ctype == ADSERVE_CREATIVE_IMAGE && img != NULL) {
-            banner = cJSON_AddObjectToObject(display, "banner");
-            if (banner != NULL) {
-                cJSON_AddStringToObject(banner, "img", img);
-                out = cJSON_PrintUnformatted(ad);
-            }
-
-        } else if (ctype == ADSERVE_CREATIVE_HTML && html != NULL) {
-            cJSON_AddStringToObject(display, "adm", html);
-            out = cJSON_PrintUnformatted(ad);
-        }
-    }
-
-    cJSON_Delete(ad);
-
-    return out;
-}
-
-
 static int
-parse_creatives(build_t *b, cJSON **objs)
+link_creatives(build_t *b, adserve_parsed_t **ps)
 {
-    uint32_t         i, n = b->n[ADSERVE_KIND_CREATIVES];
-    creative_rec_t  *c;
+    uint32_t  i, n = b->n[ADSERVE_KIND_CREATIVES];
 
     b->crs = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(creative_rec_t));
     if (b->crs == NULL) {
@@ -712,18 +451,9 @@ parse_creatives(build_t *b, cJSON **objs)
     }
 
     for (i = 0; i < n; i++) {
-        c = &b->crs[i];
-        c->id = get_str(objs[i], "id");
-        read_size(objs[i], &c->size, -1, -1);
-        c->categories = get_strs(b,
-                            cJSON_GetObjectItemCaseSensitive(objs[i], "categories"));
-        c->landing_url = get_str(objs[i], "landing_url");
-
-        /* a creative that cannot be rendered can never serve */
-        c->approved = adserve_vocab_str(adserve_approval_names,
-                                        get_str(objs[i], "approval"))
-                      == ADSERVE_APPROVAL_APPROVED
-                      && (c->ad_json = render_ad(objs[i], c->id, c->size)) != NULL;
+        b->crs[i].id = ps[i]->id;
+        b->crs[i].rec = ps[i];
+        b->crs[i].p = &ps[i]->u.creative;
     }
 
     return 0;
@@ -731,11 +461,11 @@ parse_creatives(build_t *b, cJSON **objs)
 
 
 static int
-parse_licas(build_t *b, cJSON **objs)
+link_licas(build_t *b, adserve_parsed_t **ps)
 {
-    uint32_t     i, li, cr, n = b->n[ADSERVE_KIND_LICAS];
-    lica_rec_t  *l;
-    double       w;
+    uint32_t                      i, li, cr, n = b->n[ADSERVE_KIND_LICAS];
+    const adserve_parsed_lica_t  *p;
+    lica_rec_t                   *l;
 
     b->licas = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(lica_rec_t));
     if (b->licas == NULL) {
@@ -743,14 +473,14 @@ parse_licas(build_t *b, cJSON **objs)
     }
 
     for (i = 0; i < n; i++) {
-        li = idmap_get(&b->map[ADSERVE_KIND_LINE_ITEMS], get_str(objs[i], "line_item_id"));
-        cr = idmap_get(&b->map[ADSERVE_KIND_CREATIVES], get_str(objs[i], "creative_id"));
-        w = get_num(objs[i], "weight", 1);
+        p = &ps[i]->u.lica;
+        li = idmap_get(&b->map[ADSERVE_KIND_LINE_ITEMS], p->line_item_id,
+                       p->line_item_hash);
+        cr = idmap_get(&b->map[ADSERVE_KIND_CREATIVES], p->creative_id,
+                       p->creative_hash);
 
-        if (li == NONE || cr == NONE || !b->lis[li].eligible || !b->crs[cr].approved
-            || adserve_vocab_str(adserve_lica_status_names, get_str(objs[i], "status"))
-               != ADSERVE_LICA_ACTIVE
-            || !(w >= 1))
+        if (li == NONE || cr == NONE || !b->lis[li].eligible
+            || !b->crs[cr].p->approved || p->weight == 0)
         {
             continue;
         }
@@ -758,7 +488,7 @@ parse_licas(build_t *b, cJSON **objs)
         l = &b->licas[i];
         l->li = li;
         l->cr = cr;
-        l->weight = w > 1000000 ? 1000000 : (uint32_t) w;
+        l->weight = p->weight;
         l->next = b->lis[li].first_lica;
         b->lis[li].first_lica = i;
     }
@@ -770,7 +500,7 @@ parse_licas(build_t *b, cJSON **objs)
 /* ---- joining ----------------------------------------------------------- */
 
 static int
-size_fits(const unit_rec_t *u, size2_t c)
+size_fits(const adserve_parsed_unit_t *u, adserve_size_t c)
 {
     uint32_t  i;
 
@@ -790,7 +520,7 @@ size_fits(const unit_rec_t *u, size2_t c)
 
 /* IAB categories are hierarchical: blocking "IAB7" blocks "IAB7-39" too. */
 static int
-category_blocked(const strs_t *bcat, const strs_t *cats)
+category_blocked(const adserve_strs_t *bcat, const adserve_strs_t *cats)
 {
     uint32_t  i, j;
     size_t    n;
@@ -811,7 +541,9 @@ category_blocked(const strs_t *bcat, const strs_t *cats)
 }
 
 
-/* Marks unit u and its whole subtree with stamp. */
+/* Marks unit u and its whole subtree with stamp; included units are also
+ * listed in b->marked, so a line item visits the units it targets and not
+ * the whole inventory. */
 static void
 mark_subtree(build_t *b, uint32_t *marks, uint32_t u, uint32_t stamp)
 {
@@ -822,6 +554,10 @@ mark_subtree(build_t *b, uint32_t *marks, uint32_t u, uint32_t stamp)
     }
 
     marks[u] = stamp;
+
+    if (marks == b->stamp) {
+        b->marked[b->nmarked++] = u;
+    }
 
     for (c = b->units[u].first_child; c != NONE; c = b->units[c].next_sibling) {
         mark_subtree(b, marks, c, stamp);
@@ -878,8 +614,10 @@ join_line_item(build_t *b, uint32_t i)
     lica_rec_t      *l;
     unit_rec_t      *u;
     creative_rec_t  *cr;
-    uint32_t         k, j, stamp = i + 1;
+    uint32_t         k, j, m, stamp = i + 1;
     int              rc;
+
+    b->nmarked = 0;
 
     for (k = 0; k < li->include.n; k++) {
         mark_subtree(b, b->stamp, li->include.v[k], stamp);
@@ -896,10 +634,11 @@ join_line_item(build_t *b, uint32_t i)
         mark_subtree(b, b->xstamp, li->exclude.v[k], stamp);
     }
 
-    for (j = 0; j < b->n[ADSERVE_KIND_AD_UNITS]; j++) {
+    for (m = 0; m < b->nmarked; m++) {
+        j = b->marked[m];
         u = &b->units[j];
 
-        if (b->stamp[j] != stamp || b->xstamp[j] == stamp || !u->active) {
+        if (b->xstamp[j] == stamp || !u->p->active) {
             continue;
         }
 
@@ -908,10 +647,10 @@ join_line_item(build_t *b, uint32_t i)
 
             cr = &b->crs[l->cr];
 
-            if (!size_fits(u, cr->size)) {
+            if (!size_fits(u->p, cr->p->size)) {
                 rc = add_excl(u, li, cr, ADSERVE_EXCL_SIZE);
 
-            } else if (category_blocked(&u->bcat, &cr->categories)) {
+            } else if (category_blocked(&u->p->bcat, &cr->p->categories)) {
                 rc = add_excl(u, li, cr, ADSERVE_EXCL_BCAT);
 
             } else {
@@ -933,7 +672,7 @@ join_line_item(build_t *b, uint32_t i)
 static int
 same_group(const li_rec_t *a, const li_rec_t *b)
 {
-    return a->tier == b->tier && a->priority == b->priority;
+    return a->p->tier == b->p->tier && a->p->priority == b->p->priority;
 }
 
 
@@ -944,9 +683,9 @@ same_group(const li_rec_t *a, const li_rec_t *b)
 static int
 cand_cmp(const void *pa, const void *pb)
 {
-    const bcand_t   *a = pa, *b = pb;
-    const li_rec_t  *la = a->li, *lb = b->li;
-    int              c;
+    const bcand_t              *a = pa, *b = pb;
+    const adserve_parsed_li_t  *la = a->li->p, *lb = b->li->p;
+    int                         c;
 
     if (la->tier != lb->tier) {
         return la->tier < lb->tier ? -1 : 1;
@@ -956,9 +695,9 @@ cand_cmp(const void *pa, const void *pb)
         return la->priority < lb->priority ? -1 : 1;
     }
 
-    c = strcmp(la->id, lb->id);
+    c = a->li == b->li ? 0 : strcmp(a->li->id, b->li->id);
 
-    return c ? c : strcmp(a->cr->id, b->cr->id);
+    return c ? c : a->cr == b->cr ? 0 : strcmp(a->cr->id, b->cr->id);
 }
 
 
@@ -973,7 +712,7 @@ render_head(build_t *b, creative_rec_t *cr, size_t *len)
     char              *p;
 
     if (cr->head == NULL) {
-        n = strlen(cr->ad_json) - 1;          /* without the closing '}' */
+        n = cr->p->ad_json_len - 1;           /* without the closing '}' */
         cr->head_len = sizeof(pre) - 1 + n;
 
         p = adserve_arena_alloc(&b->snap->arena, cr->head_len);
@@ -982,7 +721,7 @@ render_head(build_t *b, creative_rec_t *cr, size_t *len)
         }
 
         memcpy(p, pre, sizeof(pre) - 1);
-        memcpy(p + sizeof(pre) - 1, cr->ad_json, n);
+        memcpy(p + sizeof(pre) - 1, cr->p->ad_json, n);
         cr->head = p;
     }
 
@@ -998,7 +737,7 @@ render_head(build_t *b, creative_rec_t *cr, size_t *len)
 static int
 render_urls(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 {
-    const char  *base = u->public_url ? u->public_url : b->public_url;
+    const char  *base = u->p->public_url ? u->p->public_url : b->public_url;
     cJSON       *str;
     char        *json, *p;
     size_t       n;
@@ -1056,6 +795,7 @@ snap_id(build_t *b, const char *id, adserve_str_t *out)
 static uint32_t
 snap_li(build_t *b, li_rec_t *r)
 {
+    const adserve_parsed_li_t  *p = r->p;
     adserve_snapshot_t  *s = b->snap;
     adserve_li_t        *li;
     adserve_cap_t       *caps = NULL;
@@ -1064,12 +804,12 @@ snap_li(build_t *b, li_rec_t *r)
         return r->snap_li;
     }
 
-    if (r->ncaps) {
-        caps = adserve_arena_alloc(&s->arena, r->ncaps * sizeof(adserve_cap_t));
+    if (p->ncaps) {
+        caps = adserve_arena_alloc(&s->arena, p->ncaps * sizeof(adserve_cap_t));
         if (caps == NULL) {
             return NONE;
         }
-        memcpy(caps, r->caps, r->ncaps * sizeof(adserve_cap_t));
+        memcpy(caps, p->caps, p->ncaps * sizeof(adserve_cap_t));
     }
 
     /* the one copy of the id, shared with the explainer's exclusions */
@@ -1079,22 +819,22 @@ snap_li(build_t *b, li_rec_t *r)
     }
     li->id = r->snap_id;
 
-    li->hash = adserve_hash(li->id.data, li->id.len);
-    li->start = r->start;
-    li->end = r->end;
-    li->goal = r->goal;
+    li->hash = r->rec->id_hash;
+    li->start = p->start;
+    li->end = p->end;
+    li->goal = p->goal;
     li->target = r->target;
     li->caps = caps;
-    li->ncaps = (uint8_t) r->ncaps;
-    li->tier = (uint8_t) r->tier;
-    li->priority = (uint8_t) r->priority;
-    li->cost_type = (uint8_t) r->cost_type;
-    li->goal_type = (uint8_t) r->goal_type;
-    li->delivery = (uint8_t) r->delivery;
-    li->paced = r->goal_type != ADSERVE_GOAL_NONE;
+    li->ncaps = (uint8_t) p->ncaps;
+    li->tier = (uint8_t) p->tier;
+    li->priority = (uint8_t) p->priority;
+    li->cost_type = (uint8_t) p->cost_type;
+    li->goal_type = (uint8_t) p->goal_type;
+    li->delivery = (uint8_t) p->delivery;
+    li->paced = p->goal_type != ADSERVE_GOAL_NONE;
 
-    if (r->max_cap > s->max_cap_seconds) {
-        s->max_cap_seconds = r->max_cap;
+    if (p->max_cap > s->max_cap_seconds) {
+        s->max_cap_seconds = p->max_cap;
     }
 
     r->snap_li = s->nlis++;
@@ -1106,7 +846,7 @@ snap_li(build_t *b, li_rec_t *r)
 /* what a candidate bids per unit of its cost type: the line item's rate, or
  * for CPC and CPA without one, the ad unit's default */
 static double
-cand_bid(const unit_rec_t *u, const li_rec_t *li)
+cand_bid(const adserve_parsed_unit_t *u, const adserve_parsed_li_t *li)
 {
     if (li->rate > 0 || li->cost_type == ADSERVE_COST_CPM) {
         return li->rate;
@@ -1146,7 +886,7 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         c[i].li = snap_li(b, bc->li);
         c[i].weight = bc->weight;
         c[i].group = group;
-        c[i].bid = cand_bid(u, bc->li);
+        c[i].bid = cand_bid(u->p, bc->li->p);
         c[i].bid_micros = (uint64_t) (c[i].bid * 1e6 + 0.5);
         c[i].response_head = render_head(b, bc->cr, &c[i].response_head_len);
 
@@ -1157,10 +897,10 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         }
 
         c[i].creative_id = bc->cr->snap_id;
-        c[i].creative_hash = adserve_hash(c[i].creative_id.data, c[i].creative_id.len);
+        c[i].creative_hash = bc->cr->rec->id_hash;
 
-        if (bc->li->max_cap > out->max_cap_seconds) {
-            out->max_cap_seconds = bc->li->max_cap;
+        if (bc->li->p->max_cap > out->max_cap_seconds) {
+            out->max_cap_seconds = bc->li->p->max_cap;
         }
     }
 
@@ -1186,13 +926,13 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     out->excluded = x;
     out->nexcluded = u->nexcl;
 
-    out->id_len = strlen(u->id);
+    out->id_len = u->rec->id_len;
     out->id = adserve_arena_memdup(a, u->id, out->id_len);
-    out->hash = adserve_hash(u->id, out->id_len);
+    out->hash = u->rec->id_hash;
     out->cands = c;
     out->ncands = u->ncands;
-    out->floor = u->target_ecpm;
-    out->impression_on_response = u->on_response ? 1 : 0;
+    out->floor = u->p->target_ecpm;
+    out->impression_on_response = u->p->on_response ? 1 : 0;
     b->snap->stats.candidates += u->ncands;
 
     return out->id && render_urls(b, u, out) == 0 ? 0 : -1;
@@ -1231,7 +971,7 @@ build_table(build_t *b)
     uint32_t             i, j, size, n = b->n[ADSERVE_KIND_AD_UNITS];
 
     for (i = 0; i < n; i++) {
-        s->stats.active_units += b->units[i].active;
+        s->stats.active_units += b->units[i].p->active;
     }
 
     s->lis = adserve_arena_calloc(&s->arena,
@@ -1249,11 +989,11 @@ build_table(build_t *b)
 
     for (i = 0; i < n; i++) {
         u = &b->units[i];
-        if (!u->active) {
+        if (!u->p->active) {
             continue;
         }
 
-        j = (uint32_t) adserve_hash(u->id, strlen(u->id)) & s->mask;
+        j = (uint32_t) u->rec->id_hash & s->mask;
         while (s->units[j].id != NULL) {
             j = (j + 1) & s->mask;
         }
@@ -1286,11 +1026,11 @@ build_creatives(build_t *b)
 
     for (i = 0; i < n; i++) {
         cr = &b->crs[i];
-        if (cr->landing_url == NULL) {
+        if (cr->p->landing_url == NULL) {
             continue;
         }
 
-        j = (uint32_t) adserve_hash(cr->id, strlen(cr->id)) & s->creative_mask;
+        j = (uint32_t) cr->rec->id_hash & s->creative_mask;
         while (s->creatives[j].id.data != NULL) {
             j = (j + 1) & s->creative_mask;
         }
@@ -1300,8 +1040,8 @@ build_creatives(build_t *b)
             return -1;
         }
         c->id = cr->snap_id;
-        c->landing_url.len = strlen(cr->landing_url);
-        c->landing_url.data = adserve_arena_memdup(&s->arena, cr->landing_url,
+        c->landing_url.len = strlen(cr->p->landing_url);
+        c->landing_url.data = adserve_arena_memdup(&s->arena, cr->p->landing_url,
                                                    c->landing_url.len);
         if (c->landing_url.data == NULL) {
             return -1;
@@ -1314,22 +1054,22 @@ build_creatives(build_t *b)
 
 /* ---- the build --------------------------------------------------------- */
 
-typedef int (*parse_pt)(build_t *b, cJSON **objs);
+typedef int (*link_pt)(build_t *b, adserve_parsed_t **ps);
 
 static int
 build(build_t *b, const adserve_input_t *in)
 {
     /* order matters: each kind resolves references to the kinds before it */
-    static const parse_pt  parsers[ADSERVE_KIND_COUNT] = {
-        parse_units, parse_placements, parse_orders,
-        parse_line_items, parse_creatives, parse_licas
+    static const link_pt  linkers[ADSERVE_KIND_COUNT] = {
+        link_units, link_placements, link_orders,
+        link_line_items, link_creatives, link_licas
     };
-    cJSON    **objs;
-    uint32_t   k, i, nunits;
+    adserve_parsed_t  **ps;
+    uint32_t            k, i, nunits;
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
-        objs = parse_kind(b, in, k);
-        if (objs == NULL || parsers[k](b, objs) != 0) {
+        ps = parse_kind(b, in, k);
+        if (ps == NULL || linkers[k](b, ps) != 0) {
             build_error(b, "out of memory parsing %s", adserve_kinds[k].key);
             return -1;
         }
@@ -1338,7 +1078,8 @@ build(build_t *b, const adserve_input_t *in)
     nunits = b->n[ADSERVE_KIND_AD_UNITS];
     b->stamp = adserve_arena_calloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
     b->xstamp = adserve_arena_calloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
-    if (b->stamp == NULL || b->xstamp == NULL) {
+    b->marked = adserve_arena_alloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
+    if (b->stamp == NULL || b->xstamp == NULL || b->marked == NULL) {
         build_error(b, "out of memory");
         return -1;
     }
@@ -1364,22 +1105,17 @@ build(build_t *b, const adserve_input_t *in)
 static void
 build_cleanup(build_t *b)
 {
-    cJSON     *o, *next;
-    uint32_t   i;
+    uint32_t  i, k;
 
     for (i = 0; b->units && i < b->n[ADSERVE_KIND_AD_UNITS]; i++) {
         free(b->units[i].cands);
         free(b->units[i].excl);
     }
 
-    for (i = 0; b->crs && i < b->n[ADSERVE_KIND_CREATIVES]; i++) {
-        cJSON_free(b->crs[i].ad_json);
-    }
-
-    for (o = b->docs; o; o = next) {
-        next = o->next;
-        o->next = NULL;
-        cJSON_Delete(o);
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        for (i = 0; i < b->nowned[k]; i++) {
+            adserve_parsed_free(b->owned[k][i]);
+        }
     }
 
     adserve_target_builder_free(&b->tb);
@@ -1768,19 +1504,28 @@ int
 adserve_input_ref(adserve_input_t *in, adserve_kind_e kind, const char *data,
     size_t len)
 {
-    adserve_str_t  *v;
-    size_t          cap;
+    return adserve_input_ref_parsed(in, kind, data, len, NULL);
+}
+
+
+int
+adserve_input_ref_parsed(adserve_input_t *in, adserve_kind_e kind,
+    const char *data, size_t len, adserve_parsed_t **parsed)
+{
+    adserve_input_rec_t  *v;
+    size_t                cap;
 
     if (in->nrecords[kind] == in->cap[kind]) {
         /* arrays double inside the arena; the old copies are garbage
          * until the load ends, at most as much again as the final array */
         cap = in->cap[kind] ? in->cap[kind] * 2 : 256;
-        v = adserve_arena_alloc(&in->arena, cap * sizeof(adserve_str_t));
+        v = adserve_arena_alloc(&in->arena, cap * sizeof(adserve_input_rec_t));
         if (v == NULL) {
             return -1;
         }
         if (in->nrecords[kind]) {
-            memcpy(v, in->records[kind], in->nrecords[kind] * sizeof(adserve_str_t));
+            memcpy(v, in->records[kind],
+                   in->nrecords[kind] * sizeof(adserve_input_rec_t));
         }
         in->records[kind] = v;
         in->cap[kind] = cap;
@@ -1789,6 +1534,7 @@ adserve_input_ref(adserve_input_t *in, adserve_kind_e kind, const char *data,
     v = &in->records[kind][in->nrecords[kind]++];
     v->data = data;
     v->len = len;
+    v->parsed = parsed;
 
     return 0;
 }

@@ -23,14 +23,25 @@
 #include "adserve_arena.h"
 #include "adserve_contract.h"
 #include "adserve_json.h"
+#include "adserve_parsed.h"
 #include "adserve_target.h"
 #include "adserve_token.h"
 
 
-/* Raw input of one build: the record texts of each kind, and the revision
- * that was read before they were scanned. */
+/* One record of the input: its text, and where its parse is kept between
+ * builds (NULL: nowhere; the build parses it and frees the parse). The
+ * build fills an empty slot and reuses a full one, so the slot must be
+ * emptied (adserve_parsed_free) whenever the text changes. */
 typedef struct {
-    adserve_str_t  *records[ADSERVE_KIND_COUNT];
+    const char        *data;
+    size_t             len;
+    adserve_parsed_t **parsed;
+} adserve_input_rec_t;
+
+/* Raw input of one build: the records of each kind, and the revision that
+ * was read before they were scanned. */
+typedef struct {
+    adserve_input_rec_t *records[ADSERVE_KIND_COUNT];
     size_t          nrecords[ADSERVE_KIND_COUNT];
     size_t          cap[ADSERVE_KIND_COUNT];
     uint64_t        rev;
@@ -45,6 +56,9 @@ void adserve_input_init(adserve_input_t *in);
 /* Adds a record text without copying it: it must outlive the build. */
 int adserve_input_ref(adserve_input_t *in, adserve_kind_e kind,
     const char *data, size_t len);
+/* The same, with the slot that keeps its parse (adserve_input_rec_t). */
+int adserve_input_ref_parsed(adserve_input_t *in, adserve_kind_e kind,
+    const char *data, size_t len, adserve_parsed_t **parsed);
 void adserve_input_free(adserve_input_t *in);
 
 
@@ -74,13 +88,6 @@ typedef struct {
     int64_t         read_at;          /* the last update: time and the */
     uint64_t        read_opp;         /* global opportunities then */
 } adserve_pace_t;
-
-#define ADSERVE_CAPS_MAX  8
-
-typedef struct {
-    uint32_t        max;              /* ads at most */
-    uint32_t        seconds;          /* in any window this long */
-} adserve_cap_t;
 
 /* A line item that some ACTIVE ad unit can serve. */
 typedef struct {

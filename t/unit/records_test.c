@@ -17,6 +17,90 @@ static int has(adserve_input_t *in, const char *text) {
     return 0;
 }
 
+/* ---- the parses a build keeps beside the texts ---- */
+
+static adserve_records_t inv[ADSERVE_KIND_COUNT];
+
+static void put(adserve_kind_e kind, const char *id, const char *text) {
+    if (adserve_records_put(&inv[kind], id, strlen(id), text, strlen(text)) != 0) abort();
+}
+
+/* builds from inv; *li_parse: the line item's kept parse afterwards */
+static adserve_snapshot_t *build_inv(adserve_parsed_t **li_parse) {
+    adserve_input_t in;
+    adserve_snapshot_t *s;
+    char err[128];
+    int k;
+
+    adserve_input_init(&in);
+    in.public_url = "http://ads.example";
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        if (adserve_records_export(&inv[k], &in, k) != 0) abort();
+    }
+    s = adserve_snapshot_build(&in, err, sizeof err);
+    *li_parse = *in.records[ADSERVE_KIND_LINE_ITEMS][0].parsed;
+    adserve_input_free(&in);
+    return s;
+}
+
+static size_t ncands(const adserve_snapshot_t *s) {
+    const adserve_unit_t *u = adserve_snapshot_unit(s, "u1", 2);
+    return u ? u->ncands : 0;
+}
+
+#define LI(status, rate) \
+    "{\"id\":\"l1\",\"order_id\":\"o1\",\"status\":\"" status "\",\"type\":\"STANDARD\"," \
+    "\"cost_type\":\"CPM\",\"rate\":" rate ",\"targeting\":{\"ad_units\":{\"include\":[\"u1\"]}," \
+    "\"kv\":{\"type\":\"cmp\",\"data\":{\"lhs\":[\"sec\"],\"op\":\"eq\",\"rhs\":\"news\"}}}}"
+
+static void test_kept_parses(void) {
+    adserve_snapshot_t *s1, *s2, *s3;
+    adserve_parsed_t *p1, *p2, *p3;
+    int k;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_init(&inv[k]);
+    put(ADSERVE_KIND_AD_UNITS, "u1", "{\"id\":\"u1\",\"status\":\"ACTIVE\"}");
+    put(ADSERVE_KIND_ORDERS, "o1", "{\"id\":\"o1\",\"status\":\"APPROVED\"}");
+    put(ADSERVE_KIND_LINE_ITEMS, "l1", LI("ACTIVE", "2"));
+    put(ADSERVE_KIND_CREATIVES, "c1", "{\"id\":\"c1\",\"type\":\"IMAGE\",\"w\":300,\"h\":250,"
+        "\"image_url\":\"https://cdn.example/c1.png\",\"landing_url\":\"https://x.example/\","
+        "\"approval\":\"APPROVED\"}");
+    put(ADSERVE_KIND_LICAS, "a1", "{\"id\":\"a1\",\"line_item_id\":\"l1\",\"creative_id\":\"c1\","
+        "\"status\":\"ACTIVE\"}");
+
+    s1 = build_inv(&p1);
+    ok(s1 != NULL && ncands(s1) == 1, "kept parses: the first build serves the line item");
+    ok(p1 != NULL && p1->u.li.rule == ADSERVE_RULE_KEPT,
+       "the line item's parse is kept, with its kv rule for each build to compile");
+    s2 = build_inv(&p2);
+    ok(s2 != NULL && p2 == p1 && ncands(s2) == 1, "a second build reuses the parse");
+    ok(s2 && s1 && s2->lis[0].target != NULL && s2->lis[0].target != s1->lis[0].target,
+       "and compiles the rule again, into its own snapshot");
+    adserve_snapshot_free(s1);
+
+    put(ADSERVE_KIND_LINE_ITEMS, "l1", LI("PAUSED", "2"));
+    s3 = build_inv(&p3);
+    ok(s3 != NULL && ncands(s3) == 0, "a new text is parsed again: PAUSED does not serve");
+    ok(s2 && s2->lis[0].target != NULL && ncands(s2) == 1,
+       "the snapshot before it is untouched");
+    adserve_snapshot_free(s2);
+    adserve_snapshot_free(s3);
+
+    put(ADSERVE_KIND_LINE_ITEMS, "l1", LI("ACTIVE", "7"));
+    s1 = build_inv(&p1);
+    ok(s1 != NULL && ncands(s1) == 1 && s1->lis[0].target != NULL
+       && adserve_snapshot_unit(s1, "u1", 2)->cands[0].bid == 7, "and ACTIVE again, at its new rate");
+    adserve_snapshot_free(s1);
+
+    adserve_records_del(&inv[ADSERVE_KIND_ORDERS], "o1", 2);
+    s1 = build_inv(&p1);
+    ok(s1 != NULL && ncands(s1) == 0 && p1->u.li.active,
+       "references are the build's: the order gone, the kept line item does not serve");
+    adserve_snapshot_free(s1);
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_free(&inv[k]);
+}
+
 int main(void) {
     adserve_records_t r;
     adserve_input_t in;
@@ -71,6 +155,8 @@ int main(void) {
     is_int((long long) r.count, 0, "free empties it");
     ok(adserve_records_put(&r, "again", 5, "{}", 2) == 0 && r.count == 1, "and it is usable again");
     adserve_records_free(&r);
+
+    test_kept_parses();
 
     return done_testing();
 }

@@ -1,0 +1,706 @@
+/*
+ * Parsing one record of the data contract (adserve_parsed.h).
+ *
+ * The JSON document is parsed, read into a scratch block and deleted at
+ * once: cJSON's many small allocations are reused record after record,
+ * instead of a whole inventory's worth of them living until a build ends.
+ * The scratch block is then copied into one allocation of the exact size,
+ * its pointers moved along: a builder keeps the parses of its whole
+ * inventory, and an arena's spare room would double that.
+ * What the API would refuse is read as the safest value (a line item that
+ * never serves, a default), never as an error: a bad record must not stop
+ * the others from serving.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "adserve_parsed.h"
+#include "adserve_target.h"
+#include "adserve_token.h"
+
+
+/* A bump allocator over one block: where a parse is written first. */
+typedef struct {
+    char        *base;
+    size_t       used, cap;
+    int          full;                /* an allocation did not fit */
+} scratch_t;
+
+
+static void *
+s_alloc(scratch_t *sc, size_t size)
+{
+    void  *p;
+
+    /* pointers, doubles and int64s: 8 bytes is all a parse needs */
+    sc->used = (sc->used + 7) & ~(size_t) 7;
+
+    if (sc->cap - sc->used < size) {
+        sc->full = 1;
+        return NULL;
+    }
+
+    p = sc->base + sc->used;
+    sc->used += size;
+
+    return p;
+}
+
+
+static char *
+s_dup(scratch_t *sc, const char *src, size_t len)
+{
+    char  *p;
+
+    if (sc->cap - sc->used < len + 1) {
+        sc->full = 1;
+        return NULL;
+    }
+
+    p = sc->base + sc->used;
+    memcpy(p, src, len);
+    p[len] = '\0';
+    sc->used += len + 1;
+
+    return p;
+}
+
+
+static const char *
+get_str(const cJSON *o, const char *name)
+{
+    const cJSON  *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+
+static double
+get_num(const cJSON *o, const char *name, double dflt)
+{
+    const cJSON  *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+
+/* a number into [lo, hi], NaN to lo: casting an out-of-range double to
+ * int is undefined */
+static int
+clamp_int(double v, int lo, int hi)
+{
+    return !(v >= lo) ? lo : v > hi ? hi : (int) v;
+}
+
+
+/* a cost field of ext: a finite, non-negative number (the API checks it) */
+static double
+get_cost(const cJSON *o, const char *name)
+{
+    double  v = get_num(o, name, 0);
+
+    return v >= 0 && v < 1e9 ? v : 0;
+}
+
+
+static void
+read_size(const cJSON *o, adserve_size_t *sz, double dw, double dh)
+{
+    sz->w = get_num(o, "w", dw);
+    sz->h = get_num(o, "h", dh);
+}
+
+
+/* The hash the build finds an id by (adserve_hash), 0 for none. */
+static uint64_t
+hash_of(const char *id)
+{
+    return id != NULL ? adserve_hash(id, strlen(id)) : 0;
+}
+
+
+/* A string member, copied into the record's arena; NULL when absent or out
+ * of memory (*oom says which). */
+static const char *
+dup_str(scratch_t *a, const cJSON *o, const char *name, int *oom)
+{
+    const char  *s = get_str(o, name);
+    char        *p;
+
+    if (s == NULL) {
+        return NULL;
+    }
+
+    p = s_dup(a, s, strlen(s));
+    *oom |= p == NULL;
+
+    return p;
+}
+
+
+/* The strings of an array, copied; other values are dropped. */
+static adserve_strs_t
+dup_strs(scratch_t *a, const cJSON *arr, int *oom)
+{
+    adserve_strs_t  s = { NULL, 0 };
+    const cJSON    *it;
+    char           *p;
+    int             n = cJSON_GetArraySize(arr);
+
+    if (!cJSON_IsArray(arr) || n == 0) {
+        return s;
+    }
+
+    s.v = s_alloc(a, n * sizeof(char *));
+    if (s.v == NULL) {
+        *oom = 1;
+        return s;
+    }
+
+    cJSON_ArrayForEach(it, arr) {
+        if (cJSON_IsString(it)) {
+            p = s_dup(a, it->valuestring, strlen(it->valuestring));
+            if (p == NULL) {
+                *oom = 1;
+                return s;
+            }
+            s.v[s.n++] = p;
+        }
+    }
+
+    return s;
+}
+
+
+/* ---- the kinds --------------------------------------------------------- */
+
+static void
+parse_unit_ext(scratch_t *sc, adserve_parsed_t *p, const cJSON *o, int *oom)
+{
+    adserve_parsed_unit_t  *u = &p->u.unit;
+    const cJSON            *ext, *rec, *v;
+    const char             *url;
+
+    ext = cJSON_GetObjectItemCaseSensitive(o, "ext");
+    u->bcat = dup_strs(sc, cJSON_GetObjectItemCaseSensitive(ext, "bcat"), oom);
+    u->default_cpc = get_cost(ext, "default_cpc");
+    u->default_cpa = get_cost(ext, "default_cpa");
+    u->target_ecpm = get_cost(ext, "target_ecpm");
+
+    url = get_str(ext, "public_url");
+    u->public_url = (url != NULL && url[0] != '\0')
+                    ? dup_str(sc, ext, "public_url", oom) : NULL;
+
+    /* a recommendation placement (ext.recommendation.enabled) records its
+     * impression with the response when its ad_log_tracking_mode says so;
+     * missing or null means on_event_tracker (spec) */
+    v = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(ext, "recommendation"), "enabled");
+    rec = cJSON_GetObjectItemCaseSensitive(o, "recommendation");
+    u->on_response = ((cJSON_IsNumber(v) && v->valuedouble != 0) || cJSON_IsTrue(v))
+                     && adserve_vocab_str(adserve_tracking_names,
+                                          get_str(rec, "ad_log_tracking_mode"))
+                        == ADSERVE_TRACKING_ON_AD_RESPONSE;
+}
+
+
+static int
+parse_unit(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_unit_t  *u = &p->u.unit;
+    const cJSON            *sizes, *it;
+    int                     oom = 0;
+
+    u->parent_id = dup_str(sc, o, "parent_id", &oom);
+    u->parent_hash = hash_of(u->parent_id);
+    u->active = adserve_vocab_str(adserve_unit_status_names, get_str(o, "status"))
+                == ADSERVE_UNIT_ACTIVE;
+
+    /* the spec's DisplayPlacement defaults: 300 x 250 */
+    read_size(cJSON_GetObjectItemCaseSensitive(o, "display"), &u->display, 300, 250);
+
+    sizes = cJSON_GetObjectItemCaseSensitive(o, "ad_unit_sizes");
+    if (cJSON_IsArray(sizes) && cJSON_GetArraySize(sizes) > 0) {
+        u->sizes = s_alloc(sc,
+                       cJSON_GetArraySize(sizes) * sizeof(adserve_size_t));
+        if (u->sizes == NULL) {
+            return -1;
+        }
+        cJSON_ArrayForEach(it, sizes) {
+            if (cJSON_IsObject(it)) {
+                read_size(it, &u->sizes[u->nsizes++], -1, -1);
+            }
+        }
+    }
+
+    parse_unit_ext(sc, p, o, &oom);
+
+    return oom ? -1 : 0;
+}
+
+
+static int
+parse_placement(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    int  oom = 0;
+
+    p->u.placement.ad_unit_ids = dup_strs(sc,
+        cJSON_GetObjectItemCaseSensitive(o, "ad_unit_ids"), &oom);
+
+    return oom ? -1 : 0;
+}
+
+
+static int
+parse_order(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    (void) sc;
+
+    p->u.order.approved = adserve_vocab_str(adserve_order_status_names,
+                                            get_str(o, "status"))
+                          == ADSERVE_ORDER_APPROVED;
+    return 0;
+}
+
+
+/* goal, delivery and frequency caps; what the API refuses is ignored */
+static void
+parse_delivery(adserve_parsed_li_t *li, const cJSON *o)
+{
+    const cJSON  *goal, *caps, *it;
+    double        units, max, sec;
+    int           n;
+
+    goal = cJSON_GetObjectItemCaseSensitive(o, "goal");
+    units = get_num(goal, "units", 0);
+
+    li->goal_type = ADSERVE_GOAL_NONE;
+    if (units >= 1 && units <= 1e15) {
+        li->goal = (uint64_t) units;
+        n = adserve_vocab_str(adserve_goal_names, get_str(goal, "type"));
+        li->goal_type = n < 0 ? ADSERVE_GOAL_NONE : n;
+    }
+
+    li->delivery = adserve_vocab_str(adserve_delivery_names, get_str(o, "delivery"))
+                   == ADSERVE_DELIVERY_ASAP ? ADSERVE_DELIVERY_ASAP
+                                            : ADSERVE_DELIVERY_EVEN;
+
+    caps = cJSON_GetObjectItemCaseSensitive(o, "frequency_caps");
+    if (!cJSON_IsArray(caps)) {
+        return;
+    }
+
+    cJSON_ArrayForEach(it, caps) {
+        max = get_num(it, "max", 0);
+        sec = get_num(it, "seconds", 0);
+
+        if (li->ncaps < ADSERVE_CAPS_MAX && max >= 1 && max <= 1e6
+            && sec >= 1 && sec <= 31536000)
+        {
+            li->caps[li->ncaps].max = (uint32_t) max;
+            li->caps[li->ncaps].seconds = (uint32_t) sec;
+            if (li->caps[li->ncaps].seconds > li->max_cap) {
+                li->max_cap = li->caps[li->ncaps].seconds;
+            }
+            li->ncaps++;
+        }
+    }
+}
+
+
+/* What serving decides per request: compiled once here to know whether
+ * there is anything (most line items: nothing) and whether it compiles;
+ * a rule with something in it is kept for each build to compile into its
+ * snapshot. */
+static int
+parse_rule(adserve_parsed_li_t *li, cJSON *o)
+{
+    adserve_arena_t            arena;
+    adserve_target_builder_t   tb;
+    const adserve_target_t    *t;
+    cJSON                     *tg;
+    int                        rc;
+
+    tg = cJSON_GetObjectItemCaseSensitive(o, "targeting");
+
+    adserve_arena_init(&arena, 1024);
+    adserve_target_builder_init(&tb, &arena);
+    rc = adserve_target_compile(&tb, tg, &t);
+    adserve_target_builder_free(&tb);
+    adserve_arena_free(&arena);
+
+    switch (rc) {
+    case 0:
+        break;
+    case 1:
+        li->rule = ADSERVE_RULE_MALFORMED;
+        return 0;
+    default:
+        return -1;
+    }
+
+    if (t == NULL) {
+        li->rule = ADSERVE_RULE_NONE;
+        return 0;
+    }
+
+    /* still in the document: adserve_parse takes it out once the parse
+     * is final (a parse may be tried again in a larger scratch block) */
+    li->targeting = tg;
+    li->rule = ADSERVE_RULE_KEPT;
+
+    return 0;
+}
+
+
+static int
+parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_li_t  *li = &p->u.li;
+    const cJSON          *tg, *units;
+    const char           *t;
+    int                   bad_flight, oom = 0;
+
+    li->tier = adserve_vocab_str(adserve_tier_names, get_str(o, "type"));
+    li->priority = clamp_int(get_num(o, "priority", 8), 1, 16);
+    li->cost_type = adserve_vocab_str(adserve_cost_names, get_str(o, "cost_type"));
+    li->rate = get_num(o, "rate", 0);
+    parse_delivery(li, o);
+
+    li->start = INT64_MIN;
+    li->end = INT64_MAX;
+    t = get_str(o, "start_at");
+    bad_flight = t != NULL && adserve_parse_time(t, &li->start) != 0;
+    t = get_str(o, "end_at");
+    bad_flight |= t != NULL && adserve_parse_time(t, &li->end) != 0;
+
+    li->active = adserve_vocab_str(adserve_li_status_names, get_str(o, "status"))
+                 == ADSERVE_LI_ACTIVE
+                 && li->tier >= 0 && li->cost_type >= 0
+                 && li->rate >= 0 && li->rate < 1e9
+                 && !bad_flight && li->start < li->end;
+
+    li->order_id = dup_str(sc, o, "order_id", &oom);
+    li->order_hash = hash_of(li->order_id);
+
+    tg = cJSON_GetObjectItemCaseSensitive(o, "targeting");
+    units = cJSON_GetObjectItemCaseSensitive(tg, "ad_units");
+    li->include = dup_strs(sc,
+                      cJSON_GetObjectItemCaseSensitive(units, "include"), &oom);
+    li->exclude = dup_strs(sc,
+                      cJSON_GetObjectItemCaseSensitive(units, "exclude"), &oom);
+    li->placements = dup_strs(sc,
+                         cJSON_GetObjectItemCaseSensitive(tg, "placements"), &oom);
+
+    /* only a line item that could serve needs its rule */
+    if (oom || (li->active && parse_rule(li, o) != 0)) {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* Renders the creative's "ad" object once; every ad unit it serves on
+ * reuses the text. */
+static char *
+render_ad(const cJSON *o, const char *id, adserve_size_t size)
+{
+    cJSON       *ad, *display, *banner;
+    const char  *img, *html;
+    int          ctype = adserve_vocab_str(adserve_creative_type_names,
+                                           get_str(o, "type"));
+    char        *out = NULL;
+
+    ad = cJSON_CreateObject();
+    if (ad == NULL) {
+        return NULL;
+    }
+
+    cJSON_AddStringToObject(ad, "id", id);
+    display = cJSON_AddObjectToObject(ad, "display");
+
+    if (display != NULL) {
+        cJSON_AddNumberToObject(display, "w", size.w);
+        cJSON_AddNumberToObject(display, "h", size.h);
+
+        img = get_str(o, "image_url");
+        html = get_str(o, "html");
+
+        if (ctype == ADSERVE_CREATIVE_IMAGE && img != NULL) {
+            banner = cJSON_AddObjectToObject(display, "banner");
+            if (banner != NULL) {
+                cJSON_AddStringToObject(banner, "img", img);
+                out = cJSON_PrintUnformatted(ad);
+            }
+
+        } else if (ctype == ADSERVE_CREATIVE_HTML && html != NULL) {
+            cJSON_AddStringToObject(display, "adm", html);
+            out = cJSON_PrintUnformatted(ad);
+        }
+    }
+
+    cJSON_Delete(ad);
+
+    return out;
+}
+
+
+static int
+parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_creative_t  *c = &p->u.creative;
+    char                       *ad;
+    int                         oom = 0;
+
+    read_size(o, &c->size, -1, -1);
+    c->categories = dup_strs(sc,
+                        cJSON_GetObjectItemCaseSensitive(o, "categories"), &oom);
+    c->landing_url = dup_str(sc, o, "landing_url", &oom);
+
+    if (oom) {
+        return -1;
+    }
+
+    /* a creative that cannot be rendered can never serve */
+    if (adserve_vocab_str(adserve_approval_names, get_str(o, "approval"))
+        != ADSERVE_APPROVAL_APPROVED
+        || (ad = render_ad(o, p->id, c->size)) == NULL)
+    {
+        return 0;
+    }
+
+    c->ad_json_len = strlen(ad);
+    c->ad_json = s_dup(sc, ad, c->ad_json_len);
+    cJSON_free(ad);
+    c->approved = 1;
+
+    return c->ad_json ? 0 : -1;
+}
+
+
+static int
+parse_lica(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_lica_t  *l = &p->u.lica;
+    double                  w = get_num(o, "weight", 1);
+    int                     oom = 0;
+
+    l->line_item_id = dup_str(sc, o, "line_item_id", &oom);
+    l->creative_id = dup_str(sc, o, "creative_id", &oom);
+    l->line_item_hash = hash_of(l->line_item_id);
+    l->creative_hash = hash_of(l->creative_id);
+
+    if (adserve_vocab_str(adserve_lica_status_names, get_str(o, "status"))
+        == ADSERVE_LICA_ACTIVE && w >= 1)
+    {
+        l->weight = w > 1000000 ? 1000000 : (uint32_t) w;
+    }
+
+    return oom ? -1 : 0;
+}
+
+
+/* ---- one record -------------------------------------------------------- */
+
+/* One record: a JSON value and nothing after it but white space. */
+static cJSON *
+parse_json(const char *text, size_t len)
+{
+    const char  *end, *last = text + len;
+    cJSON       *o;
+
+    o = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (o == NULL) {
+        return NULL;
+    }
+
+    while (end < last && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) {
+        end++;
+    }
+
+    if (end != last) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+
+    return o;
+}
+
+
+typedef int (*parse_kind_pt)(scratch_t *sc, adserve_parsed_t *p, cJSON *o);
+
+/* Parses o into sc: 0, 1 when sc was too small, -1 out of memory. */
+static int
+parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
+{
+    static const parse_kind_pt  parsers[ADSERVE_KIND_COUNT] = {
+        parse_unit, parse_placement, parse_order,
+        parse_li, parse_creative, parse_lica
+    };
+    /* a parse is as long as its own kind's member of the union: a LICA's
+     * is a fifth of a line item's */
+    static const size_t  sizes[ADSERVE_KIND_COUNT] = {
+        sizeof(adserve_parsed_unit_t), sizeof(adserve_parsed_placement_t),
+        sizeof(adserve_parsed_order_t), sizeof(adserve_parsed_li_t),
+        sizeof(adserve_parsed_creative_t), sizeof(adserve_parsed_lica_t)
+    };
+    adserve_parsed_t  *p;
+    const char        *id;
+    size_t             size = offsetof(adserve_parsed_t, u) + sizes[kind];
+    int                oom = 0, rc;
+
+    p = s_alloc(sc, size);
+    if (p == NULL) {
+        return 1;
+    }
+    memset(p, 0, size);
+    p->kind = kind;
+    *out = p;
+
+    id = cJSON_IsObject(o) ? get_str(o, "id") : NULL;
+
+    /* ids go into every ad_log token: one too long could never serve */
+    if (id == NULL || strlen(id) > ADSERVE_TOKEN_ID_MAX) {
+        return 0;
+    }
+
+    p->id = dup_str(sc, o, "id", &oom);
+    p->id_len = p->id ? strlen(p->id) : 0;
+    p->id_hash = adserve_hash(p->id, p->id_len);
+
+    rc = oom ? 0 : parsers[kind](sc, p, o);
+
+    return sc->full ? 1 : (oom || rc != 0) ? -1 : 0;
+}
+
+
+/* Moves what points into the scratch block by delta: the parse's new
+ * home is delta bytes away. */
+#define MOVE(ptr)                                                            \
+    if ((ptr) != NULL) {                                                     \
+        (ptr) = (void *) ((uintptr_t) (ptr) + delta);                        \
+    }
+
+static void
+move_strs(adserve_strs_t *s, uintptr_t delta)
+{
+    uint32_t  i;
+
+    MOVE(s->v);
+    for (i = 0; i < s->n; i++) {
+        MOVE(s->v[i]);
+    }
+}
+
+
+static void
+move_parse(adserve_parsed_t *p, uintptr_t delta)
+{
+    MOVE(p->id);
+
+    switch (p->kind) {
+    case ADSERVE_KIND_AD_UNITS:
+        MOVE(p->u.unit.parent_id);
+        MOVE(p->u.unit.sizes);
+        MOVE(p->u.unit.public_url);
+        move_strs(&p->u.unit.bcat, delta);
+        break;
+    case ADSERVE_KIND_PLACEMENTS:
+        move_strs(&p->u.placement.ad_unit_ids, delta);
+        break;
+    case ADSERVE_KIND_LINE_ITEMS:
+        MOVE(p->u.li.order_id);
+        move_strs(&p->u.li.include, delta);
+        move_strs(&p->u.li.exclude, delta);
+        move_strs(&p->u.li.placements, delta);
+        break;
+    case ADSERVE_KIND_CREATIVES:
+        MOVE(p->u.creative.landing_url);
+        MOVE(p->u.creative.ad_json);
+        move_strs(&p->u.creative.categories, delta);
+        break;
+    case ADSERVE_KIND_LICAS:
+        MOVE(p->u.lica.line_item_id);
+        MOVE(p->u.lica.creative_id);
+        break;
+    default:
+        break;
+    }
+}
+
+#undef MOVE
+
+
+adserve_parsed_t *
+adserve_parse(adserve_kind_e kind, const char *text, size_t len)
+{
+    scratch_t          sc;
+    adserve_parsed_t  *p = NULL, *out = NULL;
+    cJSON             *o;
+    int                rc;
+
+    o = parse_json(text, len);
+
+    /* a parse is rarely larger than its text: copies of some of its
+     * strings, a few arrays; a larger one is tried again */
+    sc.cap = sizeof(adserve_parsed_t) + 2 * len + 256;
+
+    for ( ;; ) {
+        sc.base = malloc(sc.cap);
+        sc.used = 0;
+        sc.full = 0;
+        if (sc.base == NULL) {
+            break;
+        }
+
+        rc = parse_into(&sc, kind, o, &p);
+
+        if (rc == 1 && sc.cap < SIZE_MAX / 4) {
+            free(sc.base);
+            sc.cap *= 4;
+            continue;
+        }
+
+        if (rc == 0 && (out = malloc(sc.used)) != NULL) {
+            memcpy(out, sc.base, sc.used);
+            move_parse(out, (uintptr_t) out - (uintptr_t) sc.base);
+        }
+
+        free(sc.base);
+        break;
+    }
+
+    /* the rule outlives the document */
+    if (out != NULL && kind == ADSERVE_KIND_LINE_ITEMS
+        && out->u.li.targeting != NULL)
+    {
+        cJSON_DetachItemViaPointer(o, out->u.li.targeting);
+        cJSON_DeleteItemFromObjectCaseSensitive(out->u.li.targeting, "ad_units");
+        cJSON_DeleteItemFromObjectCaseSensitive(out->u.li.targeting, "placements");
+    }
+
+    cJSON_Delete(o);
+
+    return out;
+}
+
+
+void
+adserve_parsed_free(adserve_parsed_t *p)
+{
+    if (p == NULL) {
+        return;
+    }
+
+    if (p->kind == ADSERVE_KIND_LINE_ITEMS) {
+        cJSON_Delete(p->u.li.targeting);
+    }
+
+    free(p);
+}

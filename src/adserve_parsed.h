@@ -1,0 +1,132 @@
+/*
+ * adserve_parsed: one record of the data contract as the snapshot build
+ * reads it, parsed from its JSON text once.
+ *
+ * A parse depends on the record's own text and nothing else: references
+ * to other records stay ids, resolved by each build. So a parse is kept
+ * beside its text (adserve_records) until the text changes, and a build
+ * after one API write parses one record, not the inventory. Each parse
+ * is one allocation: the struct, then its strings and arrays, freed in
+ * one go when the record changes or goes.
+ *
+ * Plain C, no nginx types; engine-internal (the snapshot build and the
+ * records table use it).
+ */
+
+#ifndef ADSERVE_PARSED_H
+#define ADSERVE_PARSED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adserve_arena.h"
+#include "adserve_contract.h"
+
+
+struct cJSON;
+
+typedef struct {
+    const char    **v;
+    uint32_t        n;
+} adserve_strs_t;
+
+typedef struct {
+    double          w, h;
+} adserve_size_t;
+
+#define ADSERVE_CAPS_MAX  8
+
+typedef struct {
+    uint32_t        max;              /* ads at most */
+    uint32_t        seconds;          /* in any window this long */
+} adserve_cap_t;
+
+typedef struct {
+    const char     *parent_id;
+    uint64_t        parent_hash;      /* adserve_hash of each id, once: */
+    int             active;
+    adserve_size_t  display;          /* the spec's defaults: 300 x 250 */
+    adserve_size_t *sizes;            /* ad_unit_sizes */
+    uint32_t        nsizes;
+    adserve_strs_t  bcat;
+    double          default_cpc, default_cpa, target_ecpm;
+    const char     *public_url;       /* ext.public_url, or NULL */
+    int             on_response;      /* recommendation, on_ad_response */
+} adserve_parsed_unit_t;
+
+typedef struct {
+    adserve_strs_t  ad_unit_ids;
+} adserve_parsed_placement_t;
+
+typedef struct {
+    int             approved;
+} adserve_parsed_order_t;
+
+typedef enum {
+    ADSERVE_RULE_NONE = 0,            /* serving decides nothing */
+    ADSERVE_RULE_KEPT,                /* compiled by each build */
+    ADSERVE_RULE_MALFORMED            /* the line item never serves */
+} adserve_rule_e;
+
+typedef struct {
+    int             active;           /* ACTIVE, a known type and cost type,
+                                       * a sane rate and a valid flight;
+                                       * whether its order lets it serve is
+                                       * the build's to decide */
+    int             tier;             /* adserve_tier_e */
+    int             priority;
+    int             cost_type;        /* adserve_cost_e, -1 unknown */
+    double          rate;
+    int64_t         start, end;
+    int             goal_type;        /* adserve_goal_e */
+    uint64_t        goal;
+    int             delivery;         /* adserve_delivery_e */
+    adserve_cap_t   caps[ADSERVE_CAPS_MAX];
+    uint32_t        ncaps, max_cap;
+    const char     *order_id;
+    uint64_t        order_hash;
+    adserve_strs_t  include, exclude, placements;
+    adserve_rule_e  rule;
+    struct cJSON   *targeting;        /* ADSERVE_RULE_KEPT: the rule without
+                                       * ad_units and placements */
+} adserve_parsed_li_t;
+
+typedef struct {
+    int             approved;         /* APPROVED, and it renders */
+    adserve_size_t  size;
+    adserve_strs_t  categories;
+    const char     *landing_url;
+    const char     *ad_json;          /* the rendered "ad" object */
+    size_t          ad_json_len;
+} adserve_parsed_creative_t;
+
+typedef struct {
+    const char     *line_item_id;
+    const char     *creative_id;
+    uint64_t        line_item_hash, creative_hash;
+    uint32_t        weight;           /* 0: never serves (not ACTIVE, or a
+                                       * weight below 1) */
+} adserve_parsed_lica_t;
+
+typedef struct {
+    adserve_kind_e  kind;
+    const char     *id;               /* NULL: not an object with a usable
+                                       * id; the build skips it */
+    size_t          id_len;
+    uint64_t        id_hash;          /* the build looks ids up by it */
+    union {
+        adserve_parsed_unit_t       unit;
+        adserve_parsed_placement_t  placement;
+        adserve_parsed_order_t      order;
+        adserve_parsed_li_t         li;
+        adserve_parsed_creative_t   creative;
+        adserve_parsed_lica_t       lica;
+    } u;
+} adserve_parsed_t;
+
+
+/* Parses one record of kind; NULL only when out of memory. */
+adserve_parsed_t *adserve_parse(adserve_kind_e kind, const char *text, size_t len);
+void adserve_parsed_free(adserve_parsed_t *p);
+
+#endif

@@ -1,0 +1,185 @@
+/* snapshot-profile: builds snapshots outside nginx from an inventory in the
+ * Redis data contract, to time and profile the build (perf, callgrind).
+ *
+ *   scripts/gen-inventory --units 5000 --line-items 100000 --creatives 200000 \
+ *       | build/t/tools/snapshot-profile [rounds]
+ *
+ * Reads the RESP stream gen-inventory writes for redis-cli --pipe, keeps the
+ * HSET records of each kind, then builds once from all of them (a full
+ * load) and `rounds` times more after changing one line item each time (the
+ * change log's path), and prints each build's time and the snapshot's size.
+ * Not a test: built into build/t/tools/, out of prove's way. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <malloc.h>
+
+#include "adserve_records.h"
+
+typedef struct {
+    char   *data;
+    size_t  len, cap;
+} buf_t;
+
+static int read_all(FILE *f, buf_t *b) {
+    size_t n;
+
+    b->cap = 1 << 20;
+    b->data = malloc(b->cap);
+    while (b->data != NULL && (n = fread(b->data + b->len, 1, b->cap - b->len, f)) > 0) {
+        b->len += n;
+        if (b->len == b->cap) {
+            b->cap *= 2;
+            b->data = realloc(b->data, b->cap);
+        }
+    }
+    return b->data != NULL ? 0 : -1;
+}
+
+/* One RESP bulk string at *p: "$len\r\n<len bytes>\r\n". */
+static int bulk(char **p, char *end, char **s, size_t *len) {
+    char *q;
+
+    if (*p >= end || **p != '$') {
+        return -1;
+    }
+    *len = strtoul(*p + 1, &q, 10);
+    if (q + 2 + *len + 2 > end) {
+        return -1;
+    }
+    *s = q + 2;
+    *p = *s + *len + 2;
+    return 0;
+}
+
+static int kind_of(const char *key, size_t len) {
+    int k;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        if (strlen(adserve_kinds[k].key) == len && memcmp(adserve_kinds[k].key, key, len) == 0) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* the last line item read: the record each round writes again */
+static char *li_id, *li_text;
+static size_t li_id_len, li_len;
+
+static int load(buf_t *b, adserve_records_t *recs) {
+    char *p = b->data, *end = b->data + b->len, *arg[4], *q;
+    size_t alen[4], n, i;
+    int k;
+
+    while (p < end) {
+        if (*p != '*') {
+            return -1;
+        }
+        n = strtoul(p + 1, &q, 10);
+        p = q + 2;
+        for (i = 0; i < n; i++) {
+            char *s;
+            size_t len;
+            if (bulk(&p, end, &s, &len) != 0) {
+                return -1;
+            }
+            if (i < 4) {
+                arg[i] = s;
+                alen[i] = len;
+            }
+        }
+        k = n == 4 && alen[0] == 4 && memcmp(arg[0], "HSET", 4) == 0
+            ? kind_of(arg[1], alen[1]) : -1;
+        if (k >= 0
+            && adserve_records_put(&recs[k], arg[2], alen[2], arg[3], alen[3]) != 0)
+        {
+            return -1;
+        }
+        if (n == 4 && k == ADSERVE_KIND_LINE_ITEMS) {
+            li_id = arg[2], li_id_len = alen[2], li_text = arg[3], li_len = alen[3];
+        }
+    }
+    return li_id != NULL ? 0 : -1;
+}
+
+static double now_ms(void) {
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev) {
+    adserve_input_t in;
+    adserve_snapshot_t *s = NULL;
+    char err[256];
+    int k;
+
+    adserve_input_init(&in);
+    in.rev = rev;
+    in.public_url = "http://127.0.0.1:8080";
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        if (adserve_records_export(&recs[k], &in, k) != 0) {
+            goto done;
+        }
+    }
+    s = adserve_snapshot_build(&in, err, sizeof(err));
+    if (s == NULL) {
+        fprintf(stderr, "build failed: %s\n", err);
+    }
+done:
+    adserve_input_free(&in);
+    return s;
+}
+
+int main(int argc, char **argv) {
+    adserve_records_t recs[ADSERVE_KIND_COUNT];
+    adserve_snapshot_t *s;
+    buf_t b = {0};
+    double t0;
+    int k, round, rounds = argc > 1 ? atoi(argv[1]) : 3;
+
+    /* as in nginx's shared zone, where a snapshot's pages are reused by
+     * the next one: no fresh mappings, no page faults per build */
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, -1);
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_init(&recs[k]);
+    }
+    t0 = now_ms();
+    if (read_all(stdin, &b) != 0 || load(&b, recs) != 0) {
+        fprintf(stderr, "snapshot-profile: the input is not a RESP stream of HSETs\n");
+        return 2;
+    }
+    printf("read %zu line items, %zu creatives, %zu ad units in %.0f ms\n",
+           recs[ADSERVE_KIND_LINE_ITEMS].count, recs[ADSERVE_KIND_CREATIVES].count,
+           recs[ADSERVE_KIND_AD_UNITS].count, now_ms() - t0);
+
+    for (round = 0; round <= rounds; round++) {
+        /* an API write: the record's text is new, its parse is gone */
+        if (round > 0
+            && adserve_records_put(&recs[ADSERVE_KIND_LINE_ITEMS], li_id, li_id_len,
+                                   li_text, li_len) != 0)
+        {
+            return 1;
+        }
+        t0 = now_ms();
+        s = build(recs, (uint64_t) round + 1);
+        if (s == NULL) {
+            return 1;
+        }
+        printf("%-12s %6.0f ms  (build_ms %u)  %zu KiB, %zu candidates, %zu active units\n",
+               round == 0 ? "full" : "one change", now_ms() - t0, s->stats.build_ms,
+               s->stats.bytes / 1024, s->stats.candidates, s->stats.active_units);
+        adserve_snapshot_free(s);
+    }
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_free(&recs[k]);
+    }
+    free(b.data);
+    return 0;
+}
