@@ -190,7 +190,8 @@ ngx_http_adserve_loader_idle(ngx_http_adserve_loader_t *ld)
 
     ld->state = NGX_HTTP_ADSERVE_IDLE;
 
-    if (!ld->poll.timer_set && !ngx_exiting && !ngx_terminate) {
+    /* exiting too: the tick hands the role over and keeps adopting */
+    if (!ld->poll.timer_set && !ngx_terminate) {
         ngx_add_timer(&ld->poll, ld->refresh);
     }
 }
@@ -843,11 +844,24 @@ ngx_http_adserve_loader_tick(ngx_event_t *ev)
 
     ngx_http_adserve_loader_adopt(ld);
 
-    if (ngx_http_adserve_zone_builder(ld->zone)) {
+    if (ngx_exiting) {
+        /* an old worker after a reload: it hands the role over as soon as
+         * it has nothing in flight, and keeps adopting while its last
+         * requests finish, or its reader slot would keep every snapshot
+         * published after it in the zone (the timer is cancelable: it
+         * does not hold the shutdown) */
+        if (ld->state == NGX_HTTP_ADSERVE_IDLE) {
+            ngx_http_adserve_zone_resign(ld->zone);
+        }
+
+    } else if (ngx_http_adserve_zone_builder(ld->zone)) {
         /* what the workers have moved past goes (a few syscalls) */
         ngx_http_adserve_zone_collect(ld->zone);
         ngx_http_adserve_loader_poll(ev);
         return;
+
+    } else {
+        ngx_http_adserve_loader_ping(ld);
     }
 
     /* a follower: waiting for a first snapshot ends with the builder's
@@ -856,9 +870,7 @@ ngx_http_adserve_loader_tick(ngx_event_t *ev)
         ngx_http_adserve_loader_warm(ld);
     }
 
-    ngx_http_adserve_loader_ping(ld);
-
-    if (!ld->poll.timer_set && !ngx_exiting && !ngx_terminate) {
+    if (!ld->poll.timer_set && !ngx_terminate) {
         ngx_add_timer(&ld->poll, ld->refresh);
     }
 }
