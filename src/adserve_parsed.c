@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "adserve_jsonw.h"
 #include "adserve_parsed.h"
 #include "adserve_target.h"
 #include "adserve_token.h"
@@ -407,47 +408,50 @@ parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 
 
 /* Renders the creative's "ad" object once; every ad unit it serves on
- * reuses the text. */
+ * reuses the text. NULL when it cannot be rendered (its type lacks its
+ * field), or out of memory. */
 static char *
 render_ad(const cJSON *o, const char *id, adserve_size_t size)
 {
-    cJSON       *ad, *display, *banner;
-    const char  *img, *html;
-    int          ctype = adserve_vocab_str(adserve_creative_type_names,
-                                           get_str(o, "type"));
-    char        *out = NULL;
+    adserve_jsonw_t  w;
+    const char      *img, *html;
+    int              ctype = adserve_vocab_str(adserve_creative_type_names,
+                                               get_str(o, "type"));
 
-    ad = cJSON_CreateObject();
-    if (ad == NULL) {
+    img = get_str(o, "image_url");
+    html = get_str(o, "html");
+
+    if (!(ctype == ADSERVE_CREATIVE_IMAGE && img != NULL)
+        && !(ctype == ADSERVE_CREATIVE_HTML && html != NULL))
+    {
         return NULL;
     }
 
-    cJSON_AddStringToObject(ad, "id", id);
-    display = cJSON_AddObjectToObject(ad, "display");
+    adserve_jsonw_init(&w);
+    adserve_jsonw_lit(&w, "{\"id\":");
+    adserve_jsonw_str(&w, id);
+    adserve_jsonw_lit(&w, ",\"display\":{\"w\":");
+    adserve_jsonw_num(&w, size.w);
+    adserve_jsonw_lit(&w, ",\"h\":");
+    adserve_jsonw_num(&w, size.h);
 
-    if (display != NULL) {
-        cJSON_AddNumberToObject(display, "w", size.w);
-        cJSON_AddNumberToObject(display, "h", size.h);
+    if (ctype == ADSERVE_CREATIVE_IMAGE) {
+        adserve_jsonw_lit(&w, ",\"banner\":{\"img\":");
+        adserve_jsonw_str(&w, img);
+        adserve_jsonw_lit(&w, "}}}");
 
-        img = get_str(o, "image_url");
-        html = get_str(o, "html");
-
-        if (ctype == ADSERVE_CREATIVE_IMAGE && img != NULL) {
-            banner = cJSON_AddObjectToObject(display, "banner");
-            if (banner != NULL) {
-                cJSON_AddStringToObject(banner, "img", img);
-                out = cJSON_PrintUnformatted(ad);
-            }
-
-        } else if (ctype == ADSERVE_CREATIVE_HTML && html != NULL) {
-            cJSON_AddStringToObject(display, "adm", html);
-            out = cJSON_PrintUnformatted(ad);
-        }
+    } else {
+        adserve_jsonw_lit(&w, ",\"adm\":");
+        adserve_jsonw_str(&w, html);
+        adserve_jsonw_lit(&w, "}}");
     }
 
-    cJSON_Delete(ad);
+    if (w.oom) {
+        adserve_jsonw_free(&w);
+        return NULL;
+    }
 
-    return out;
+    return w.data;
 }
 
 
@@ -477,7 +481,7 @@ parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 
     c->ad_json_len = strlen(ad);
     c->ad_json = s_dup(sc, ad, c->ad_json_len);
-    cJSON_free(ad);
+    free(ad);
     c->approved = 1;
 
     return c->ad_json ? 0 : -1;

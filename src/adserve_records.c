@@ -164,6 +164,32 @@ adserve_records_export(const adserve_records_t *r, adserve_input_t *in,
 
 
 void
+adserve_records_drop_texts(adserve_records_t *r)
+{
+    adserve_record_t  **p, *e, *n;
+    size_t              i;
+
+    for (i = 0; i < r->nbuckets; i++) {
+        for (p = &r->buckets[i]; *p != NULL; p = &(*p)->next) {
+            e = *p;
+
+            if (e->parsed == NULL || e->len == 0) {
+                continue;
+            }
+
+            /* shrinking: in place with glibc, and harmless if it moves */
+            n = realloc(e, sizeof(adserve_record_t) + e->id_len);
+            if (n != NULL) {
+                r->bytes -= n->len;
+                n->len = 0;
+                *p = n;
+            }
+        }
+    }
+}
+
+
+void
 adserve_records_free(adserve_records_t *r)
 {
     adserve_record_t  *e, *next;

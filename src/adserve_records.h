@@ -21,7 +21,7 @@ typedef struct {
     adserve_record_t  **buckets;
     size_t              nbuckets;     /* a power of two, or 0 */
     size_t              count;
-    size_t              bytes;        /* of the texts, for the status */
+    size_t              bytes;        /* of the texts kept */
 } adserve_records_t;
 
 void adserve_records_init(adserve_records_t *r);
@@ -39,6 +39,12 @@ void adserve_records_del(adserve_records_t *r, const char *id, size_t id_len);
  * only what changed. 0, or -1 out of memory. */
 int adserve_records_export(const adserve_records_t *r, adserve_input_t *in,
     adserve_kind_e kind);
+
+/* Frees the text of every record a build has parsed: the parse is all the
+ * next builds read, and a new text comes with the record's next put. Half
+ * of what a builder keeps at 100k line items. Call it when no input refers
+ * to r (after the build). */
+void adserve_records_drop_texts(adserve_records_t *r);
 
 void adserve_records_free(adserve_records_t *r);
 

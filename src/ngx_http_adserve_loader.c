@@ -64,6 +64,7 @@ typedef struct {
     ngx_http_adserve_loader_t  *loader;
     adserve_input_t             input;           /* refers to ld->records */
     adserve_snapshot_t         *snapshot;
+    ngx_uint_t                  full;            /* after a full load */
     char                        err[128];
 } ngx_http_adserve_build_ctx_t;
 
@@ -234,12 +235,25 @@ ngx_http_adserve_build_thread(void *data, ngx_log_t *log)
 {
     ngx_http_adserve_build_ctx_t  *bc = data;
 
+    ngx_uint_t                     k;
+
     bc->snapshot = adserve_snapshot_build(&bc->input, bc->err, sizeof(bc->err));
 
+    /* the build kept a parse of each record: the texts are done with (the
+     * loader does nothing else until the build is back) */
+    adserve_input_free(&bc->input);
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_drop_texts(&bc->loader->records[k]);
+    }
+
 #ifdef __GLIBC__
-    /* the build frees many small parse blocks: hand the pages back, or every
-     * worker keeps its peak for good */
-    malloc_trim(0);
+    /* after a full load, hand back the pages of its peak (the replies of
+     * the scan, the texts), or the builder keeps them for good; not after
+     * each change, whose build would page its scratch memory in again */
+    if (bc->full) {
+        malloc_trim(0);
+    }
 #endif
 }
 
@@ -326,6 +340,7 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     }
 
     bc->loader = ld;
+    bc->full = ld->state == NGX_HTTP_ADSERVE_SCANNING;
     adserve_input_init(&bc->input);
     bc->input.rev = ld->rev;
     bc->input.public_url = ld->public_url;

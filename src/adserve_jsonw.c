@@ -1,0 +1,146 @@
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adserve_jsonw.h"
+
+
+void
+adserve_jsonw_init(adserve_jsonw_t *w)
+{
+    memset(w, 0, sizeof(adserve_jsonw_t));
+}
+
+
+/* Room for n more bytes and the NUL; 0, or -1 (and oom for good). */
+static int
+reserve(adserve_jsonw_t *w, size_t n)
+{
+    size_t   cap;
+    char    *p;
+
+    if (w->oom) {
+        return -1;
+    }
+
+    if (w->cap - w->len > n) {
+        return 0;
+    }
+
+    cap = w->cap ? w->cap : 256;
+    while (cap - w->len <= n) {
+        if (cap > SIZE_MAX / 2) {
+            w->oom = 1;
+            return -1;
+        }
+        cap *= 2;
+    }
+
+    p = realloc(w->data, cap);
+    if (p == NULL) {
+        w->oom = 1;
+        return -1;
+    }
+
+    w->data = p;
+    w->cap = cap;
+
+    return 0;
+}
+
+
+void
+adserve_jsonw_raw(adserve_jsonw_t *w, const char *s, size_t len)
+{
+    if (reserve(w, len) == 0) {
+        memcpy(w->data + w->len, s, len);
+        w->len += len;
+        w->data[w->len] = '\0';
+    }
+}
+
+
+void
+adserve_jsonw_str(adserve_jsonw_t *w, const char *s)
+{
+    static const char   hex[] = "0123456789abcdef";
+    const unsigned char *p;
+    char                *o;
+    size_t               n;
+
+    if (s == NULL) {
+        adserve_jsonw_lit(w, "null");
+        return;
+    }
+
+    /* at most 6 bytes a byte (\u00XX), and the quotes */
+    n = strlen(s);
+    if (n > (SIZE_MAX - 2) / 6 || reserve(w, n * 6 + 2) != 0) {
+        w->oom = 1;
+        return;
+    }
+
+    o = w->data + w->len;
+    *o++ = '"';
+
+    for (p = (const unsigned char *) s; *p; p++) {
+        switch (*p) {
+        case '"':  *o++ = '\\'; *o++ = '"'; break;
+        case '\\': *o++ = '\\'; *o++ = '\\'; break;
+        case '\b': *o++ = '\\'; *o++ = 'b'; break;
+        case '\f': *o++ = '\\'; *o++ = 'f'; break;
+        case '\n': *o++ = '\\'; *o++ = 'n'; break;
+        case '\r': *o++ = '\\'; *o++ = 'r'; break;
+        case '\t': *o++ = '\\'; *o++ = 't'; break;
+        default:
+            if (*p < 32) {
+                memcpy(o, "\\u00", 4);
+                o[4] = hex[*p >> 4];
+                o[5] = hex[*p & 15];
+                o += 6;
+            } else {
+                *o++ = (char) *p;
+            }
+        }
+    }
+
+    *o++ = '"';
+    w->len = (size_t) (o - w->data);
+    w->data[w->len] = '\0';
+}
+
+
+void
+adserve_jsonw_num(adserve_jsonw_t *w, double v)
+{
+    char    buf[32];
+    double  back;
+    int     n;
+
+    if (isnan(v) || isinf(v)) {
+        n = snprintf(buf, sizeof(buf), "null");
+
+    } else {
+        n = snprintf(buf, sizeof(buf), "%1.15g", v);
+        if (sscanf(buf, "%lg", &back) != 1 || back != v) {
+            n = snprintf(buf, sizeof(buf), "%1.17g", v);
+        }
+    }
+
+    if (n > 0 && (size_t) n < sizeof(buf)) {
+        adserve_jsonw_raw(w, buf, (size_t) n);
+
+    } else {
+        w->oom = 1;
+    }
+}
+
+
+void
+adserve_jsonw_free(adserve_jsonw_t *w)
+{
+    free(w->data);
+    adserve_jsonw_init(w);
+}
