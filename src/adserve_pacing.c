@@ -167,17 +167,26 @@ done:
 }
 
 
-adserve_pace_t *
-adserve_paces_new(const adserve_snapshot_t *s, const adserve_snapshot_t *old,
-    const adserve_pace_t *old_paces)
+int
+adserve_pace_carries(const adserve_li_t *o, const adserve_li_t *li)
+{
+    return o->paced == li->paced && o->cost_type == li->cost_type
+           && o->goal_type == li->goal_type && o->goal == li->goal
+           && o->delivery == li->delivery
+           && o->start == li->start && o->end == li->end;
+}
+
+
+uint32_t
+adserve_paces_fill(const adserve_snapshot_t *s, const adserve_snapshot_t *old,
+    const adserve_pace_t *old_paces, adserve_pace_t *p)
 {
     const adserve_li_t  *li, *o;
-    adserve_pace_t      *p;
-    uint32_t             i;
+    uint32_t             i, unknown = 0;
+    int                  mapped = old != NULL && old == s->prev;
 
-    p = malloc((s->nlis ? s->nlis : 1) * sizeof(adserve_pace_t));
-    if (p == NULL) {
-        return NULL;
+    if (old_paces == NULL) {
+        old = NULL;
     }
 
     for (i = 0; i < s->nlis; i++) {
@@ -191,16 +200,38 @@ adserve_paces_new(const adserve_snapshot_t *s, const adserve_snapshot_t *old,
             continue;
         }
 
-        o = old != NULL && old_paces != NULL
-            ? adserve_snapshot_li(old, li->id.data, li->id.len) : NULL;
+        if (old == NULL) {
+            o = NULL;
 
-        if (o != NULL && old_paces[o - old->lis].known && o->paced == li->paced
-            && o->cost_type == li->cost_type && o->goal_type == li->goal_type
-            && o->goal == li->goal && o->delivery == li->delivery
-            && o->start == li->start && o->end == li->end)
-        {
+        } else if (mapped) {
+            /* the builder looked it up, off every worker's event loop */
+            o = li->prev != ADSERVE_LI_NONE ? &old->lis[li->prev] : NULL;
+
+        } else {
+            o = adserve_snapshot_li(old, li->id.data, li->id.len);
+            o = o != NULL && adserve_pace_carries(o, li) ? o : NULL;
+        }
+
+        if (o != NULL && old_paces[o - old->lis].known) {
             p[i] = old_paces[o - old->lis];
         }
+
+        unknown += li->paced && !p[i].known;
+    }
+
+    return unknown;
+}
+
+
+adserve_pace_t *
+adserve_paces_new(const adserve_snapshot_t *s, const adserve_snapshot_t *old,
+    const adserve_pace_t *old_paces)
+{
+    adserve_pace_t  *p;
+
+    p = malloc((s->nlis ? s->nlis : 1) * sizeof(adserve_pace_t));
+    if (p != NULL) {
+        (void) adserve_paces_fill(s, old, old_paces, p);
     }
 
     return p;

@@ -58,11 +58,21 @@ adserve_pace_allows(const adserve_pace_t *p, uint32_t rnd)
     return p->served < p->budget && (p->allow == UINT32_MAX || rnd <= p->allow);
 }
 
-/* A worker's pace table for snapshot s (one per line item, by index, as
- * adserve_decision_t.paces takes it), carried over from old's table where
- * the same rules computed it: a line item whose goal, delivery, flight or
- * cost type changed starts afresh (and is read at once). old and
- * old_paces may be NULL. malloc'd (free()); NULL when out of memory. */
+/* Whether a line item's pace carries over from o to li: the same rules
+ * (goal, delivery, flight, cost type) computed it. */
+int adserve_pace_carries(const adserve_li_t *o, const adserve_li_t *li);
+
+/* Fills p, a worker's pace table for snapshot s (s->nlis entries, by index,
+ * as adserve_decision_t.paces takes it), carried over from old's table
+ * where adserve_pace_carries: a line item whose rules changed starts
+ * afresh (and is read at once). When old is the snapshot s was built
+ * after, the build's map (lis[].prev) says where each pace was, a copy per
+ * line item; else each is looked up by id. old and old_paces may be NULL.
+ * Returns how many paced line items are left without a known pace. */
+uint32_t adserve_paces_fill(const adserve_snapshot_t *s, const adserve_snapshot_t *old,
+    const adserve_pace_t *old_paces, adserve_pace_t *p);
+
+/* The same, into a new table: malloc'd (free()); NULL when out of memory. */
 adserve_pace_t *adserve_paces_new(const adserve_snapshot_t *s,
     const adserve_snapshot_t *old, const adserve_pace_t *old_paces);
 

@@ -110,6 +110,7 @@ typedef struct {
     uint32_t            nmarked;
     adserve_target_builder_t  tb;     /* compiles targeting into the snapshot */
     const char         *public_url;
+    const adserve_snapshot_t  *prev;  /* whose lis the pace map points at */
     char               *err;
     size_t              errlen;
 } build_t;
@@ -796,6 +797,7 @@ static uint32_t
 snap_li(build_t *b, li_rec_t *r)
 {
     const adserve_parsed_li_t  *p = r->p;
+    const adserve_li_t         *o;
     adserve_snapshot_t  *s = b->snap;
     adserve_li_t        *li;
     adserve_cap_t       *caps = NULL;
@@ -832,6 +834,15 @@ snap_li(build_t *b, li_rec_t *r)
     li->goal_type = (uint8_t) p->goal_type;
     li->delivery = (uint8_t) p->delivery;
     li->paced = p->goal_type != ADSERVE_GOAL_NONE;
+
+    /* where its pace was: the workers copy it from there (pacing) */
+    li->prev = ADSERVE_LI_NONE;
+    if (b->prev != NULL && (li->paced || li->cost_type != ADSERVE_COST_CPM)) {
+        o = adserve_snapshot_li(b->prev, li->id.data, li->id.len);
+        if (o != NULL && adserve_pace_carries(o, li)) {
+            li->prev = (uint32_t) (o - b->prev->lis);
+        }
+    }
 
     if (p->max_cap > s->max_cap_seconds) {
         s->max_cap_seconds = p->max_cap;
@@ -1166,6 +1177,8 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
     b.err = err;
     b.errlen = errlen;
     b.public_url = in->public_url;
+    b.prev = in->prev;
+    s->prev = in->prev;
 
     if (build(&b, in) != 0) {
         build_cleanup(&b);

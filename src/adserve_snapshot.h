@@ -47,6 +47,9 @@ typedef struct {
     uint64_t        rev;
     const char     *public_url;       /* default base of event URLs; NUL-
                                        * terminated, no trailing slash */
+    const struct adserve_snapshot_s *prev;  /* the snapshot the workers
+                                       * serve now, or NULL: the build maps
+                                       * each line item's pace to it */
     const adserve_allocator_t *allocator;  /* where the snapshot goes; NULL:
                                             * malloc */
     adserve_arena_t arena;            /* owns the arrays, not the texts */
@@ -105,7 +108,13 @@ typedef struct {
     uint8_t         goal_type;        /* adserve_goal_e */
     uint8_t         delivery;         /* adserve_delivery_e */
     uint8_t         paced;            /* has a goal: pacing decides */
+    uint32_t        prev;             /* its index in the snapshot built
+                                       * before (prev of the input) when its
+                                       * pace carries over, else
+                                       * ADSERVE_LI_NONE */
 } adserve_li_t;
+
+#define ADSERVE_LI_NONE  UINT32_MAX
 
 /* One way an ad unit can be filled: a line item showing one creative. */
 typedef struct {
@@ -199,8 +208,11 @@ typedef struct {
     adserve_str_t   landing_url;      /* absolute http(s), checked by the API */
 } adserve_creative_t;
 
-typedef struct {
+typedef struct adserve_snapshot_s {
     uint64_t        rev;
+    const struct adserve_snapshot_s *prev;  /* what lis[].prev index; a
+                                       * pointer to compare, never read:
+                                       * it may be gone */
     adserve_stats_t stats;
     adserve_li_t   *lis;              /* every line item some unit can serve */
     uint32_t        nlis;

@@ -39,6 +39,9 @@ static struct {
     ngx_uint_t                     pending;     /* HMGETs in flight */
     ngx_uint_t                     again;       /* a swap came meanwhile */
     adserve_pace_t                *paces;       /* of the current snapshot */
+    adserve_pace_t                *spare;       /* the table before, reused: */
+    uint32_t                       spare_n;     /* its pages are in memory */
+    uint32_t                       paces_n;
 } ngx_http_adserve_pacing;
 
 
@@ -70,7 +73,9 @@ ngx_http_adserve_pacing_exit(void)
     ngx_http_adserve_pacing.amcf = NULL;
 
     free(ngx_http_adserve_pacing.paces);
+    free(ngx_http_adserve_pacing.spare);
     ngx_http_adserve_pacing.paces = NULL;
+    ngx_http_adserve_pacing.spare = NULL;
 }
 
 
@@ -86,34 +91,43 @@ ngx_http_adserve_pacing_swapped(adserve_snapshot_t *s, adserve_snapshot_t *old)
 {
     ngx_event_t     *t = &ngx_http_adserve_pacing.timer;
     adserve_pace_t  *paces;
-    uint32_t         i;
+    uint32_t         n = s->nlis ? s->nlis : 1, unknown;
 
-    paces = adserve_paces_new(s, old, ngx_http_adserve_pacing.paces);
-    if (paces == NULL) {
-        return NGX_ERROR;
+    /* the table before the current one, when it is large enough: writing
+     * fresh pages costs a worker more than filling the table (about 14 ms
+     * at 100,000 line items on this project's machine) */
+    if (ngx_http_adserve_pacing.spare_n >= n) {
+        paces = ngx_http_adserve_pacing.spare;
+        n = ngx_http_adserve_pacing.spare_n;
+
+    } else {
+        paces = malloc(n * sizeof(adserve_pace_t));
+        if (paces == NULL) {
+            return NGX_ERROR;
+        }
+        free(ngx_http_adserve_pacing.spare);
     }
 
-    free(ngx_http_adserve_pacing.paces);
-    ngx_http_adserve_pacing.paces = paces;
+    unknown = adserve_paces_fill(s, old, ngx_http_adserve_pacing.paces, paces);
 
-    if (ngx_http_adserve_pacing.amcf == NULL) {
+    ngx_http_adserve_pacing.spare = ngx_http_adserve_pacing.paces;
+    ngx_http_adserve_pacing.spare_n = ngx_http_adserve_pacing.paces_n;
+    ngx_http_adserve_pacing.paces = paces;
+    ngx_http_adserve_pacing.paces_n = n;
+
+    if (ngx_http_adserve_pacing.amcf == NULL || unknown == 0) {
         return NGX_OK;
     }
 
     /* a paced line item without a pace serves nothing: read now */
-    for (i = 0; i < s->nlis; i++) {
-        if (s->lis[i].paced && !paces[i].known) {
-            if (ngx_http_adserve_pacing.pending) {
-                ngx_http_adserve_pacing.again = 1;
+    if (ngx_http_adserve_pacing.pending) {
+        ngx_http_adserve_pacing.again = 1;
 
-            } else {
-                if (t->timer_set) {
-                    ngx_del_timer(t);
-                }
-                ngx_add_timer(t, 1);
-            }
-            return NGX_OK;
+    } else {
+        if (t->timer_set) {
+            ngx_del_timer(t);
         }
+        ngx_add_timer(t, 1);
     }
 
     return NGX_OK;

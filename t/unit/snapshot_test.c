@@ -164,6 +164,8 @@ static adserve_snapshot_t *build_input(adserve_input_t *in) {
  * it for one build) */
 #define PUBLIC_URL "https://ads.example"
 static const char *public_url = PUBLIC_URL;
+/* the snapshot workers serve while the next is built (a test sets it) */
+static const adserve_snapshot_t *build_prev;
 
 static adserve_snapshot_t *build_recs(const rec_t *r, size_t n) {
     adserve_input_t in;
@@ -173,6 +175,7 @@ static adserve_snapshot_t *build_recs(const rec_t *r, size_t n) {
     adserve_input_init(&in);
     in.rev = 42;
     in.public_url = public_url;
+    in.prev = build_prev;
     for (i = 0; i < n; i++) add(&in, r[i].kind, r[i].json);
     s = build_input(&in);
     adserve_input_free(&in);
@@ -1458,7 +1461,9 @@ static void test_inherit(void) {
                CRE(cr_rec("c-cpm")), CRE(cr_rec("c-a")), CRE(cr_rec("c-g")), CRE(cr_rec("c-c")),
                LICA(lica_rec("cpm", "c-cpm", 1)), LICA(lica_rec("li-a", "c-a", 1)),
                LICA(lica_rec("li-g", "c-g", 1)), LICA(lica_rec("li-c", "c-c", 1)));
-    /* the next revision: a new line item ranks first, so indexes move */
+    /* the next revision: a new line item ranks first, so indexes move;
+     * built after s1, as a builder does, which maps the paces */
+    build_prev = s1;
     s2 = BUILD(UNIT(U1_J), ORD(O1_J), LI(li_rec("aaa", "STANDARD", 1, 2, NULL)),
                LI(li_rec("cpm", "STANDARD", 4, 2, NULL)), LI(li_a), LI(li_g), LI(li_c),
                CRE(cr_rec("c-aaa")), CRE(cr_rec("c-cpm")), CRE(cr_rec("c-a")), CRE(cr_rec("c-g")),
@@ -1472,11 +1477,17 @@ static void test_inherit(void) {
         adserve_snapshot_free(s2);
         return;
     }
+    build_prev = NULL;
     a1 = lookup(s1, "li-a"); a2 = lookup(s2, "li-a");
     g1 = lookup(s1, "li-g"); g2 = lookup(s2, "li-g");
     ok(a1 && a2 && g1 && g2 && (a1 - s1->lis) != (a2 - s2->lis),
        "inherit: the line item's index differs between the snapshots");
     if (!(a1 && a2 && g1 && g2)) { adserve_snapshot_free(s1); adserve_snapshot_free(s2); return; }
+    ok(s2->prev == s1 && a2->prev == (uint32_t) (a1 - s1->lis)
+       && g2->prev == (uint32_t) (g1 - s1->lis),
+       "inherit: the build maps each paced or CPC line item to its index before");
+    ok(lookup(s2, "aaa")->prev == ADSERVE_LI_NONE && lookup(s2, "cpm")->prev == ADSERVE_LI_NONE,
+       "inherit: a new line item, and an unpaced CPM one (nothing to carry), map to none");
 
     deliver(s1, "li-a", 10000, 100, 0);                 /* CTR 1 %: factor 9.18 */
     deliver_at(s1, "li-g", 400, 0, 0, NOW - 60);
@@ -1504,6 +1515,21 @@ static void test_inherit(void) {
     ok(near(PACE(a1)->factor, 1000.0 * 101 / 11000), "inherit: the old snapshot is not touched");
 
     {
+        /* a worker that missed a publication: no map, a lookup by id */
+        adserve_snapshot_t *s3 = BUILD(UNIT(U1_J), ORD(O1_J), LI(li_a), LI(li_g),
+                                       CRE(cr_rec("c-a")), CRE(cr_rec("c-g")),
+                                       LICA(lica_rec("li-a", "c-a", 1)),
+                                       LICA(lica_rec("li-g", "c-g", 1)));
+        adserve_pace_t *by_id = s3 ? adserve_paces_new(s3, s1, paces(s1)) : NULL;
+        const adserve_li_t *g3 = s3 ? lookup(s3, "li-g") : NULL;
+
+        ok(by_id != NULL && s3->prev == NULL && g3 != NULL && by_id[g3 - s3->lis].known
+           && by_id[g3 - s3->lis].opp == 7, "inherit: without the build's map, by id");
+        free(by_id);
+        adserve_snapshot_free(s3);
+    }
+
+    {
         adserve_pace_t *fresh = adserve_paces_new(s2, NULL, NULL);
 
         ok(fresh != NULL && !fresh[a2 - s2->lis].known && near(fresh[a2 - s2->lis].factor, 1),
@@ -1517,11 +1543,13 @@ static void test_inherit(void) {
      * made CPM must not keep its CTR factor */
     deliver(s1, "li-g", 1000, 0, 0);
     ok(PACE(g1)->stopped, "inherit: (li-g reached its goal of 1000)");
+    build_prev = s1;
     s2 = BUILD(UNIT(U1_J), ORD(O1_J),
                LI(li_rec("li-g", "STANDARD", 5, 1, "'goal':{'type':'IMPRESSIONS','units':5000},'delivery':'ASAP'")),
                LI(li_rec("li-a", "STANDARD", 4, 2, NULL)),
                CRE(cr_rec("c-g")), CRE(cr_rec("c-a")),
                LICA(lica_rec("li-g", "c-g", 1)), LICA(lica_rec("li-a", "c-a", 1)));
+    build_prev = NULL;
     if (s2 != NULL) {
         paces_set(s2, adserve_paces_new(s2, s1, paces(s1)));
         ok(!PACE(lookup(s2, "li-g"))->known && !PACE(lookup(s2, "li-g"))->stopped,
