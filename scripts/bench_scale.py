@@ -28,6 +28,7 @@ REDIS_PORT = ENV["ADSERVE_REDIS_PORT"]
 UNITS = int(ENV.get("SCALE_UNITS", "5000"))
 LINE_ITEMS = int(ENV.get("SCALE_LINE_ITEMS", "100000"))
 CREATIVES = int(ENV.get("SCALE_CREATIVES", "200000"))
+PACED = int(ENV.get("SCALE_PACED", "50"))
 WORKERS = [int(w) for w in ENV.get("SCALE_WORKERS", "2 8").split()]
 WRITES = int(ENV.get("SCALE_WRITES", "20"))
 RELOAD_SECONDS = float(ENV.get("SCALE_RELOAD_SECONDS", "20"))
@@ -237,13 +238,34 @@ def reload_under_load(unit):
 
 # ---- main ----------------------------------------------------------------------
 
+def adoptions():
+    """From nginx's log: how long each adoption held a worker's event loop
+    (the carry-over of its pace table), for every worker and publication,
+    and apart a new worker's first (its table and the snapshot's pages are
+    new to it)."""
+    seen, later, first = set(), [], []
+    try:
+        with open(os.path.join(ENV["ADSERVE_VAR"], "log", "nginx-error.log")) as f:
+            for line in f:
+                if "adopted; its pace table in" not in line:
+                    continue
+                pid = line.split("#")[0].split()[-1]
+                ms = float(line.rsplit(" in ", 1)[1].split()[0])
+                (later if pid in seen else first).append(ms)
+                seen.add(pid)
+    except OSError:
+        return None
+    return (later, first) if later else None
+
+
 def main():
     out = []
-    say("loading %d ad units, %d line items, %d creatives into Redis"
-        % (UNITS, LINE_ITEMS, CREATIVES))
+    say("loading %d ad units, %d line items (%d%% paced), %d creatives into Redis"
+        % (UNITS, LINE_ITEMS, PACED, CREATIVES))
     t0 = time.time()
     gen = subprocess.Popen([os.path.join(ROOT, "scripts", "gen-inventory"), "--units", str(UNITS),
-                            "--line-items", str(LINE_ITEMS), "--creatives", str(CREATIVES)],
+                            "--line-items", str(LINE_ITEMS), "--creatives", str(CREATIVES),
+                            "--paced", str(PACED)],
                            stdout=subprocess.PIPE)
     pipe = subprocess.run(["redis-cli", "-p", REDIS_PORT, "--pipe"], stdin=gen.stdout,
                           capture_output=True, text=True)
@@ -290,7 +312,8 @@ def main():
             rl = reload_under_load(unit)
 
     print()
-    print("inventory: %d ad units, %d line items, %d creatives" % (UNITS, LINE_ITEMS, CREATIVES))
+    print("inventory: %d ad units, %d line items (%d%% paced), %d creatives"
+          % (UNITS, LINE_ITEMS, PACED, CREATIVES))
     print("%-8s %8s %9s %13s %9s %15s %13s" % ("workers", "load s", "build ms", "snapshot MiB",
                                                 "zone MiB", "RSS/worker MiB", "node PSS MiB"))
     for r in out:
@@ -306,6 +329,11 @@ def main():
           % (WORKERS[0], rl["requests"], rl["failed"], rl["slowest_ms"], rl["slowest_at"],
              rl["p99_ms"], rl["p50_ms"],
              ("; errors: " + ", ".join(rl["errors"])) if rl["errors"] else ""))
+    ad = adoptions()
+    if ad:
+        print("adoption (a worker's event loop taking a new snapshot, its pace table): "
+              "median %.1f ms, max %.1f ms over %d; a new worker's first: max %.1f ms"
+              % (statistics.median(ad[0]), max(ad[0]), len(ad[0]), max(ad[1] or [0])))
 
 
 if __name__ == "__main__":
