@@ -126,6 +126,9 @@ struct ngx_http_adserve_loader_s {
     ngx_uint_t                     full_loads;
     ngx_uint_t                     changes;       /* change log entries applied */
     ngx_uint_t                     failures;
+    ngx_uint_t                     rebuild;       /* failed builds in a row: */
+    ngx_msec_t                     rebuild_at;    /* the records are built
+                                                   * again then */
 
     ngx_msec_t                     refresh;
     ngx_msec_t                     timeout;

@@ -279,7 +279,14 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
     if (s == NULL) {
         ngx_http_adserve_zone_collect(ld->zone);
         ld->failures++;
-        ld->change_id[0] = '\0';            /* start afresh next time */
+
+        /* the records are still those of ld->rev: the poll builds them
+         * again when nothing newer comes, later each time (a zone too
+         * small fails every time; reading Redis again would not help) */
+        ld->rebuild_at = ngx_current_msec
+                         + ngx_min(ld->refresh << ngx_min(ld->rebuild, 8), 30000);
+        ld->rebuild++;
+
         ngx_log_error(NGX_LOG_ERR, ld->redis.log, 0,
                       "adserve: snapshot build failed: %s%s", bc->err,
                       ngx_strstr(bc->err, "out of memory") != NULL
@@ -289,6 +296,7 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
     } else {
         ngx_http_adserve_loader_adopt(ld);
         ld->built++;
+        ld->rebuild = 0;
 
         ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
                       "adserve: snapshot rev %uL at change %s: %uz active ad "
@@ -344,6 +352,7 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     adserve_input_init(&bc->input);
     bc->input.rev = ld->rev;
     bc->input.public_url = ld->public_url;
+    bc->input.prev = ld->snapshot;          /* our slot keeps it while we build */
     bc->input.allocator = ngx_http_adserve_zone_build_start(ld->zone);
 
     if (bc->input.allocator == NULL) {
@@ -748,6 +757,26 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
     newest = reply->element[1];
     after = reply->element[2];
     first = ngx_http_adserve_first_id(after);
+
+    /* the last build failed, and nothing came since: build again, when
+     * its delay is over */
+    if (ld->rebuild && rev == ld->rev && after->elements <= 1
+        && ld->change_id[0] != '\0'
+        && (first != NULL ? ngx_strcmp(first, ld->change_id) == 0
+                          : ngx_strcmp(ld->change_id, "0-0") == 0))
+    {
+        if ((ngx_msec_int_t) (ngx_current_msec - ld->rebuild_at) < 0) {
+            ngx_http_adserve_loader_idle(ld);
+            return;
+        }
+
+        ld->next_rev = ld->rev;
+        ngx_cpystrn((u_char *) ld->next_change_id, (u_char *) ld->change_id,
+                    sizeof(ld->next_change_id));
+        ld->started = ngx_current_msec;
+        ngx_http_adserve_loader_build(ld);
+        return;
+    }
 
     if (ld->snapshot != NULL && ld->change_id[0] != '\0'
         && (after->elements <= 1 || ngx_strcmp(ld->change_id, "0-0") != 0)
