@@ -38,6 +38,7 @@ static struct {
     ngx_event_t                    timer;
     ngx_uint_t                     pending;     /* HMGETs in flight */
     ngx_uint_t                     again;       /* a swap came meanwhile */
+    uint32_t                       next;        /* the next line item to read */
     adserve_pace_t                *paces;       /* of the current snapshot */
     adserve_pace_t                *spare;       /* the table before, reused: */
     uint32_t                       spare_n;     /* its pages are in memory */
@@ -46,6 +47,8 @@ static struct {
 
 
 static void ngx_http_adserve_pacing_tick(ngx_event_t *ev);
+static ngx_int_t ngx_http_adserve_pacing_read(adserve_snapshot_t *s, uint32_t *next,
+    ngx_log_t *log);
 
 
 ngx_int_t
@@ -186,6 +189,16 @@ done:
 
     ngx_free(rd);
 
+    /* the next chunk on this reply: one HMGET in flight at a time, so a
+     * read of 100,000 line items is many short slices of the event loop,
+     * not one long one when all the replies come at once */
+    if (!ngx_http_adserve_pacing.again && !ngx_exiting && s != NULL
+        && ngx_http_adserve_pacing_read(s, &ngx_http_adserve_pacing.next,
+                                        ngx_cycle->log) == NGX_OK)
+    {
+        return;
+    }
+
     if (ngx_http_adserve_pacing.pending == 0 && ngx_http_adserve_pacing.again) {
         ngx_http_adserve_pacing.again = 0;
         if (ngx_http_adserve_pacing.timer.timer_set) {
@@ -286,7 +299,7 @@ ngx_http_adserve_pacing_tick(ngx_event_t *ev)
     adserve_snapshot_t            *s;
     adserve_li_t                  *li;
     adserve_pace_t                *p;
-    uint32_t                       i, next = 0;
+    uint32_t                       i;
     time_t                         now;
 
     if (amcf == NULL || ngx_exiting) {
@@ -314,7 +327,7 @@ ngx_http_adserve_pacing_tick(ngx_event_t *ev)
         }
     }
 
-    while (ngx_http_adserve_pacing_read(s, &next, ev->log) == NGX_OK) {
-        /* the next chunk */
-    }
+    /* the first chunk; each reply sends the next */
+    ngx_http_adserve_pacing.next = 0;
+    (void) ngx_http_adserve_pacing_read(s, &ngx_http_adserve_pacing.next, ev->log);
 }
