@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdarg.h>
 #include <time.h>
+#include <pthread.h>
 
 #include <cjson/cJSON.h>
 
@@ -94,8 +95,10 @@ typedef struct {
 typedef struct {
     adserve_snapshot_t *snap;
     adserve_arena_t     tmp;          /* what the build joins, freed after */
-    adserve_parsed_t  **owned[ADSERVE_KIND_COUNT];  /* parses no slot keeps, */
-    uint32_t            nowned[ADSERVE_KIND_COUNT]; /* freed after the build */
+    const adserve_input_t *in;
+    adserve_parsed_t  **parses[ADSERVE_KIND_COUNT]; /* of every input record;
+                                       * those no slot keeps are freed after
+                                       * the build */
     unit_rec_t         *units;
     placement_rec_t    *placements;
     int                *orders;       /* approved */
@@ -228,30 +231,126 @@ get_idxs(build_t *b, const adserve_strs_t *s, adserve_kind_e kind, idxs_t *x)
 
 /* ---- the records, parsed ----------------------------------------------- */
 
-/* A record's parse: the one its slot keeps, or a new one, which the slot
- * then keeps (or the build frees, when there is no slot). */
-static adserve_parsed_t *
-get_parsed(build_t *b, const adserve_input_rec_t *rec, adserve_kind_e kind)
+/* ---- the records, parsed, by several threads ---------------------------- */
+
+typedef struct {
+    build_t            *b;
+    unsigned            part, nparts;
+    int                 oom;
+} parse_part_t;
+
+
+/* Parses this part's share of the records that have no parse yet: a
+ * contiguous run of each kind. Parses are independent (a record's own
+ * text), so the parts share nothing but the input: each writes its own
+ * records' slots and entries of b->parses. */
+static void *
+parse_part(void *data)
 {
-    adserve_parsed_t  *p;
+    parse_part_t               *pt = data;
+    const adserve_input_t      *in = pt->b->in;
+    const adserve_input_rec_t  *rec;
+    adserve_parsed_t           *p;
+    size_t                      i, from, to, n;
+    unsigned                    k;
 
-    if (rec->parsed != NULL && *rec->parsed != NULL) {
-        return *rec->parsed;
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        n = in->nrecords[k];
+        from = n * pt->part / pt->nparts;
+        to = n * (pt->part + 1) / pt->nparts;
+
+        for (i = from; i < to; i++) {
+            rec = &in->records[k][i];
+
+            if (rec->parsed != NULL && *rec->parsed != NULL) {
+                p = *rec->parsed;
+
+            } else {
+                p = adserve_parse(k, rec->data, rec->len);
+                if (p == NULL) {
+                    pt->oom = 1;
+                    continue;
+                }
+
+                if (rec->parsed != NULL) {
+                    *rec->parsed = p;
+                }
+            }
+
+            pt->b->parses[k][i] = p;
+        }
     }
 
-    p = adserve_parse(kind, rec->data, rec->len);
-    if (p == NULL) {
-        return NULL;
+    return NULL;
+}
+
+
+/* How many threads parse: a full load parses every record, on as many
+ * cores as the node gives (in->threads); a build after a change has a few
+ * to parse, and does it alone. */
+static unsigned
+parse_threads(const adserve_input_t *in)
+{
+    size_t    k, i, missing = 0;
+    unsigned  n = in->threads > 1 ? in->threads : 1;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT && n > 1 && missing < 10000; k++) {
+        for (i = 0; i < in->nrecords[k] && missing < 10000; i++) {
+            missing += in->records[k][i].parsed == NULL
+                       || *in->records[k][i].parsed == NULL;
+        }
     }
 
-    if (rec->parsed != NULL) {
-        *rec->parsed = p;
+    return missing >= 10000 ? (n > 16 ? 16 : n) : 1;
+}
 
-    } else {
-        b->owned[kind][b->nowned[kind]++] = p;
+
+static int
+parse_all(build_t *b)
+{
+    parse_part_t  parts[16];
+    pthread_t     tids[16];
+    unsigned      i, n = parse_threads(b->in), started = 1;
+    size_t        k;
+    int           oom = 0;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        b->parses[k] = adserve_arena_calloc(&b->tmp,
+                           (b->in->nrecords[k] + 1) * sizeof(adserve_parsed_t *));
+        if (b->parses[k] == NULL) {
+            return -1;
+        }
     }
 
-    return p;
+    for (i = 0; i < n; i++) {
+        parts[i].b = b;
+        parts[i].part = i;
+        parts[i].nparts = n;
+        parts[i].oom = 0;
+    }
+
+    /* parts 1.. in threads of their own; a thread that cannot start has
+     * its part done here, after ours */
+    for (i = 1; i < n; i++) {
+        if (pthread_create(&tids[i], NULL, parse_part, &parts[i]) != 0) {
+            break;
+        }
+        started++;
+    }
+
+    (void) parse_part(&parts[0]);
+
+    for (i = 1; i < n; i++) {
+        if (i < started) {
+            (void) pthread_join(tids[i], NULL);
+
+        } else {
+            (void) parse_part(&parts[i]);
+        }
+        oom |= parts[i].oom;
+    }
+
+    return oom | parts[0].oom ? -1 : 0;
 }
 
 
@@ -265,19 +364,12 @@ parse_kind(build_t *b, const adserve_input_t *in, adserve_kind_e kind)
     uint32_t            n = 0;
 
     ps = adserve_arena_alloc(&b->tmp, (nrec + 1) * sizeof(adserve_parsed_t *));
-    b->owned[kind] = adserve_arena_alloc(&b->tmp,
-                                         (nrec + 1) * sizeof(adserve_parsed_t *));
-    if (ps == NULL || b->owned[kind] == NULL
-        || idmap_init(b, &b->map[kind], nrec) != 0)
-    {
+    if (ps == NULL || idmap_init(b, &b->map[kind], nrec) != 0) {
         return NULL;
     }
 
     for (i = 0; i < nrec; i++) {
-        p = get_parsed(b, &in->records[kind][i], kind);
-        if (p == NULL) {
-            return NULL;
-        }
+        p = b->parses[kind][i];
 
         if (p->id == NULL || idmap_put(&b->map[kind], p->id, p->id_hash, n) != 0) {
             b->snap->stats.skipped++;
@@ -1078,6 +1170,11 @@ build(build_t *b, const adserve_input_t *in)
     adserve_parsed_t  **ps;
     uint32_t            k, i, nunits;
 
+    if (parse_all(b) != 0) {
+        build_error(b, "out of memory parsing records");
+        return -1;
+    }
+
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         ps = parse_kind(b, in, k);
         if (ps == NULL || linkers[k](b, ps) != 0) {
@@ -1123,9 +1220,12 @@ build_cleanup(build_t *b)
         free(b->units[i].excl);
     }
 
+    /* the parses of records without a slot; the others are kept */
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
-        for (i = 0; i < b->nowned[k]; i++) {
-            adserve_parsed_free(b->owned[k][i]);
+        for (i = 0; b->parses[k] != NULL && i < b->in->nrecords[k]; i++) {
+            if (b->in->records[k][i].parsed == NULL) {
+                adserve_parsed_free(b->parses[k][i]);
+            }
         }
     }
 
@@ -1176,6 +1276,7 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
     adserve_target_builder_init(&b.tb, &s->arena);
     b.err = err;
     b.errlen = errlen;
+    b.in = in;
     b.public_url = in->public_url;
     b.prev = in->prev;
     s->prev = in->prev;

@@ -120,6 +120,7 @@ static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev) {
     adserve_input_init(&in);
     in.rev = rev;
     in.public_url = "http://127.0.0.1:8080";
+    in.threads = 2;
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         if (adserve_records_export(&recs[k], &in, k) != 0) {
             goto done;

@@ -2195,6 +2195,38 @@ static void test_scale(void) {
         }
     }
     is_int(bad, 0, "scale: every ACTIVE unit found, ranked, serving in flight only");
+
+    /* a full load parses on several threads: the same snapshot */
+    {
+        adserve_snapshot_t *s4;
+        const adserve_unit_t *u1, *u4;
+
+        in.threads = 4;
+        s4 = build_input(&in);
+        in.threads = 0;
+        bad = s4 == NULL || s4->stats.candidates != s->stats.candidates
+              || s4->stats.active_units != s->stats.active_units
+              || s4->stats.bytes != s->stats.bytes || s4->nlis != s->nlis;
+        for (k = 0; !bad && k < S_UNITS; k += 7) {
+            snprintf(buf, sizeof(buf), "unit-%04d", k);
+            u1 = unit(s, buf);
+            u4 = unit(s4, buf);
+            if ((u1 == NULL) != (u4 == NULL)) bad++;
+            for (a = 0; u1 && u4 && a < (int) u1->ncands; a++) {
+                if (u1->ncands != u4->ncands
+                    || u1->cands[a].response_head_len != u4->cands[a].response_head_len
+                    || memcmp(u1->cands[a].response_head, u4->cands[a].response_head,
+                              u1->cands[a].response_head_len) != 0
+                    || strcmp(s->lis[u1->cands[a].li].id.data, s4->lis[u4->cands[a].li].id.data))
+                {
+                    bad++;
+                }
+            }
+        }
+        ok(!bad, "scale: parsed on 4 threads, the same snapshot, candidate for candidate");
+        adserve_snapshot_free(s4);
+    }
+
     adserve_snapshot_free(s);
     adserve_input_free(&in);
 }
