@@ -119,6 +119,9 @@ struct ngx_http_adserve_loader_s {
     ngx_uint_t                     nfetch, fetched;  /* HMGETs sent, answered */
     uint64_t                       next_rev;
     char                           next_change_id[NGX_HTTP_ADSERVE_STREAM_ID];
+    int64_t                        log_added;     /* the log's entries-added at
+                                                   * change_id; -1 unknown */
+    int64_t                        next_log_added;
     ngx_msec_t                     started;
 
     ngx_uint_t                     loads;         /* snapshots swapped in */

@@ -14,7 +14,8 @@
  *
  *   IDLE --poll timer--> POLLING:
  *       MULTI; GET adserve:rev; XREVRANGE adserve:changes + - COUNT 1;
- *       XRANGE adserve:changes <position> + COUNT n; EXEC
+ *       XRANGE adserve:changes <position> + COUNT n;
+ *       XINFO STREAM adserve:changes; EXEC
  *     nothing new: back to IDLE
  *     change log entries after our position: FETCHING, HMGET of just the
  *       records they name, into the worker's copy of the records
@@ -54,7 +55,8 @@
 
 
 #define NGX_HTTP_ADSERVE_SCAN_COUNT     "500"
-#define NGX_HTTP_ADSERVE_CHANGES_BATCH  "1000"   /* log entries per poll */
+#define NGX_HTTP_ADSERVE_CHANGES_N      1000     /* log entries per poll */
+#define NGX_HTTP_ADSERVE_CHANGES_BATCH  ngx_value(NGX_HTTP_ADSERVE_CHANGES_N)
 
 
 typedef struct {
@@ -340,6 +342,7 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     ld->rev = ld->next_rev;
     ngx_cpystrn((u_char *) ld->change_id, (u_char *) ld->next_change_id,
                 sizeof(ld->change_id));
+    ld->log_added = ld->next_log_added;
 
     bc = ngx_calloc(sizeof(ngx_http_adserve_build_ctx_t), ld->redis.log);
     if (bc == NULL) {
@@ -353,6 +356,7 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     bc->input.rev = ld->rev;
     bc->input.public_url = ld->public_url;
     bc->input.prev = ld->snapshot;          /* our slot keeps it while we build */
+    bc->input.threads = (unsigned) ngx_ncpu;  /* a full load parses on them all */
     bc->input.allocator = ngx_http_adserve_zone_build_start(ld->zone);
 
     if (bc->input.allocator == NULL) {
@@ -725,19 +729,50 @@ ngx_http_adserve_first_id(const redisReply *entries)
 }
 
 
+/* From XINFO STREAM's reply: how many entries the change log ever had
+ * added (trimmed ones included), 0 when it does not exist, or -1 when
+ * Redis does not say (before 7.0). */
+static int64_t
+ngx_http_adserve_log_added(const redisReply *info)
+{
+    size_t  i;
+
+    if (info->type == REDIS_REPLY_ERROR) {
+        return 0;                        /* no such key: none yet */
+    }
+
+    if (info->type != REDIS_REPLY_ARRAY) {
+        return -1;
+    }
+
+    for (i = 0; i + 1 < info->elements; i += 2) {
+        if (info->element[i]->type == REDIS_REPLY_STRING
+            && ngx_strcmp(info->element[i]->str, "entries-added") == 0)
+        {
+            return info->element[i + 1]->type == REDIS_REPLY_INTEGER
+                   ? (int64_t) info->element[i + 1]->integer : -1;
+        }
+    }
+
+    return -1;
+}
+
+
 static void
 ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
 {
     ngx_http_adserve_loader_t  *ld = data;
     redisReply                 *reply = r, *newest, *after;
     const char                 *first, *last;
+    int64_t                     added;
     uint64_t                    rev;
+    size_t                      from;
 
     if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_POLLING) {
         return;
     }
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4
         || ngx_http_adserve_parse_rev(reply->element[0], &rev) != NGX_OK
         || reply->element[1]->type != REDIS_REPLY_ARRAY
         || reply->element[2]->type != REDIS_REPLY_ARRAY)
@@ -757,6 +792,11 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
     newest = reply->element[1];
     after = reply->element[2];
     first = ngx_http_adserve_first_id(after);
+    added = ngx_http_adserve_log_added(reply->element[3]);
+
+    /* what of the log is after our position: all of it when our entry is
+     * not there (a position of "0-0": the log was empty at our load) */
+    from = first != NULL && ngx_strcmp(first, ld->change_id) == 0 ? 1 : 0;
 
     /* the last build failed, and nothing came since: build again, when
      * its delay is over */
@@ -773,19 +813,24 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
         ld->next_rev = ld->rev;
         ngx_cpystrn((u_char *) ld->next_change_id, (u_char *) ld->change_id,
                     sizeof(ld->next_change_id));
+        ld->next_log_added = ld->log_added;
         ld->started = ngx_current_msec;
         ngx_http_adserve_loader_build(ld);
         return;
     }
 
+    /* our position still holds when its entry is in the log, or when the
+     * log lost nothing after it: every entry added since (Redis 7 counts
+     * them, trimmed or not) is in the reply. So a node loaded from a bulk
+     * import, whose log was empty, follows the next writes one by one. */
     if (ld->snapshot != NULL && ld->change_id[0] != '\0'
-        && (after->elements <= 1 || ngx_strcmp(ld->change_id, "0-0") != 0)
-        && (first != NULL ? ngx_strcmp(first, ld->change_id) == 0
-                          : ngx_strcmp(ld->change_id, "0-0") == 0))
+        && (from == 1
+            || (first == NULL && ngx_strcmp(ld->change_id, "0-0") == 0)
+            || (added >= 0 && ld->log_added >= 0
+                && after->elements < NGX_HTTP_ADSERVE_CHANGES_N
+                && added - ld->log_added == (int64_t) after->elements)))
     {
-        /* our position is still in the log (or the log was and is empty) */
-
-        if (after->elements <= 1) {
+        if (after->elements <= from) {
             if (rev == ld->rev) {
                 ngx_http_adserve_loader_idle(ld);
                 return;
@@ -798,10 +843,13 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
             ld->next_rev = rev;
             ngx_cpystrn((u_char *) ld->next_change_id, (u_char *) last,
                         sizeof(ld->next_change_id));
-            ld->changes += after->elements - 1;
+            /* a batch that holds the rest of the log: the count is ours */
+            ld->next_log_added = after->elements < NGX_HTTP_ADSERVE_CHANGES_N
+                                 ? added : -1;
+            ld->changes += after->elements - from;
             ld->started = ngx_current_msec;
 
-            if (ngx_http_adserve_loader_fetch(ld, after, 1) == NGX_ERROR) {
+            if (ngx_http_adserve_loader_fetch(ld, after, from) == NGX_ERROR) {
                 ngx_http_adserve_loader_fail(ld, "out of memory");
             }
             return;
@@ -822,6 +870,7 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
     ld->next_rev = rev;
     ngx_cpystrn((u_char *) ld->next_change_id, (u_char *) (first ? first : "0-0"),
                 sizeof(ld->next_change_id));
+    ld->next_log_added = added;
     ld->started = ngx_current_msec;
 
     ngx_http_adserve_loader_full(ld);
@@ -932,6 +981,7 @@ ngx_http_adserve_loader_poll(ngx_event_t *ev)
                                             ld->change_id[0] ? ld->change_id : "+",
                                             "+", "COUNT",
                                             NGX_HTTP_ADSERVE_CHANGES_BATCH };
+    const char                 *info[] = { "XINFO", "STREAM", ADSERVE_KEY_CHANGES };
     const char                 *exec[] = { "EXEC" };
 
     if (ld->state != NGX_HTTP_ADSERVE_IDLE || !ld->redis.connected) {
@@ -944,7 +994,8 @@ ngx_http_adserve_loader_poll(ngx_event_t *ev)
     if (ngx_http_adserve_loader_send(ld, NULL, 1, multi) != NGX_OK
         || ngx_http_adserve_loader_send(ld, NULL, 2, rev) != NGX_OK
         || ngx_http_adserve_loader_send(ld, NULL, 6, newest) != NGX_OK
-        || ngx_http_adserve_loader_send(ld, NULL, 6, after) != NGX_OK)
+        || ngx_http_adserve_loader_send(ld, NULL, 6, after) != NGX_OK
+        || ngx_http_adserve_loader_send(ld, NULL, 3, info) != NGX_OK)
     {
         return;
     }

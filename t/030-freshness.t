@@ -79,16 +79,30 @@ is($t->ad($c2->{unit})->{json}{ad}{display}{banner}{img}, 'https://cdn.example/u
 my $full = builder($t->worker_status);
 cmp_ok($full->{full_loads}, '>', $after->{full_loads}, '... a full load, for the node');
 
-# the log trimmed past a worker's position: a full load again
+# the log trimmed up to the builder's position: nothing after it was
+# lost (Redis says up to which id it trimmed), so the change comes alone
 $t->redis('XTRIM', 'adserve:changes', 'MAXLEN', '0');
 $c2->{records}{creatives}{image_url} = 'https://cdn.example/trimmed.png';
 my $rev2 = $t->put(creatives => $c2->{records}{creatives});
-sleep 1.0;
-ok($t->workers_at($rev2), 'after the log was trimmed, a change still arrives');
+ok($t->wait_until(5, sub { $t->workers_at($rev2) }), 'after the log was trimmed, a change still arrives');
 is($t->ad($c2->{unit})->{json}{ad}{display}{banner}{img}, 'https://cdn.example/trimmed.png', '... the right one');
 my $trimmed = builder($t->worker_status);
-cmp_ok($trimmed->{full_loads}, '>', $full->{full_loads},
-       '... by a full load, since the position was gone');
+is($trimmed->{full_loads}, $full->{full_loads},
+   '... alone: the log lost nothing after the position (max-deleted-entry-id)');
+
+# trimmed past the position: the log lost a change the node had not read
+# (here the creative's), so only a full load can see it
+$c2->{records}{creatives}{image_url} = 'https://cdn.example/lost.png';
+my $rev3 = $t->transaction(
+    ['HSET', 'adserve:creatives', $c2->{creative}, JSON::PP->new->encode($c2->{records}{creatives})],
+    ['XADD', 'adserve:changes', '*', kind => 'creatives', id => $c2->{creative}],
+    ['XTRIM', 'adserve:changes', 'MAXLEN', '0'],
+    ['XADD', 'adserve:changes', '*', kind => 'ad_units', id => $c2->{unit}]);
+ok($t->wait_until(5, sub {
+       ($t->ad($c2->{unit})->{json}{ad}{display}{banner}{img} // '') eq 'https://cdn.example/lost.png' }),
+   'a change trimmed from the log before the node read it still arrives');
+cmp_ok(builder($t->worker_status)->{full_loads}, '>', $trimmed->{full_loads},
+       '... by a full load, since the log lost an entry after the position');
 
 # how long it really takes, for the record (no assertion on it)
 $c->{records}{ad_units}{status} = 'ACTIVE';
