@@ -9,11 +9,11 @@
 
 
 static double
-rate_factor(const adserve_li_t *li, const adserve_delivered_t *d)
+rate_factor(int cost_type, const adserve_delivered_t *d)
 {
     double  imp = d ? (double) d->imp : 0;
 
-    switch (li->cost_type) {
+    switch (cost_type) {
 
     case ADSERVE_COST_CPC:
         return 1000.0 * ((d ? (double) d->clk : 0) + ADSERVE_CTR_PRIOR_CLICKS)
@@ -29,12 +29,14 @@ rate_factor(const adserve_li_t *li, const adserve_delivered_t *d)
 }
 
 
-void
-adserve_pace_init(const adserve_li_t *li, adserve_pace_t *p)
+/* a line item's pace before any update: what it costs and whether it
+ * is paced is all it depends on */
+static void
+pace_start(int cost_type, int paced, adserve_pace_t *p)
 {
-    p->factor = rate_factor(li, NULL);
-    p->allow = li->paced ? 0 : UINT32_MAX;
-    p->budget = li->paced ? 0 : UINT32_MAX;
+    p->factor = rate_factor(cost_type, NULL);
+    p->allow = paced ? 0 : UINT32_MAX;
+    p->budget = paced ? 0 : UINT32_MAX;
     p->opp = 0;
     p->pushed = 0;
     p->served = 0;
@@ -42,6 +44,13 @@ adserve_pace_init(const adserve_li_t *li, adserve_pace_t *p)
     p->known = 0;
     p->read_at = 0;
     p->read_opp = 0;
+}
+
+
+void
+adserve_pace_init(const adserve_li_t *li, adserve_pace_t *p)
+{
+    pace_start(li->cost_type, li->paced, p);
 }
 
 
@@ -81,7 +90,7 @@ adserve_pace_update(const adserve_li_t *li, adserve_pace_t *p,
 {
     double           delivered, want, ads, rest, opp, frac, share, cap;
 
-    p->factor = rate_factor(li, d);
+    p->factor = rate_factor(li->cost_type, d);
 
     if (!li->paced) {
         goto done;
@@ -181,42 +190,46 @@ uint32_t
 adserve_paces_fill(const adserve_snapshot_t *s, const adserve_snapshot_t *old,
     const adserve_pace_t *old_paces, adserve_pace_t *p)
 {
-    const adserve_li_t  *li, *o;
-    uint32_t             i, unknown = 0;
-    int                  mapped = old != NULL && old == s->prev;
+    const adserve_pace_plan_t  *pl;
+    const adserve_li_t         *li, *o;
+    uint32_t                    i, k, unknown = 0;
+    int                         mapped = old != NULL && old == s->prev;
 
     if (old_paces == NULL) {
         old = NULL;
     }
 
     for (i = 0; i < s->nlis; i++) {
-        li = &s->lis[i];
-        adserve_pace_init(li, &p[i]);
+        pl = &s->plan[i];
+        pace_start(pl->cost_type, pl->paced, &p[i]);
 
-        /* an unpaced CPM line item's pace never moves from its start: no
-         * lookup (most line items; at 100,000 the lookups were 20 ms of a
-         * worker's event loop) */
-        if (!li->paced && li->cost_type == ADSERVE_COST_CPM) {
+        /* an unpaced CPM line item's pace never moves from its start:
+         * nothing to carry over (most line items) */
+        if (!pl->paced && pl->cost_type == ADSERVE_COST_CPM) {
             continue;
         }
 
+        k = ADSERVE_LI_NONE;
+
         if (old == NULL) {
-            o = NULL;
+            /* void */
 
         } else if (mapped) {
             /* the builder looked it up, off every worker's event loop */
-            o = li->prev != ADSERVE_LI_NONE ? &old->lis[li->prev] : NULL;
+            k = pl->prev;
 
         } else {
+            li = &s->lis[i];
             o = adserve_snapshot_li(old, li->id.data, li->id.len);
-            o = o != NULL && adserve_pace_carries(o, li) ? o : NULL;
+            k = o != NULL && adserve_pace_carries(o, li)
+                ? (uint32_t) (o - old->lis) : ADSERVE_LI_NONE;
         }
 
-        if (o != NULL && old_paces[o - old->lis].known) {
-            p[i] = old_paces[o - old->lis];
+        if (k != ADSERVE_LI_NONE && old_paces[k].known) {
+            p[i] = old_paces[k];
         }
 
-        unknown += li->paced && !p[i].known;
+        unknown += pl->paced && !p[i].known;
     }
 
     return unknown;

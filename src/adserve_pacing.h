@@ -66,7 +66,7 @@ int adserve_pace_carries(const adserve_li_t *o, const adserve_li_t *li);
  * as adserve_decision_t.paces takes it), carried over from old's table
  * where adserve_pace_carries: a line item whose rules changed starts
  * afresh (and is read at once). When old is the snapshot s was built
- * after, the build's map (lis[].prev) says where each pace was, a copy per
+ * after, the build's map (plan[].prev) says where each pace was, a copy per
  * line item; else each is looked up by id. old and old_paces may be NULL.
  * Returns how many paced line items are left without a known pace. */
 uint32_t adserve_paces_fill(const adserve_snapshot_t *s, const adserve_snapshot_t *old,

@@ -890,6 +890,7 @@ snap_li(build_t *b, li_rec_t *r)
 {
     const adserve_parsed_li_t  *p = r->p;
     const adserve_li_t         *o;
+    adserve_pace_plan_t        *plan;
     adserve_snapshot_t  *s = b->snap;
     adserve_li_t        *li;
     adserve_cap_t       *caps = NULL;
@@ -928,11 +929,14 @@ snap_li(build_t *b, li_rec_t *r)
     li->paced = p->goal_type != ADSERVE_GOAL_NONE;
 
     /* where its pace was: the workers copy it from there (pacing) */
-    li->prev = ADSERVE_LI_NONE;
+    plan = &s->plan[s->nlis];
+    plan->prev = ADSERVE_LI_NONE;
+    plan->paced = li->paced;
+    plan->cost_type = li->cost_type;
     if (b->prev != NULL && (li->paced || li->cost_type != ADSERVE_COST_CPM)) {
         o = adserve_snapshot_li(b->prev, li->id.data, li->id.len);
         if (o != NULL && adserve_pace_carries(o, li)) {
-            li->prev = (uint32_t) (o - b->prev->lis);
+            plan->prev = (uint32_t) (o - b->prev->lis);
         }
     }
 
@@ -1079,7 +1083,9 @@ build_table(build_t *b)
 
     s->lis = adserve_arena_calloc(&s->arena,
                  (b->n[ADSERVE_KIND_LINE_ITEMS] + 1) * sizeof(adserve_li_t));
-    if (s->lis == NULL) {
+    s->plan = adserve_arena_calloc(&s->arena,
+                  (b->n[ADSERVE_KIND_LINE_ITEMS] + 1) * sizeof(adserve_pace_plan_t));
+    if (s->lis == NULL || s->plan == NULL) {
         return -1;
     }
 

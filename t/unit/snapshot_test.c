@@ -1483,10 +1483,11 @@ static void test_inherit(void) {
     ok(a1 && a2 && g1 && g2 && (a1 - s1->lis) != (a2 - s2->lis),
        "inherit: the line item's index differs between the snapshots");
     if (!(a1 && a2 && g1 && g2)) { adserve_snapshot_free(s1); adserve_snapshot_free(s2); return; }
-    ok(s2->prev == s1 && a2->prev == (uint32_t) (a1 - s1->lis)
-       && g2->prev == (uint32_t) (g1 - s1->lis),
+    ok(s2->prev == s1 && s2->plan[a2 - s2->lis].prev == (uint32_t) (a1 - s1->lis)
+       && s2->plan[g2 - s2->lis].prev == (uint32_t) (g1 - s1->lis),
        "inherit: the build maps each paced or CPC line item to its index before");
-    ok(lookup(s2, "aaa")->prev == ADSERVE_LI_NONE && lookup(s2, "cpm")->prev == ADSERVE_LI_NONE,
+    ok(s2->plan[lookup(s2, "aaa") - s2->lis].prev == ADSERVE_LI_NONE
+       && s2->plan[lookup(s2, "cpm") - s2->lis].prev == ADSERVE_LI_NONE,
        "inherit: a new line item, and an unpaced CPM one (nothing to carry), map to none");
 
     deliver(s1, "li-a", 10000, 100, 0);                 /* CTR 1 %: factor 9.18 */
