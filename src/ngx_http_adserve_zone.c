@@ -33,7 +33,16 @@
 
 
 #define NGX_HTTP_ADSERVE_ZONE_NAME     "adserve_snapshot"
-#define NGX_HTTP_ADSERVE_READERS       256     /* workers of a node, old and new */
+
+/* Bumped whenever what a zone holds changes meaning without changing size
+ * (the sizes below catch the rest): the zone's name carries the layout,
+ * so a reload that loads a new module gets a zone of its own, loaded
+ * afresh, while the old workers go on reading the old one. */
+#define NGX_HTTP_ADSERVE_ZONE_LAYOUT   2
+#define NGX_HTTP_ADSERVE_READERS       1024    /* workers of a node, old and new:
+                                                * a 96-core node with old workers
+                                                * of two reloads still exiting is
+                                                * 288; 16 bytes each */
 #define NGX_HTTP_ADSERVE_RETIRED       16
 #define NGX_HTTP_ADSERVE_BUILDS        4       /* in flight: one, and old ones */
 
@@ -144,12 +153,28 @@ ngx_http_adserve_zone_t *
 ngx_http_adserve_zone_add(ngx_conf_t *cf, size_t size)
 {
     ngx_http_adserve_zone_t  *zone;
-    ngx_str_t                 name = ngx_string(NGX_HTTP_ADSERVE_ZONE_NAME);
+    ngx_str_t                 name;
+    uint64_t                  layout;
 
     zone = ngx_pcalloc(cf->pool, sizeof(ngx_http_adserve_zone_t));
     if (zone == NULL) {
         return NULL;
     }
+
+    /* the layout of the zone and of the snapshot in it, as this build of
+     * the module reads them */
+    layout = NGX_HTTP_ADSERVE_ZONE_LAYOUT * 0x9e3779b97f4a7c15ULL
+             ^ (sizeof(ngx_http_adserve_zone_sh_t) << 40)
+             ^ (sizeof(adserve_snapshot_t) << 28) ^ (sizeof(adserve_li_t) << 20)
+             ^ (sizeof(adserve_unit_t) << 12) ^ sizeof(adserve_cand_t);
+
+    name.data = ngx_pnalloc(cf->pool, sizeof(NGX_HTTP_ADSERVE_ZONE_NAME) + 1
+                                      + NGX_INT64_LEN);
+    if (name.data == NULL) {
+        return NULL;
+    }
+    name.len = ngx_sprintf(name.data, NGX_HTTP_ADSERVE_ZONE_NAME "_%uxL", layout)
+               - name.data;
 
     zone->shm_zone = ngx_shared_memory_add(cf, &name, size, &ngx_http_adserve_module);
     if (zone->shm_zone == NULL) {
@@ -392,7 +417,10 @@ ngx_http_adserve_zone_join(ngx_http_adserve_zone_t *zone)
     for (i = 0; i < NGX_HTTP_ADSERVE_READERS; i++) {
         pid = sh->readers[i].pid;
 
-        if ((pid == 0 || !ngx_http_adserve_zone_alive((ngx_pid_t) pid))
+        /* a slot of our own pid is a dead process's whose pid we reuse:
+         * we have none yet */
+        if ((pid == 0 || pid == (ngx_atomic_uint_t) ngx_pid
+             || !ngx_http_adserve_zone_alive((ngx_pid_t) pid))
             && ngx_atomic_cmp_set(&sh->readers[i].pid, pid, ngx_pid))
         {
             /* 0 holds everything, until this worker adopts a publication
