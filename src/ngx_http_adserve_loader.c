@@ -53,8 +53,15 @@
 #include <malloc.h>
 #endif
 
+#if (NGX_LINUX)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#endif
+
 
 #define NGX_HTTP_ADSERVE_SCAN_COUNT     "500"
+#define NGX_HTTP_ADSERVE_BUILD_NICE     10       /* a tenth of a core against
+                                                  * a busy worker */
 #define NGX_HTTP_ADSERVE_CHANGES_N      1000     /* log entries per poll */
 #define NGX_HTTP_ADSERVE_CHANGES_BATCH  ngx_value(NGX_HTTP_ADSERVE_CHANGES_N)
 
@@ -236,8 +243,21 @@ static void
 ngx_http_adserve_build_thread(void *data, ngx_log_t *log)
 {
     ngx_http_adserve_build_ctx_t  *bc = data;
-
     ngx_uint_t                     k;
+#if (NGX_LINUX)
+    id_t                           tid = (id_t) syscall(SYS_gettid);
+    int                            nice, lowered = 0;
+
+    /* a build is background work: the workers' event loops come first, on
+     * a node whose cores all serve (its parse threads inherit this); the
+     * pool's thread gets its priority back after, where the worker may
+     * raise it (RLIMIT_NICE; else the pool's thread stays a build's) */
+    errno = 0;
+    nice = getpriority(PRIO_PROCESS, tid);
+    if (errno == 0 && nice < NGX_HTTP_ADSERVE_BUILD_NICE) {
+        lowered = setpriority(PRIO_PROCESS, tid, NGX_HTTP_ADSERVE_BUILD_NICE) == 0;
+    }
+#endif
 
     bc->snapshot = adserve_snapshot_build(&bc->input, bc->err, sizeof(bc->err));
 
@@ -255,6 +275,12 @@ ngx_http_adserve_build_thread(void *data, ngx_log_t *log)
      * each change, whose build would page its scratch memory in again */
     if (bc->full) {
         malloc_trim(0);
+    }
+#endif
+
+#if (NGX_LINUX)
+    if (lowered) {
+        (void) setpriority(PRIO_PROCESS, tid, nice);
     }
 #endif
 }
