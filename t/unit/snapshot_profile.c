@@ -142,10 +142,10 @@ int main(int argc, char **argv) {
     double t0;
     int k, round, rounds = argc > 1 ? atoi(argv[1]) : 3;
 
-    /* as in nginx's shared zone, where a snapshot's pages are reused by
-     * the next one: no fresh mappings, no page faults per build */
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, -1);
+    /* as the module's builder sets it (ngx_http_adserve_loader_init): a
+     * build's scratch memory stays in the heap for the next one */
+    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         adserve_records_init(&recs[k]);
