@@ -79,9 +79,9 @@ grow(adserve_records_t *r)
 }
 
 
-static int
-put(adserve_records_t *r, const char *id, size_t id_len, const char *text,
-    size_t len, adserve_parsed_t *parsed)
+int
+adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
+    const char *text, size_t len)
 {
     adserve_record_t  **p, *e;
 
@@ -94,13 +94,11 @@ put(adserve_records_t *r, const char *id, size_t id_len, const char *text,
         return -1;
     }
 
-    e->parsed = parsed;
+    e->parsed = NULL;
     e->id_len = id_len;
     e->len = len;
     memcpy(e->data, id, id_len);
-    if (len) {
-        memcpy(e->data + id_len, text, len);
-    }
+    memcpy(e->data + id_len, text, len);
 
     p = find(r, id, id_len);
 
@@ -119,22 +117,6 @@ put(adserve_records_t *r, const char *id, size_t id_len, const char *text,
     r->bytes += len;
 
     return 0;
-}
-
-
-int
-adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
-    const char *text, size_t len)
-{
-    return put(r, id, id_len, text, len, NULL);
-}
-
-
-int
-adserve_records_put_parsed(adserve_records_t *r, const char *id, size_t id_len,
-    adserve_parsed_t *parsed)
-{
-    return put(r, id, id_len, NULL, 0, parsed);
 }
 
 

@@ -30,13 +30,6 @@ void adserve_records_init(adserve_records_t *r);
 int adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
     const char *text, size_t len);
 
-/* Sets the record id to its parse alone (adserve_parse), which r then owns
- * (the state adserve_records_drop_texts leaves): a full load parses as it
- * reads, and never keeps the texts. 0, or -1 out of memory (parsed is
- * still the caller's). */
-int adserve_records_put_parsed(adserve_records_t *r, const char *id, size_t id_len,
-    adserve_parsed_t *parsed);
-
 /* Removes the record id, if there is one. */
 void adserve_records_del(adserve_records_t *r, const char *id, size_t id_len);
 

@@ -59,8 +59,7 @@
 #endif
 
 
-#define NGX_HTTP_ADSERVE_SCAN_COUNT     "250"    /* records a chunk: each is
-                                                  * parsed on arrival */
+#define NGX_HTTP_ADSERVE_SCAN_COUNT     "500"
 #define NGX_HTTP_ADSERVE_BUILD_NICE     10       /* a tenth of a core against
                                                   * a busy worker */
 #define NGX_HTTP_ADSERVE_CHANGES_N      1000     /* log entries per poll */
@@ -435,7 +434,6 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
 {
     ngx_http_adserve_loader_t  *ld = data;
     redisReply                 *reply = r, *items, *f, *v;
-    adserve_parsed_t           *parsed;
     ngx_uint_t                  k;
     size_t                      i;
 
@@ -455,29 +453,11 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
 
     items = reply->element[1];
 
-    /* each record parsed as it comes, its text never kept: a full load
-     * that parses while Redis reads the next chunk, with half the memory
-     * to touch (a chunk's parse is about 2 ms of the event loop) */
     for (i = 0; i + 1 < items->elements; i += 2) {
         f = items->element[i];
         v = items->element[i + 1];
 
-        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
-            continue;
-        }
-
-        parsed = adserve_parse(ld->kind, v->str, v->len);
-
-        if (parsed != NULL
-            && adserve_records_put_parsed(&ld->scan[ld->kind], f->str, f->len,
-                                          parsed) != 0)
-        {
-            adserve_parsed_free(parsed);
-            parsed = NULL;
-        }
-
-        /* no memory to parse: the text, which the build parses again */
-        if (parsed == NULL
+        if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING
             && adserve_records_put(&ld->scan[ld->kind], f->str, f->len,
                                    v->str, v->len) != 0)
         {

@@ -92,24 +92,6 @@ static void test_kept_parses(void) {
        && adserve_snapshot_unit(s1, "u1", 2)->cands[0].bid == 7, "and ACTIVE again, at its new rate");
     adserve_snapshot_free(s1);
 
-    /* a full load puts parses alone, no text */
-    {
-        static const char cr[] = "{\"id\":\"c1\",\"type\":\"IMAGE\",\"w\":300,\"h\":250,"
-            "\"image_url\":\"https://cdn.example/parsed.png\",\"approval\":\"APPROVED\"}";
-        adserve_parsed_t *pc = adserve_parse(ADSERVE_KIND_CREATIVES, cr, sizeof(cr) - 1);
-        const adserve_unit_t *u;
-
-        ok(pc != NULL && adserve_records_put_parsed(&inv[ADSERVE_KIND_CREATIVES], "c1", 2, pc) == 0,
-           "put a parse alone");
-        s1 = build_inv(&p1);
-        u = s1 ? adserve_snapshot_unit(s1, "u1", 2) : NULL;
-        ok(u != NULL && u->ncands == 1
-           && memmem(u->cands[0].response_head, u->cands[0].response_head_len, "parsed.png", 10) != NULL
-           && inv[ADSERVE_KIND_CREATIVES].bytes == 0,
-           "a build serves it, with no text kept");
-        adserve_snapshot_free(s1);
-    }
-
     adserve_records_del(&inv[ADSERVE_KIND_ORDERS], "o1", 2);
     s1 = build_inv(&p1);
     ok(s1 != NULL && ncands(s1) == 0 && p1->u.li.active,
