@@ -45,18 +45,13 @@ find(const adserve_records_t *r, const char *id, size_t id_len)
 }
 
 
-/* doubles the table once records outnumber buckets */
+/* rehashes every record into n buckets (a power of two) */
 static int
-grow(adserve_records_t *r)
+resize(adserve_records_t *r, size_t n)
 {
     adserve_record_t  **b, *e, *next;
-    size_t              n, i, j;
+    size_t              i, j;
 
-    if (r->count < r->nbuckets) {
-        return 0;
-    }
-
-    n = r->nbuckets ? r->nbuckets * 2 : 64;
     b = calloc(n, sizeof(adserve_record_t *));
     if (b == NULL) {
         return -1;
@@ -76,6 +71,31 @@ grow(adserve_records_t *r)
     r->nbuckets = n;
 
     return 0;
+}
+
+
+/* doubles the table once records outnumber buckets */
+static int
+grow(adserve_records_t *r)
+{
+    if (r->count < r->nbuckets) {
+        return 0;
+    }
+
+    return resize(r, r->nbuckets ? r->nbuckets * 2 : 64);
+}
+
+
+int
+adserve_records_reserve(adserve_records_t *r, size_t n)
+{
+    size_t  size = 64;
+
+    while (size < n && size < ((size_t) 1 << 40)) {
+        size <<= 1;
+    }
+
+    return size > r->nbuckets ? resize(r, size) : 0;
 }
 
 

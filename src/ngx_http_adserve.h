@@ -127,6 +127,8 @@ struct ngx_http_adserve_loader_s {
     ngx_uint_t                     loads;         /* snapshots swapped in */
     ngx_uint_t                     built;         /* by this worker */
     ngx_uint_t                     full_loads;
+    double                         chunk_ms;      /* a full load's longest
+                                                   * chunk, stored */
     ngx_uint_t                     changes;       /* change log entries applied */
     ngx_uint_t                     failures;
     ngx_uint_t                     rebuild;       /* failed builds in a row: */

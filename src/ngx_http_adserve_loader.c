@@ -334,6 +334,12 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
                       s->stats.candidates, s->stats.skipped,
                       s->stats.bytes / 1024, ngx_current_msec - ld->started,
                       s->stats.build_ms);
+
+        if (bc->full) {
+            ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
+                          "adserve: the full load's longest HSCAN chunk took "
+                          "the event loop %.3f ms to store", ld->chunk_ms);
+        }
     }
 
     ngx_free(bc);
@@ -436,6 +442,8 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
     redisReply                 *reply = r, *items, *f, *v;
     ngx_uint_t                  k;
     size_t                      i;
+    struct timespec             t0, t1;
+    double                      ms;
 
     if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_SCANNING) {
         return;                         /* connection gone: cleanup handles it */
@@ -453,6 +461,10 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
 
     items = reply->element[1];
 
+    /* the chunk's records into the builder's copy: timed, since a chunk
+     * holds the event loop while it is stored */
+    (void) clock_gettime(CLOCK_MONOTONIC, &t0);
+
     for (i = 0; i + 1 < items->elements; i += 2) {
         f = items->element[i];
         v = items->element[i + 1];
@@ -464,6 +476,13 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
             ngx_http_adserve_loader_fail(ld, "out of memory");
             return;
         }
+    }
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double) (t1.tv_sec - t0.tv_sec) * 1000
+         + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    if (ms > ld->chunk_ms) {
+        ld->chunk_ms = ms;
     }
 
     ngx_memcpy(ld->cursor, reply->element[0]->str, reply->element[0]->len);
@@ -495,10 +514,45 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
 }
 
 
+/* The size of the hash about to be scanned: the copy is made that large
+ * at once, rather than doubled, and rehashed, as it fills. */
+static void
+ngx_http_adserve_loader_on_hlen(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_loader_t  *ld = data;
+    redisReply                 *reply = r;
+
+    if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_SCANNING
+        || reply->type != REDIS_REPLY_INTEGER || reply->integer <= 0)
+    {
+        return;                         /* the scan goes on without it */
+    }
+
+    /* a little room over: what lands during the scan */
+    if (adserve_records_reserve(&ld->scan[ld->kind],
+                                (size_t) reply->integer + reply->integer / 8)
+        != 0)
+    {
+        ngx_http_adserve_loader_fail(ld, "out of memory");
+    }
+}
+
+
 static void
 ngx_http_adserve_loader_scan(ngx_http_adserve_loader_t *ld)
 {
     const char  *argv[5];
+
+    if (ld->cursor[0] == '0' && ld->cursor[1] == '\0') {
+        argv[0] = "HLEN";
+        argv[1] = adserve_kinds[ld->kind].key;
+
+        if (ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_hlen, 2, argv)
+            != NGX_OK)
+        {
+            return;
+        }
+    }
 
     argv[0] = "HSCAN";
     argv[1] = adserve_kinds[ld->kind].key;
@@ -521,6 +575,7 @@ ngx_http_adserve_loader_full(ngx_http_adserve_loader_t *ld)
     }
 
     ld->kind = 0;
+    ld->chunk_ms = 0;
     ngx_cpystrn((u_char *) ld->cursor, (u_char *) "0", sizeof(ld->cursor));
     ld->state = NGX_HTTP_ADSERVE_SCANNING;
 

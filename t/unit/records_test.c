@@ -153,6 +153,18 @@ int main(void) {
 
     adserve_records_free(&r);
     is_int((long long) r.count, 0, "free empties it");
+
+    /* a full load reserves what HLEN said: no rehash while it fills */
+    ok(adserve_records_reserve(&r, 3000) == 0 && r.nbuckets == 4096, "reserve 3,000: 4,096 buckets");
+    for (i = 0; i < 3000; i++) {
+        snprintf(id, sizeof id, "r-%d", i);
+        if (adserve_records_put(&r, id, strlen(id), "{}", 2) != 0) abort();
+    }
+    ok(r.count == 3000 && r.nbuckets == 4096, "3,000 records, and the table never grew");
+    ok(adserve_records_reserve(&r, 10) == 0 && r.nbuckets == 4096, "a smaller reserve keeps it");
+    ok(adserve_records_reserve(&r, 5000) == 0 && r.nbuckets == 8192 && r.count == 3000,
+       "a larger one rehashes what is there");
+    adserve_records_free(&r);
     ok(adserve_records_put(&r, "again", 5, "{}", 2) == 0 && r.count == 1, "and it is usable again");
     adserve_records_free(&r);
 
