@@ -285,32 +285,12 @@ parse_part(void *data)
 }
 
 
-/* How many threads parse: a full load parses every record, on as many
- * cores as the node gives (in->threads); a build after a change has a few
- * to parse, and does it alone. */
-static unsigned
-parse_threads(const adserve_input_t *in)
-{
-    size_t    k, i, missing = 0;
-    unsigned  n = in->threads > 1 ? in->threads : 1;
-
-    for (k = 0; k < ADSERVE_KIND_COUNT && n > 1 && missing < 10000; k++) {
-        for (i = 0; i < in->nrecords[k] && missing < 10000; i++) {
-            missing += in->records[k][i].parsed == NULL
-                       || *in->records[k][i].parsed == NULL;
-        }
-    }
-
-    return missing >= 10000 ? (n > 16 ? 16 : n) : 1;
-}
-
-
 static int
 parse_all(build_t *b)
 {
     parse_part_t  parts[16];
     pthread_t     tids[16];
-    unsigned      i, n = parse_threads(b->in), started = 1;
+    unsigned      i, n, started = 1;
     size_t        k;
     int           oom = 0;
 
@@ -321,6 +301,11 @@ parse_all(build_t *b)
             return -1;
         }
     }
+
+    /* the caller's choice: a full load parses on every core, a build after
+     * a change has a record or two to parse */
+    n = b->in->threads > 1 ? b->in->threads : 1;
+    n = n > 16 ? 16 : n;
 
     for (i = 0; i < n; i++) {
         parts[i].b = b;

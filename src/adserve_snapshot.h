@@ -47,8 +47,9 @@ typedef struct {
     uint64_t        rev;
     const char     *public_url;       /* default base of event URLs; NUL-
                                        * terminated, no trailing slash */
-    unsigned        threads;          /* parse a full load on this many
-                                       * (0, 1: the build's own only) */
+    unsigned        threads;          /* parse on this many, at most 16
+                                       * (0, 1: the build's own only): the
+                                       * loader's choice for a full load */
     const struct adserve_snapshot_s *prev;  /* the snapshot the workers
                                        * serve now, or NULL: the build maps
                                        * each line item's pace to it */

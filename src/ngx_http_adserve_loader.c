@@ -118,6 +118,19 @@ ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q)
 }
 
 
+/* Milliseconds since t0 (CLOCK_MONOTONIC), for the log. */
+static double
+ngx_http_adserve_elapsed_ms(const struct timespec *t0)
+{
+    struct timespec  t1;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &t1);
+
+    return (double) (t1.tv_sec - t0->tv_sec) * 1000
+           + (double) (t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+
 /* The node's latest snapshot, when it is newer than the one this worker
  * serves: its pace table carried over, then the old one let go. */
 static void
@@ -125,7 +138,7 @@ ngx_http_adserve_loader_adopt(ngx_http_adserve_loader_t *ld)
 {
     adserve_snapshot_t  *s;
     ngx_uint_t           gen = ld->gen;
-    struct timespec      t0, t1;
+    struct timespec      t0;
 
     s = ngx_http_adserve_zone_latest(ld->zone, &gen);
     if (s == NULL) {
@@ -143,12 +156,10 @@ ngx_http_adserve_loader_adopt(ngx_http_adserve_loader_t *ld)
         }
 
         /* the one thing a worker does per snapshot: its pace table */
-        (void) clock_gettime(CLOCK_MONOTONIC, &t1);
         ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
                       "adserve: snapshot rev %uL (publication %ui) adopted; "
                       "its pace table in %.3f ms", s->rev, gen,
-                      (double) (t1.tv_sec - t0.tv_sec) * 1000
-                      + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6);
+                      ngx_http_adserve_elapsed_ms(&t0));
 
         ld->snapshot = s;
         ld->loaded_at = ngx_current_msec;
@@ -292,7 +303,7 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
     ngx_http_adserve_loader_t  *ld = bc->loader;
     adserve_snapshot_t         *s = bc->snapshot;
 
-    adserve_input_free(&bc->input);
+    /* the input went with the build (ngx_http_adserve_build_thread) */
     ld->state = NGX_HTTP_ADSERVE_IDLE;
 
     if (s != NULL && ngx_http_adserve_zone_publish(ld->zone, s) != NGX_OK) {
@@ -388,7 +399,8 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     bc->input.rev = ld->rev;
     bc->input.public_url = ld->public_url;
     bc->input.prev = ld->snapshot;          /* our slot keeps it while we build */
-    bc->input.threads = (unsigned) ngx_ncpu;  /* a full load parses on them all */
+    /* a full load parses on every core; a change has a record or two */
+    bc->input.threads = bc->full ? (unsigned) ngx_ncpu : 1;
     bc->input.allocator = ngx_http_adserve_zone_build_start(ld->zone);
 
     if (bc->input.allocator == NULL) {
@@ -442,7 +454,7 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
     redisReply                 *reply = r, *items, *f, *v;
     ngx_uint_t                  k;
     size_t                      i;
-    struct timespec             t0, t1;
+    struct timespec             t0;
     double                      ms;
 
     if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_SCANNING) {
@@ -478,9 +490,7 @@ ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
         }
     }
 
-    (void) clock_gettime(CLOCK_MONOTONIC, &t1);
-    ms = (double) (t1.tv_sec - t0.tv_sec) * 1000
-         + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    ms = ngx_http_adserve_elapsed_ms(&t0);
     if (ms > ld->chunk_ms) {
         ld->chunk_ms = ms;
     }
@@ -810,6 +820,25 @@ ngx_http_adserve_first_id(const redisReply *entries)
 }
 
 
+/* Nothing new in Redis. When the last build failed, its records are built
+ * again once its delay is over; else back to waiting. */
+static void
+ngx_http_adserve_loader_rebuild(ngx_http_adserve_loader_t *ld)
+{
+    if (!ld->rebuild || (ngx_msec_int_t) (ngx_current_msec - ld->rebuild_at) < 0) {
+        ngx_http_adserve_loader_idle(ld);
+        return;
+    }
+
+    ld->next_rev = ld->rev;
+    ngx_cpystrn((u_char *) ld->next_change_id, (u_char *) ld->change_id,
+                sizeof(ld->next_change_id));
+    ld->next_log_added = ld->log_added;
+    ld->started = ngx_current_msec;
+    ngx_http_adserve_loader_build(ld);
+}
+
+
 /* From XINFO STREAM's reply: how many entries the change log ever had
  * added (trimmed ones included), 0 when it does not exist, or -1 when
  * Redis does not say (before 7.0). */
@@ -879,32 +908,11 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
      * not there (a position of "0-0": the log was empty at our load) */
     from = first != NULL && ngx_strcmp(first, ld->change_id) == 0 ? 1 : 0;
 
-    /* the last build failed, and nothing came since: build again, when
-     * its delay is over */
-    if (ld->rebuild && rev == ld->rev && after->elements <= 1
-        && ld->change_id[0] != '\0'
-        && (first != NULL ? ngx_strcmp(first, ld->change_id) == 0
-                          : ngx_strcmp(ld->change_id, "0-0") == 0))
-    {
-        if ((ngx_msec_int_t) (ngx_current_msec - ld->rebuild_at) < 0) {
-            ngx_http_adserve_loader_idle(ld);
-            return;
-        }
-
-        ld->next_rev = ld->rev;
-        ngx_cpystrn((u_char *) ld->next_change_id, (u_char *) ld->change_id,
-                    sizeof(ld->next_change_id));
-        ld->next_log_added = ld->log_added;
-        ld->started = ngx_current_msec;
-        ngx_http_adserve_loader_build(ld);
-        return;
-    }
-
     /* our position still holds when its entry is in the log, or when the
      * log lost nothing after it: every entry added since (Redis 7 counts
      * them, trimmed or not) is in the reply. So a node loaded from a bulk
      * import, whose log was empty, follows the next writes one by one. */
-    if (ld->snapshot != NULL && ld->change_id[0] != '\0'
+    if ((ld->snapshot != NULL || ld->rebuild) && ld->change_id[0] != '\0'
         && (from == 1
             || (first == NULL && ngx_strcmp(ld->change_id, "0-0") == 0)
             || (added >= 0 && ld->log_added >= 0
@@ -913,7 +921,7 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
     {
         if (after->elements <= from) {
             if (rev == ld->rev) {
-                ngx_http_adserve_loader_idle(ld);
+                ngx_http_adserve_loader_rebuild(ld);
                 return;
             }
             /* the revision moved and the log did not: a writer outside

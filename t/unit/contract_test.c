@@ -27,7 +27,7 @@ static void test_kinds(void) {
            "a name is its first len bytes");
     is_int(adserve_kind_by_name("line_item", 9), -1, "a prefix of a name is not the name");
     is_int(adserve_kind_by_key("line_items"), -1, "a key without the prefix is not ours");
-    is_int(adserve_kind_by_key("adserve:rev"), -1, "the revision is no kind");
+    is_int(adserve_kind_by_key(ADSERVE_KEY_REV), -1, "the revision is no kind");
     is_int(adserve_kind_by_key(NULL), -1, "NULL is no kind");
     ok(strcmp(adserve_kinds[ADSERVE_KIND_LINE_ITEMS].record, ADSERVE_RECORD_LINE_ITEM) == 0,
        "a kind's record type is the audit log's");

@@ -111,7 +111,7 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev) {
+static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev, unsigned threads) {
     adserve_input_t in;
     adserve_snapshot_t *s = NULL;
     char err[256];
@@ -120,7 +120,7 @@ static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev) {
     adserve_input_init(&in);
     in.rev = rev;
     in.public_url = "http://127.0.0.1:8080";
-    in.threads = 2;
+    in.threads = threads;               /* as the loader: a full load on all */
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         if (adserve_records_export(&recs[k], &in, k) != 0) {
             goto done;
@@ -168,7 +168,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         t0 = now_ms();
-        s = build(recs, (uint64_t) round + 1);
+        s = build(recs, (uint64_t) round + 1, round == 0 ? 2 : 1);
         if (s == NULL) {
             return 1;
         }
