@@ -1,3 +1,4 @@
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,6 +113,33 @@ adserve_jsonw_str(adserve_jsonw_t *w, const char *s)
 }
 
 
+/* v's decimal digits into buf (room for 21), NUL-terminated; the length */
+static int
+fmt_int(char *buf, int64_t v)
+{
+    char      tmp[20];
+    uint64_t  u = v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v;
+    int       n = 0, len = 0;
+
+    do {
+        tmp[n++] = (char) ('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+
+    if (v < 0) {
+        buf[len++] = '-';
+    }
+
+    while (n > 0) {
+        buf[len++] = tmp[--n];
+    }
+
+    buf[len] = '\0';
+
+    return len;
+}
+
+
 void
 adserve_jsonw_num(adserve_jsonw_t *w, double v)
 {
@@ -122,9 +150,18 @@ adserve_jsonw_num(adserve_jsonw_t *w, double v)
     if (isnan(v) || isinf(v)) {
         n = snprintf(buf, sizeof(buf), "null");
 
+    } else if (v == (double) (int64_t) v && fabs(v) < 1e15 && !(v == 0 && signbit(v))) {
+        /* what %1.15g prints of an integer under 10^15, without printf's
+         * floating point (a creative's w and h, at 200,000 creatives) */
+        n = fmt_int(buf, (int64_t) v);
+
     } else {
         n = snprintf(buf, sizeof(buf), "%1.15g", v);
-        if (sscanf(buf, "%lg", &back) != 1 || back != v) {
+        /* cJSON keeps 15 digits when they read back within an epsilon
+         * (its compare_double), not only when exactly */
+        if (sscanf(buf, "%lg", &back) != 1
+            || fabs(back - v) > fmax(fabs(back), fabs(v)) * DBL_EPSILON)
+        {
             n = snprintf(buf, sizeof(buf), "%1.17g", v);
         }
     }

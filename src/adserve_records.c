@@ -99,9 +99,11 @@ adserve_records_reserve(adserve_records_t *r, size_t n)
 }
 
 
-int
-adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
-    const char *text, size_t len)
+/* Sets id to a new entry of text (len bytes, kept after the id) and
+ * parse; the entry it replaces goes, with its parse. */
+static int
+insert(adserve_records_t *r, const char *id, size_t id_len, const char *text,
+    size_t len, adserve_parsed_t *parsed)
 {
     adserve_record_t  **p, *e;
 
@@ -114,11 +116,13 @@ adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
         return -1;
     }
 
-    e->parsed = NULL;
+    e->parsed = parsed;
     e->id_len = id_len;
     e->len = len;
     memcpy(e->data, id, id_len);
-    memcpy(e->data + id_len, text, len);
+    if (len > 0) {
+        memcpy(e->data + id_len, text, len);
+    }
 
     p = find(r, id, id_len);
 
@@ -135,6 +139,27 @@ adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
 
     *p = e;
     r->bytes += len;
+
+    return 0;
+}
+
+
+int
+adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
+    const char *text, size_t len)
+{
+    return insert(r, id, id_len, text, len, NULL);
+}
+
+
+int
+adserve_records_put_parsed(adserve_records_t *r, const char *id, size_t id_len,
+    adserve_parsed_t *parsed)
+{
+    if (insert(r, id, id_len, NULL, 0, parsed) != 0) {
+        adserve_parsed_free(parsed);
+        return -1;
+    }
 
     return 0;
 }

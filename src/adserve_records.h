@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "adserve_snapshot.h"
+#include "adserve_parsed.h"
 
 typedef struct adserve_record_s  adserve_record_t;
 
@@ -29,6 +30,12 @@ void adserve_records_init(adserve_records_t *r);
 /* Sets the record id to text (both copied). 0, or -1 out of memory. */
 int adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
     const char *text, size_t len);
+
+/* Sets the record id to its parse, without its text: a full load parses
+ * each chunk as it arrives (adserve_parse), and a build needs nothing
+ * else. r owns parsed from now on, even when out of memory (-1). */
+int adserve_records_put_parsed(adserve_records_t *r, const char *id,
+    size_t id_len, adserve_parsed_t *parsed);
 
 /* Room for n records without growing: a full load knows how many are
  * coming (HLEN), and a growth of a large table rehashes every record at

@@ -82,6 +82,17 @@ typedef void (*ngx_http_adserve_resume_pt)(ngx_queue_t *q);
 
 typedef struct ngx_http_adserve_zone_s  ngx_http_adserve_zone_t;
 
+/* One hash of a full load: every kind is scanned at once, one HSCAN
+ * of each in flight, so that Redis reads the next chunk of one while
+ * the worker stores another's. */
+typedef struct {
+    ngx_http_adserve_loader_t     *loader;
+    adserve_kind_e                 kind;
+    char                           cursor[24];    /* "0" when done */
+    ngx_uint_t                     out;           /* an HSCAN in flight */
+    ngx_uint_t                     held;          /* until chunks are parsed */
+} ngx_http_adserve_scan_t;
+
 struct ngx_http_adserve_loader_s {
     ngx_http_adserve_redis_t       redis;
     ngx_http_adserve_zone_t       *zone;          /* the node's snapshot */
@@ -110,8 +121,11 @@ struct ngx_http_adserve_loader_s {
 
     /* a load in progress */
     adserve_records_t              scan[ADSERVE_KIND_COUNT];    /* full */
-    adserve_kind_e                 kind;          /* being scanned */
-    char                           cursor[24];
+    ngx_http_adserve_scan_t        scans[ADSERVE_KIND_COUNT];
+    ngx_uint_t                     scanning;      /* hashes not done yet */
+    ngx_uint_t                     parsing;       /* chunks in the pool */
+    ngx_uint_t                     full_started;  /* full loads begun */
+    ngx_uint_t                     holds;         /* scans held for parsing */
     adserve_arena_t                fetch_arena;   /* ids being fetched: the */
     adserve_str_t                 *fetch_ids[ADSERVE_KIND_COUNT];  /* poll's */
     size_t                         fetch_n[ADSERVE_KIND_COUNT];    /* reply */
@@ -146,6 +160,19 @@ ngx_int_t ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld,
     ngx_cycle_t *cycle);
 void ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld);
 void ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q);
+
+/* milliseconds since t0 (CLOCK_MONOTONIC), for the log */
+double ngx_http_adserve_elapsed_ms(const struct timespec *t0);
+
+/* the loader's states, for the full load (_scan.c) */
+void ngx_http_adserve_loader_full(ngx_http_adserve_loader_t *ld);
+void ngx_http_adserve_loader_fail(ngx_http_adserve_loader_t *ld, const char *why);
+ngx_int_t ngx_http_adserve_loader_send(ngx_http_adserve_loader_t *ld,
+    redisCallbackFn *fn, void *data, int argc, const char **argv);
+void ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld);
+/* a build's or a parse's thread: its priority lowered for the time */
+int ngx_http_adserve_background_begin(void);
+void ngx_http_adserve_background_end(int nice);
 
 
 /* ---- the node's snapshot: src/ngx_http_adserve_zone.c --------------------

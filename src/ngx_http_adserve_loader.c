@@ -59,7 +59,6 @@
 #endif
 
 
-#define NGX_HTTP_ADSERVE_SCAN_COUNT     "500"
 #define NGX_HTTP_ADSERVE_BUILD_NICE     10       /* a tenth of a core against
                                                   * a busy worker */
 #define NGX_HTTP_ADSERVE_CHANGES_N      1000     /* log entries per poll */
@@ -78,7 +77,6 @@ typedef struct {
 } ngx_http_adserve_build_ctx_t;
 
 
-static void ngx_http_adserve_loader_scan(ngx_http_adserve_loader_t *ld);
 static void ngx_http_adserve_loader_adopt(ngx_http_adserve_loader_t *ld);
 static void ngx_http_adserve_loader_poll(ngx_event_t *ev);
 
@@ -115,19 +113,6 @@ void
 ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q)
 {
     ngx_queue_insert_tail(&ld->waiting, q);
-}
-
-
-/* Milliseconds since t0 (CLOCK_MONOTONIC), for the log. */
-static double
-ngx_http_adserve_elapsed_ms(const struct timespec *t0)
-{
-    struct timespec  t1;
-
-    (void) clock_gettime(CLOCK_MONOTONIC, &t1);
-
-    return (double) (t1.tv_sec - t0->tv_sec) * 1000
-           + (double) (t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
 
@@ -218,7 +203,7 @@ ngx_http_adserve_loader_idle(ngx_http_adserve_loader_t *ld)
 }
 
 
-static void
+void
 ngx_http_adserve_loader_fail(ngx_http_adserve_loader_t *ld, const char *why)
 {
     ld->failures++;
@@ -229,11 +214,11 @@ ngx_http_adserve_loader_fail(ngx_http_adserve_loader_t *ld, const char *why)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_adserve_loader_send(ngx_http_adserve_loader_t *ld, redisCallbackFn *fn,
-    int argc, const char **argv)
+    void *data, int argc, const char **argv)
 {
-    if (ngx_http_adserve_redis_command(&ld->redis, fn, ld, argc, argv, NULL)
+    if (ngx_http_adserve_redis_command(&ld->redis, fn, data, argc, argv, NULL)
         != NGX_OK)
     {
         ngx_http_adserve_loader_fail(ld, "a command could not be sent");
@@ -250,25 +235,50 @@ ngx_http_adserve_loader_send(ngx_http_adserve_loader_t *ld, redisCallbackFn *fn,
 
 /* ---- the build, in a thread -------------------------------------------- */
 
+/* A build or a chunk's parse is background work: the workers' event loops
+ * come first, on a node whose cores all serve (a build's parse threads
+ * inherit this). Returns the thread's priority to give back after, where
+ * the worker may raise it (RLIMIT_NICE; else the pool's thread stays a
+ * build's), or INT_MIN when it was not lowered. */
+int
+ngx_http_adserve_background_begin(void)
+{
+#if (NGX_LINUX)
+    id_t  tid = (id_t) syscall(SYS_gettid);
+    int   nice;
+
+    errno = 0;
+    nice = getpriority(PRIO_PROCESS, tid);
+    if (errno == 0 && nice < NGX_HTTP_ADSERVE_BUILD_NICE
+        && setpriority(PRIO_PROCESS, tid, NGX_HTTP_ADSERVE_BUILD_NICE) == 0)
+    {
+        return nice;
+    }
+#endif
+
+    return INT_MIN;
+}
+
+
+void
+ngx_http_adserve_background_end(int nice)
+{
+#if (NGX_LINUX)
+    if (nice != INT_MIN) {
+        (void) setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid), nice);
+    }
+#endif
+}
+
+
 static void
 ngx_http_adserve_build_thread(void *data, ngx_log_t *log)
 {
     ngx_http_adserve_build_ctx_t  *bc = data;
     ngx_uint_t                     k;
-#if (NGX_LINUX)
-    id_t                           tid = (id_t) syscall(SYS_gettid);
-    int                            nice, lowered = 0;
+    int                            nice;
 
-    /* a build is background work: the workers' event loops come first, on
-     * a node whose cores all serve (its parse threads inherit this); the
-     * pool's thread gets its priority back after, where the worker may
-     * raise it (RLIMIT_NICE; else the pool's thread stays a build's) */
-    errno = 0;
-    nice = getpriority(PRIO_PROCESS, tid);
-    if (errno == 0 && nice < NGX_HTTP_ADSERVE_BUILD_NICE) {
-        lowered = setpriority(PRIO_PROCESS, tid, NGX_HTTP_ADSERVE_BUILD_NICE) == 0;
-    }
-#endif
+    nice = ngx_http_adserve_background_begin();
 
     bc->snapshot = adserve_snapshot_build(&bc->input, bc->err, sizeof(bc->err));
 
@@ -289,11 +299,7 @@ ngx_http_adserve_build_thread(void *data, ngx_log_t *log)
     }
 #endif
 
-#if (NGX_LINUX)
-    if (lowered) {
-        (void) setpriority(PRIO_PROCESS, tid, nice);
-    }
-#endif
+    ngx_http_adserve_background_end(nice);
 }
 
 
@@ -349,7 +355,8 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
         if (bc->full) {
             ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
                           "adserve: the full load's longest HSCAN chunk took "
-                          "the event loop %.3f ms to store", ld->chunk_ms);
+                          "the event loop %.3f ms to store; reading waited "
+                          "%ui times for parsing", ld->chunk_ms, ld->holds);
         }
     }
 
@@ -372,7 +379,7 @@ ngx_http_adserve_build_done(ngx_event_t *ev)
 
 
 /* The records are complete at next_rev and next_change_id: build. */
-static void
+void
 ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
 {
     ngx_http_adserve_build_ctx_t  *bc;
@@ -442,154 +449,6 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
 
     ngx_http_adserve_build_thread(bc, ld->redis.log);
     ngx_http_adserve_build_finish(bc);
-}
-
-
-/* ---- a full load ------------------------------------------------------- */
-
-static void
-ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
-{
-    ngx_http_adserve_loader_t  *ld = data;
-    redisReply                 *reply = r, *items, *f, *v;
-    ngx_uint_t                  k;
-    size_t                      i;
-    struct timespec             t0;
-    double                      ms;
-
-    if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_SCANNING) {
-        return;                         /* connection gone: cleanup handles it */
-    }
-
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
-        || reply->element[0]->type != REDIS_REPLY_STRING
-        || reply->element[0]->len >= sizeof(ld->cursor)
-        || reply->element[1]->type != REDIS_REPLY_ARRAY)
-    {
-        ngx_http_adserve_loader_fail(ld, reply->type == REDIS_REPLY_ERROR
-                                         ? reply->str : "unexpected HSCAN reply");
-        return;
-    }
-
-    items = reply->element[1];
-
-    /* the chunk's records into the builder's copy: timed, since a chunk
-     * holds the event loop while it is stored */
-    (void) clock_gettime(CLOCK_MONOTONIC, &t0);
-
-    for (i = 0; i + 1 < items->elements; i += 2) {
-        f = items->element[i];
-        v = items->element[i + 1];
-
-        if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING
-            && adserve_records_put(&ld->scan[ld->kind], f->str, f->len,
-                                   v->str, v->len) != 0)
-        {
-            ngx_http_adserve_loader_fail(ld, "out of memory");
-            return;
-        }
-    }
-
-    ms = ngx_http_adserve_elapsed_ms(&t0);
-    if (ms > ld->chunk_ms) {
-        ld->chunk_ms = ms;
-    }
-
-    ngx_memcpy(ld->cursor, reply->element[0]->str, reply->element[0]->len);
-    ld->cursor[reply->element[0]->len] = '\0';
-
-    if (ld->deadline.timer_set) {
-        ngx_del_timer(&ld->deadline);
-    }
-
-    if (ngx_strcmp(ld->cursor, "0") != 0) {
-        ngx_http_adserve_loader_scan(ld);
-        return;
-    }
-
-    if (++ld->kind < ADSERVE_KIND_COUNT) {
-        ngx_http_adserve_loader_scan(ld);
-        return;
-    }
-
-    /* complete: the fresh copy replaces the old one */
-    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
-        adserve_records_free(&ld->records[k]);
-        ld->records[k] = ld->scan[k];
-        adserve_records_init(&ld->scan[k]);
-    }
-
-    ld->full_loads++;
-    ngx_http_adserve_loader_build(ld);
-}
-
-
-/* The size of the hash about to be scanned: the copy is made that large
- * at once, rather than doubled, and rehashed, as it fills. */
-static void
-ngx_http_adserve_loader_on_hlen(redisAsyncContext *ac, void *r, void *data)
-{
-    ngx_http_adserve_loader_t  *ld = data;
-    redisReply                 *reply = r;
-
-    if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_SCANNING
-        || reply->type != REDIS_REPLY_INTEGER || reply->integer <= 0)
-    {
-        return;                         /* the scan goes on without it */
-    }
-
-    /* a little room over: what lands during the scan */
-    if (adserve_records_reserve(&ld->scan[ld->kind],
-                                (size_t) reply->integer + reply->integer / 8)
-        != 0)
-    {
-        ngx_http_adserve_loader_fail(ld, "out of memory");
-    }
-}
-
-
-static void
-ngx_http_adserve_loader_scan(ngx_http_adserve_loader_t *ld)
-{
-    const char  *argv[5];
-
-    if (ld->cursor[0] == '0' && ld->cursor[1] == '\0') {
-        argv[0] = "HLEN";
-        argv[1] = adserve_kinds[ld->kind].key;
-
-        if (ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_hlen, 2, argv)
-            != NGX_OK)
-        {
-            return;
-        }
-    }
-
-    argv[0] = "HSCAN";
-    argv[1] = adserve_kinds[ld->kind].key;
-    argv[2] = ld->cursor;
-    argv[3] = "COUNT";
-    argv[4] = NGX_HTTP_ADSERVE_SCAN_COUNT;
-
-    (void) ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_scan,
-                                        5, argv);
-}
-
-
-static void
-ngx_http_adserve_loader_full(ngx_http_adserve_loader_t *ld)
-{
-    ngx_uint_t  k;
-
-    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
-        adserve_records_init(&ld->scan[k]);
-    }
-
-    ld->kind = 0;
-    ld->chunk_ms = 0;
-    ngx_cpystrn((u_char *) ld->cursor, (u_char *) "0", sizeof(ld->cursor));
-    ld->state = NGX_HTTP_ADSERVE_SCANNING;
-
-    ngx_http_adserve_loader_scan(ld);
 }
 
 
@@ -765,7 +624,7 @@ ngx_http_adserve_loader_fetch(ngx_http_adserve_loader_t *ld,
             argv[n + 2] = ld->fetch_ids[k][n].data;   /* NUL-ended copies */
         }
 
-        if (ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_fetch,
+        if (ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_fetch, ld,
                                          (int) n + 2, argv) != NGX_OK)
         {
             break;                      /* failed, and handled */
@@ -1080,16 +939,16 @@ ngx_http_adserve_loader_poll(ngx_event_t *ev)
     ld->state = NGX_HTTP_ADSERVE_POLLING;
 
     /* one atomic read: no write can land between the revision and the log */
-    if (ngx_http_adserve_loader_send(ld, NULL, 1, multi) != NGX_OK
-        || ngx_http_adserve_loader_send(ld, NULL, 2, rev) != NGX_OK
-        || ngx_http_adserve_loader_send(ld, NULL, 6, newest) != NGX_OK
-        || ngx_http_adserve_loader_send(ld, NULL, 6, after) != NGX_OK
-        || ngx_http_adserve_loader_send(ld, NULL, 3, info) != NGX_OK)
+    if (ngx_http_adserve_loader_send(ld, NULL, ld, 1, multi) != NGX_OK
+        || ngx_http_adserve_loader_send(ld, NULL, ld, 2, rev) != NGX_OK
+        || ngx_http_adserve_loader_send(ld, NULL, ld, 6, newest) != NGX_OK
+        || ngx_http_adserve_loader_send(ld, NULL, ld, 6, after) != NGX_OK
+        || ngx_http_adserve_loader_send(ld, NULL, ld, 3, info) != NGX_OK)
     {
         return;
     }
 
-    (void) ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_poll, 1, exec);
+    (void) ngx_http_adserve_loader_send(ld, ngx_http_adserve_loader_on_poll, ld, 1, exec);
 }
 
 

@@ -8,6 +8,8 @@
 
 #include "ngx_http_adserve.h"
 
+#include <time.h>
+
 
 static ngx_str_t  ngx_http_adserve_json_type = ngx_string("application/json");
 
@@ -201,4 +203,17 @@ ngx_http_adserve_json_str(u_char *p, const adserve_str_t *s)
     *p++ = '"';
 
     return p;
+}
+
+
+/* Milliseconds since t0 (CLOCK_MONOTONIC), for the log. */
+double
+ngx_http_adserve_elapsed_ms(const struct timespec *t0)
+{
+    struct timespec  t1;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &t1);
+
+    return (double) (t1.tv_sec - t0->tv_sec) * 1000
+           + (double) (t1.tv_nsec - t0->tv_nsec) / 1e6;
 }

@@ -101,6 +101,51 @@ static void test_kept_parses(void) {
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_free(&inv[k]);
 }
 
+/* A full load stores each record as its chunk's parse, never its text. */
+static void test_put_parsed(void) {
+    static const char *li = LI("ACTIVE", "3");
+    adserve_snapshot_t *s;
+    adserve_parsed_t *p, *kept;
+    adserve_input_t in;
+    int k;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_init(&inv[k]);
+    put(ADSERVE_KIND_AD_UNITS, "u1", "{\"id\":\"u1\",\"status\":\"ACTIVE\"}");
+    put(ADSERVE_KIND_ORDERS, "o1", "{\"id\":\"o1\",\"status\":\"APPROVED\"}");
+    put(ADSERVE_KIND_CREATIVES, "c1", "{\"id\":\"c1\",\"type\":\"IMAGE\",\"w\":300,\"h\":250,"
+        "\"image_url\":\"https://cdn.example/c1.png\",\"landing_url\":\"https://x.example/\","
+        "\"approval\":\"APPROVED\"}");
+    put(ADSERVE_KIND_LICAS, "a1", "{\"id\":\"a1\",\"line_item_id\":\"l1\",\"creative_id\":\"c1\","
+        "\"status\":\"ACTIVE\"}");
+
+    p = adserve_parse(ADSERVE_KIND_LINE_ITEMS, li, strlen(li));
+    ok(p != NULL && adserve_records_put_parsed(&inv[ADSERVE_KIND_LINE_ITEMS], "l1", 2, p) == 0
+       && inv[ADSERVE_KIND_LINE_ITEMS].count == 1 && inv[ADSERVE_KIND_LINE_ITEMS].bytes == 0,
+       "put_parsed: one record, no text kept");
+
+    adserve_input_init(&in);
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        if (adserve_records_export(&inv[k], &in, k) != 0) abort();
+    }
+    ok(in.records[ADSERVE_KIND_LINE_ITEMS][0].len == 0, "its export has no text");
+    adserve_input_free(&in);
+
+    s = build_inv(&kept);
+    ok(s != NULL && kept == p && ncands(s) == 1
+       && adserve_snapshot_unit(s, "u1", 2)->cands[0].bid == 3,
+       "a build serves it from the parse it was given");
+    adserve_snapshot_free(s);
+
+    put(ADSERVE_KIND_LINE_ITEMS, "l1", LI("PAUSED", "3"));
+    s = build_inv(&kept);
+    ok(s != NULL && kept != NULL && !kept->u.li.active && ncands(s) == 0
+       && inv[ADSERVE_KIND_LINE_ITEMS].count == 1,
+       "a put of a new text replaces it (and frees the parse)");
+    adserve_snapshot_free(s);
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_free(&inv[k]);
+}
+
 int main(void) {
     adserve_records_t r;
     adserve_input_t in;
@@ -169,6 +214,7 @@ int main(void) {
     adserve_records_free(&r);
 
     test_kept_parses();
+    test_put_parsed();
 
     return done_testing();
 }

@@ -1,0 +1,430 @@
+
+/*
+ * A full load: every hash of the contract read with HSCAN into a fresh
+ * copy of the records (ld->scan), which replaces the builder's own when
+ * it is complete, and a build.
+ *
+ * Every hash is scanned at once, one HSCAN of each in flight, so Redis
+ * reads the next chunk of one while the worker copies another's. Each
+ * chunk is parsed in the thread pool (adserve_parse): the builder keeps
+ * the parses, never the texts, and the build finds every record parsed.
+ * Reading stays at most NGX_HTTP_ADSERVE_PARSE_AHEAD chunks ahead of the
+ * parsing, so that the memory of a load is its parses and a few chunks.
+ */
+
+
+#include "ngx_http_adserve.h"
+
+#include <time.h>
+
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
+
+
+#define NGX_HTTP_ADSERVE_SCAN_COUNT     "1000"
+#define NGX_HTTP_ADSERVE_PARSE_AHEAD    8        /* chunks read, not yet
+                                                  * parsed (the pool's
+                                                  * max_queue is 16) */
+
+
+static void ngx_http_adserve_loader_scan(ngx_http_adserve_scan_t *sc);
+
+
+/* A chunk of a full load, parsed in the thread pool while Redis reads the
+ * next: the records' parse is what the builder keeps, so their texts are
+ * never stored, and a full load's build finds every record parsed. */
+typedef struct {
+    const char                 *id, *text;
+    size_t                      id_len, len;
+    adserve_parsed_t           *parsed;
+} ngx_http_adserve_chunk_rec_t;
+
+typedef struct {
+#if (NGX_THREADS)
+    ngx_thread_task_t           task;
+#endif
+    ngx_http_adserve_loader_t  *loader;
+    ngx_uint_t                  load;          /* ld->full_started of its load */
+    adserve_kind_e              kind;
+    size_t                      n;
+    ngx_http_adserve_chunk_rec_t  recs[];      /* then the records' bytes */
+} ngx_http_adserve_chunk_t;
+
+
+static ngx_http_adserve_chunk_t *
+ngx_http_adserve_chunk_copy(ngx_http_adserve_scan_t *sc, const redisReply *items)
+{
+    ngx_http_adserve_chunk_t      *ch;
+    ngx_http_adserve_chunk_rec_t  *rec;
+    const redisReply              *f, *v;
+    size_t                         i, n = 0, bytes = 0;
+    u_char                        *p;
+
+    for (i = 0; i + 1 < items->elements; i += 2) {
+        f = items->element[i];
+        v = items->element[i + 1];
+
+        if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING) {
+            n++;
+            bytes += f->len + v->len;
+        }
+    }
+
+    ch = ngx_alloc(sizeof(ngx_http_adserve_chunk_t)
+                   + n * sizeof(ngx_http_adserve_chunk_rec_t) + bytes,
+                   sc->loader->redis.log);
+    if (ch == NULL) {
+        return NULL;
+    }
+
+    ch->loader = sc->loader;
+    ch->load = sc->loader->full_started;
+    ch->kind = sc->kind;
+    ch->n = n;
+    p = (u_char *) &ch->recs[n];
+    rec = ch->recs;
+
+    for (i = 0; i + 1 < items->elements; i += 2) {
+        f = items->element[i];
+        v = items->element[i + 1];
+
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
+            continue;
+        }
+
+        rec->id = (const char *) p;
+        rec->id_len = f->len;
+        p = ngx_cpymem(p, f->str, f->len);
+        rec->text = (const char *) p;
+        rec->len = v->len;
+        p = ngx_cpymem(p, v->str, v->len);
+        rec->parsed = NULL;
+        rec++;
+    }
+
+    return ch;
+}
+
+
+/* In the pool's thread: nothing but the chunk's own bytes. */
+static void
+ngx_http_adserve_chunk_parse(void *data, ngx_log_t *log)
+{
+    ngx_http_adserve_chunk_t  *ch = data;
+    size_t                     i;
+    int                        nice;
+
+    nice = ngx_http_adserve_background_begin();
+
+    for (i = 0; i < ch->n; i++) {
+        ch->recs[i].parsed = adserve_parse(ch->kind, ch->recs[i].text,
+                                           ch->recs[i].len);
+    }
+
+    ngx_http_adserve_background_end(nice);
+}
+
+
+static void ngx_http_adserve_loader_scanned(ngx_http_adserve_loader_t *ld);
+
+
+/* On the event loop: the parses into the builder's copy, unless the load
+ * they belong to was given up. */
+static void
+ngx_http_adserve_chunk_store(ngx_http_adserve_chunk_t *ch)
+{
+    ngx_http_adserve_loader_t     *ld = ch->loader;
+    ngx_http_adserve_chunk_rec_t  *rec;
+    ngx_uint_t                     keep, oom = 0;
+    size_t                         i;
+    struct timespec                t0;
+    double                         ms;
+
+    keep = ld->state == NGX_HTTP_ADSERVE_SCANNING && ch->load == ld->full_started;
+    ld->parsing--;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &t0);
+
+    for (i = 0; i < ch->n; i++) {
+        rec = &ch->recs[i];
+
+        if (!keep || rec->parsed == NULL) {
+            oom |= keep;                /* adserve_parse: NULL only then */
+            adserve_parsed_free(rec->parsed);
+            continue;
+        }
+
+        if (adserve_records_put_parsed(&ld->scan[ch->kind], rec->id, rec->id_len,
+                                       rec->parsed)
+            != 0)
+        {
+            oom = 1;
+        }
+    }
+
+    ms = ngx_http_adserve_elapsed_ms(&t0);
+    if (keep && ms > ld->chunk_ms) {
+        ld->chunk_ms = ms;
+    }
+
+    ngx_free(ch);
+
+    if (oom) {
+        ngx_http_adserve_loader_fail(ld, "out of memory");
+        return;
+    }
+
+    if (keep) {
+        ngx_http_adserve_loader_scanned(ld);
+    }
+}
+
+
+#if (NGX_THREADS)
+
+static void
+ngx_http_adserve_chunk_done(ngx_event_t *ev)
+{
+    /* the thread pool reads task->next before calling us: freeing is safe */
+    ngx_http_adserve_chunk_store(ev->data);
+}
+
+#endif
+
+
+/* Parses the chunk in the pool, or here when there is none (or its queue
+ * is full). */
+static void
+ngx_http_adserve_chunk_post(ngx_http_adserve_chunk_t *ch)
+{
+    ngx_http_adserve_loader_t  *ld = ch->loader;
+
+    ld->parsing++;
+
+#if (NGX_THREADS)
+    if (ld->thread_pool != NULL) {
+        ngx_memzero(&ch->task, sizeof(ngx_thread_task_t));
+        ch->task.ctx = ch;
+        ch->task.handler = ngx_http_adserve_chunk_parse;
+        ch->task.event.handler = ngx_http_adserve_chunk_done;
+        ch->task.event.data = ch;
+        ch->task.event.log = ld->redis.log;
+
+        if (ngx_thread_task_post(ld->thread_pool, &ch->task) == NGX_OK) {
+            return;
+        }
+    }
+#endif
+
+    ngx_http_adserve_chunk_parse(ch, ld->redis.log);
+    ngx_http_adserve_chunk_store(ch);
+}
+
+
+/* Every hash read and every chunk parsed: the fresh copy replaces the old
+ * one, and the build finds each record's parse in it. Held scans go on
+ * as parses come back. */
+static void
+ngx_http_adserve_loader_scanned(ngx_http_adserve_loader_t *ld)
+{
+    ngx_http_adserve_scan_t  *sc;
+    ngx_uint_t                k;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        sc = &ld->scans[k];
+
+        if (sc->held && ld->parsing < NGX_HTTP_ADSERVE_PARSE_AHEAD
+            && ld->state == NGX_HTTP_ADSERVE_SCANNING)
+        {
+            sc->held = 0;
+            ngx_http_adserve_loader_scan(sc);
+        }
+    }
+
+    if (ld->scanning > 0 || ld->parsing > 0
+        || ld->state != NGX_HTTP_ADSERVE_SCANNING)
+    {
+        return;
+    }
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_free(&ld->records[k]);
+        ld->records[k] = ld->scan[k];
+        adserve_records_init(&ld->scan[k]);
+    }
+
+    ld->full_loads++;
+    ngx_http_adserve_loader_build(ld);
+}
+
+
+static ngx_uint_t
+ngx_http_adserve_loader_scans_out(ngx_http_adserve_loader_t *ld)
+{
+    ngx_uint_t  k;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        if (ld->scans[k].out) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static void
+ngx_http_adserve_loader_on_scan(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_scan_t    *sc = data;
+    ngx_http_adserve_loader_t  *ld = sc->loader;
+    ngx_http_adserve_chunk_t   *ch;
+    redisReply                 *reply = r;
+    struct timespec             t0;
+    double                      ms;
+
+    if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_SCANNING) {
+        return;                         /* connection gone: cleanup handles it */
+    }
+
+    sc->out = 0;
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || reply->element[0]->len >= sizeof(sc->cursor)
+        || reply->element[1]->type != REDIS_REPLY_ARRAY)
+    {
+        ngx_http_adserve_loader_fail(ld, reply->type == REDIS_REPLY_ERROR
+                                         ? reply->str : "unexpected HSCAN reply");
+        return;
+    }
+
+    /* timed, since a chunk holds the event loop while it is copied */
+    (void) clock_gettime(CLOCK_MONOTONIC, &t0);
+
+    ch = ngx_http_adserve_chunk_copy(sc, reply->element[1]);
+    if (ch == NULL) {
+        ngx_http_adserve_loader_fail(ld, "out of memory");
+        return;
+    }
+
+    ms = ngx_http_adserve_elapsed_ms(&t0);
+    if (ms > ld->chunk_ms) {
+        ld->chunk_ms = ms;
+    }
+
+    ngx_memcpy(sc->cursor, reply->element[0]->str, reply->element[0]->len);
+    sc->cursor[reply->element[0]->len] = '\0';
+
+    /* the deadline covers the commands still in flight, from now */
+    if (ld->deadline.timer_set) {
+        ngx_del_timer(&ld->deadline);
+    }
+
+    if (ngx_strcmp(sc->cursor, "0") == 0) {
+        ld->scanning--;
+
+    } else if (ld->parsing < NGX_HTTP_ADSERVE_PARSE_AHEAD) {
+        /* Redis reads the next chunk while this one is parsed */
+        ngx_http_adserve_loader_scan(sc);
+
+    } else {
+        sc->held = 1;                   /* until a parse comes back */
+        ld->holds++;
+    }
+
+    if (!ld->deadline.timer_set && ngx_http_adserve_loader_scans_out(ld)) {
+        ngx_add_timer(&ld->deadline, ld->timeout);
+    }
+
+    ngx_http_adserve_chunk_post(ch);
+}
+
+
+/* The size of the hash about to be scanned: the copy is made that large
+ * at once, rather than doubled, and rehashed, as it fills. */
+static void
+ngx_http_adserve_loader_on_hlen(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_scan_t    *sc = data;
+    ngx_http_adserve_loader_t  *ld = sc->loader;
+    redisReply                 *reply = r;
+
+    if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_SCANNING
+        || reply->type != REDIS_REPLY_INTEGER || reply->integer <= 0)
+    {
+        return;                         /* the scan goes on without it */
+    }
+
+    /* a little room over: what lands during the scan */
+    if (adserve_records_reserve(&ld->scan[sc->kind],
+                                (size_t) reply->integer + reply->integer / 8)
+        != 0)
+    {
+        ngx_http_adserve_loader_fail(ld, "out of memory");
+    }
+}
+
+
+static void
+ngx_http_adserve_loader_scan(ngx_http_adserve_scan_t *sc)
+{
+    const char  *argv[5];
+
+    if (sc->cursor[0] == '0' && sc->cursor[1] == '\0') {
+        argv[0] = "HLEN";
+        argv[1] = adserve_kinds[sc->kind].key;
+
+        if (ngx_http_adserve_loader_send(sc->loader, ngx_http_adserve_loader_on_hlen,
+                                         sc, 2, argv)
+            != NGX_OK)
+        {
+            return;
+        }
+    }
+
+    argv[0] = "HSCAN";
+    argv[1] = adserve_kinds[sc->kind].key;
+    argv[2] = sc->cursor;
+    argv[3] = "COUNT";
+    argv[4] = NGX_HTTP_ADSERVE_SCAN_COUNT;
+
+    if (ngx_http_adserve_loader_send(sc->loader, ngx_http_adserve_loader_on_scan,
+                                     sc, 5, argv)
+        == NGX_OK)
+    {
+        sc->out = 1;
+    }
+}
+
+
+/* Every hash at once: HLEN and the first HSCAN of each are pipelined, and
+ * each reply sends its hash's next HSCAN. */
+void
+ngx_http_adserve_loader_full(ngx_http_adserve_loader_t *ld)
+{
+    ngx_http_adserve_scan_t  *sc;
+    ngx_uint_t                k;
+
+    ld->chunk_ms = 0;
+    ld->holds = 0;
+    ld->state = NGX_HTTP_ADSERVE_SCANNING;
+    ld->scanning = ADSERVE_KIND_COUNT;
+    ld->full_started++;                 /* parses of an earlier one: dropped */
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_init(&ld->scan[k]);
+    }
+
+    for (k = 0; k < ADSERVE_KIND_COUNT && ld->state == NGX_HTTP_ADSERVE_SCANNING; k++) {
+        sc = &ld->scans[k];
+        sc->loader = ld;
+        sc->kind = (adserve_kind_e) k;
+        sc->held = 0;
+        sc->out = 0;
+        ngx_cpystrn((u_char *) sc->cursor, (u_char *) "0", sizeof(sc->cursor));
+
+        ngx_http_adserve_loader_scan(sc);
+    }
+}
