@@ -406,8 +406,9 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     bc->input.rev = ld->rev;
     bc->input.public_url = ld->public_url;
     bc->input.prev = ld->snapshot;          /* our slot keeps it while we build */
-    /* a full load parses on every core; a change has a record or two */
-    bc->input.threads = bc->full ? (unsigned) ngx_ncpu : 1;
+    /* a full load's chunks were parsed as they came (_scan.c); a change
+     * has a record or two to parse */
+    bc->input.threads = 1;
     bc->input.allocator = ngx_http_adserve_zone_build_start(ld->zone);
 
     if (bc->input.allocator == NULL) {
