@@ -488,6 +488,8 @@ ngx_http_adserve_init(ngx_conf_t *cf)
         return NGX_OK;
     }
 
+    ngx_http_adserve_splice_init();
+
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers);

@@ -3,8 +3,9 @@
  * Rules (README "Demand"):
  *   - advertiser_id names an advertiser the caller sees (422) and cannot
  *     change (409);
- *   - IMAGE has image_url and no html, HTML has html and no image_url
- *     (422; changing type means sending the other one as null);
+ *   - IMAGE has image_url, HTML has html, VIDEO has video, and the
+ *     other two are null (422; changing type means sending the old one as
+ *     null); a video has media files or a vast_tag_url, not both (422);
  *   - approval is a review: admins and operators set it (an advertiser
  *     sending it: 403). Made by an admin or operator, a creative is
  *     APPROVED unless they say otherwise; made by an advertiser, PENDING.
@@ -48,21 +49,56 @@ static bool has(const cJSON *o, const char *name)
     return v != NULL && !cJSON_IsNull(v);
 }
 
-/* The content field of each type; the other type's must be null. */
+/* A video plays something: its own media files, or a third-party VAST tag
+ * (then nothing else to play: the tag's ad brings its files). */
+static enum store_status check_video(struct resource_write *w)
+{
+    const cJSON *video = cJSON_GetObjectItemCaseSensitive(w->after, "video");
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(video, "media_files");
+    bool tag = has(video, "vast_tag_url");
+    int n = cJSON_GetArraySize(files);
+
+    if (!tag && n == 0)
+        return resource_refuse(w, 422, "video.media_files: at least one, or a vast_tag_url");
+    if (tag && n > 0)
+        return resource_refuse(w, 422, "video.media_files: must be empty with a vast_tag_url");
+    return STORE_OK;
+}
+
+/* The content field of each type; the other types' must be null. */
+static const char *const content_fields[ADSERVE_CREATIVE_TYPE_COUNT] = {
+    [ADSERVE_CREATIVE_IMAGE] = "image_url",
+    [ADSERVE_CREATIVE_HTML] = "html",
+    [ADSERVE_CREATIVE_VIDEO] = "video",
+};
+/* as the name is said: an HTML */
+static const char *const articles[ADSERVE_CREATIVE_TYPE_COUNT] = {
+    [ADSERVE_CREATIVE_IMAGE] = "an",
+    [ADSERVE_CREATIVE_HTML] = "an",
+    [ADSERVE_CREATIVE_VIDEO] = "a",
+};
+
 static enum store_status check_content(struct resource_write *w)
 {
     int type = adserve_vocab_str(adserve_creative_type_names,
                                  json_str_member(w->after, "type"));
-    bool image = type == ADSERVE_CREATIVE_IMAGE;
-    const char *need = image ? "image_url" : "html", *other = image ? "html" : "image_url";
-    const char *name = adserve_creative_type_names[image ? ADSERVE_CREATIVE_IMAGE
-                                                         : ADSERVE_CREATIVE_HTML];
 
-    if (!has(w->after, need))
-        return resource_refuse(w, 422, "%s: required for an %s creative", need, name);
-    if (has(w->after, other))
-        return resource_refuse(w, 422, "%s: must be null for an %s creative", other, name);
-    return STORE_OK;
+    if (type < 0)       /* the schema checked the enum */
+        return resource_refuse(w, 422, "type: unknown");
+    const char *name = adserve_creative_type_names[type];
+    const char *a = articles[type];
+
+    for (int k = 0; k < ADSERVE_CREATIVE_TYPE_COUNT; k++) {
+        bool need = k == type;
+
+        if (need && !has(w->after, content_fields[k]))
+            return resource_refuse(w, 422, "%s: required for %s %s creative", content_fields[k],
+                                   a, name);
+        if (!need && has(w->after, content_fields[k]))
+            return resource_refuse(w, 422, "%s: must be null for %s %s creative",
+                                   content_fields[k], a, name);
+    }
+    return type == ADSERVE_CREATIVE_VIDEO ? check_video(w) : STORE_OK;
 }
 
 /* Whether the change touches what a reviewer approved (all but name). */

@@ -272,12 +272,66 @@ LIST_QUERY(line_item, line_item_query_fields);
 
 static const struct schema creative_type = {
     .name = "CreativeType", .type = SCHEMA_STRING, .enum_values = adserve_creative_type_names,
-    .description = "IMAGE has image_url, HTML has html (the other one is null)",
+    .description = "IMAGE has image_url, HTML has html, VIDEO has video (the others are null)",
 };
 static const struct schema approval = {
     .name = "CreativeApproval", .type = SCHEMA_STRING, .enum_values = adserve_approval_names,
     .description = "set by admins and operators (APPROVED by default when they make it); a "
                    "creative an advertiser makes or changes is PENDING; only APPROVED serves",
+};
+
+/* VIDEO: the spec shows no creative fields; the shape follows VAST 4.2's
+ * Linear (README "Video"). */
+static const struct schema mime = { .type = SCHEMA_STRING, .min_length = 3, .max_length = 64 };
+static const struct schema pixels0 = { .type = SCHEMA_INTEGER, RANGE(0, 10000) };
+static const struct schema kbps_n = { .type = SCHEMA_INTEGER, RANGE(0, 1000000), .nullable = true };
+static const struct schema video_delivery = {
+    .name = "VideoDelivery", .type = SCHEMA_STRING, .enum_values = adserve_video_delivery_names,
+};
+static const struct schema_field media_file_fields[] = {
+    { "url", &url, .required = true, .description = "the file (absolute http(s))" },
+    { "mime", &mime, .required = true, .description = "e.g. video/mp4" },
+    { "w", &pixels0, .required = true },
+    { "h", &pixels0, .required = true },
+    { "bitrate", &kbps_n, .dflt = "null", .description = "kbit/s" },
+    { "delivery", &video_delivery, .dflt = "\"progressive\"" },
+    { NULL },
+};
+static const struct schema media_file = {
+    .name = "MediaFile", .type = SCHEMA_OBJECT, .fields = media_file_fields,
+};
+static const struct schema media_files = { .type = SCHEMA_ARRAY, .items = &media_file,
+                                           .max_items = ADSERVE_VIDEO_MEDIA_MAX };
+static const struct schema_field companion_fields[] = {
+    { "w", &pixels, .required = true },
+    { "h", &pixels, .required = true },
+    { "image_url", &url, .required = true, .description = "a static banner shown beside" },
+    { NULL },
+};
+static const struct schema companion = {
+    .name = "CompanionBanner", .type = SCHEMA_OBJECT, .fields = companion_fields,
+};
+static const struct schema companions = { .type = SCHEMA_ARRAY, .items = &companion,
+                                          .max_items = ADSERVE_VIDEO_COMPANIONS_MAX };
+static const struct schema duration = { .type = SCHEMA_INTEGER,
+                                        RANGE(0, ADSERVE_VIDEO_DURATION_MAX) };
+static const struct schema skip_offset = { .type = SCHEMA_INTEGER,
+                                           RANGE(0, ADSERVE_VIDEO_DURATION_MAX),
+                                           .nullable = true };
+static const struct schema_field video_creative_fields[] = {
+    { "duration", &duration, .required = true, .description = "seconds" },
+    { "media_files", &media_files, .dflt = "[]",
+      .description = "at least one, unless vast_tag_url wraps another ad server's VAST" },
+    { "skip_offset", &skip_offset, .dflt = "null",
+      .description = "seconds before the skip button; null: not skippable" },
+    { "companions", &companions, .dflt = "[]" },
+    { "vast_tag_url", &url_n, .dflt = "null",
+      .description = "a third-party VAST tag: served as a VAST Wrapper (media_files empty)" },
+    { NULL },
+};
+static const struct schema video_creative = {
+    .name = "VideoCreative", .type = SCHEMA_OBJECT, .fields = video_creative_fields,
+    .nullable = true, .description = "VIDEO: a linear video ad (VAST 4.2)",
 };
 
 static const struct schema_field creative_fields[] = {
@@ -289,6 +343,7 @@ static const struct schema_field creative_fields[] = {
     { "h", &pixels, .required = true, .description = "height in pixels" },
     { "image_url", &url_n, .dflt = "null", .description = "IMAGE: the image (absolute http(s))" },
     { "html", &html_n, .dflt = "null", .description = "HTML: the markup" },
+    { "video", &video_creative, .dflt = "null", .description = "VIDEO: the video ad" },
     { "landing_url", &url, .required = true,
       .description = "where a click goes (absolute http(s))" },
     { "categories", &categories, .dflt = "[]",

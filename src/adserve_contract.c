@@ -97,7 +97,20 @@ const char *const adserve_delivery_names[ADSERVE_DELIVERY_COUNT + 1] = {
 };
 
 const char *const adserve_creative_type_names[ADSERVE_CREATIVE_TYPE_COUNT + 1] = {
-    ADSERVE_V_IMAGE, ADSERVE_V_HTML, NULL
+    ADSERVE_V_IMAGE, ADSERVE_V_HTML, ADSERVE_V_VIDEO, NULL
+};
+
+const char *const adserve_format_names[ADSERVE_FORMAT_COUNT + 1] = {
+    "display", "video", "native", NULL
+};
+
+const char *const adserve_video_event_names[ADSERVE_VIDEO_EVENT_COUNT + 1] = {
+    "start", "firstQuartile", "midpoint", "thirdQuartile", "complete", "skip", "mute",
+    "pause", "progress", "error", NULL
+};
+
+const char *const adserve_video_delivery_names[ADSERVE_VIDEO_DELIVERY_COUNT + 1] = {
+    "progressive", "streaming", NULL
 };
 
 const char *const adserve_key_type_names[ADSERVE_KEY_TYPE_COUNT + 1] = {

@@ -261,14 +261,64 @@ extern const char *const adserve_delivery_names[ADSERVE_DELIVERY_COUNT + 1];
 
 #define ADSERVE_V_IMAGE           "IMAGE"
 #define ADSERVE_V_HTML            "HTML"
+#define ADSERVE_V_VIDEO           "VIDEO"
 
 typedef enum {
     ADSERVE_CREATIVE_IMAGE = 0,
     ADSERVE_CREATIVE_HTML,
+    ADSERVE_CREATIVE_VIDEO,
     ADSERVE_CREATIVE_TYPE_COUNT
 } adserve_creative_type_e;
 
 extern const char *const adserve_creative_type_names[ADSERVE_CREATIVE_TYPE_COUNT + 1];
+
+/* A VIDEO creative's media file delivery (VAST 4.2 MediaFile@delivery). */
+typedef enum {
+    ADSERVE_VIDEO_PROGRESSIVE = 0,
+    ADSERVE_VIDEO_STREAMING,
+    ADSERVE_VIDEO_DELIVERY_COUNT
+} adserve_video_delivery_e;
+
+extern const char *const adserve_video_delivery_names[ADSERVE_VIDEO_DELIVERY_COUNT + 1];
+
+/* An ad unit's formats: ext.{display,video,native}.enabled, and the member
+ * of a served ad that holds it; none enabled means display. */
+typedef enum {
+    ADSERVE_FORMAT_DISPLAY = 0,
+    ADSERVE_FORMAT_VIDEO,
+    ADSERVE_FORMAT_NATIVE,
+    ADSERVE_FORMAT_COUNT
+} adserve_format_e;
+
+extern const char *const adserve_format_names[ADSERVE_FORMAT_COUNT + 1];
+
+/* The VAST tracking events a video ad reports through
+ * /app/v0/event/video/{event}, and its errors (README "Video"). */
+typedef enum {
+    ADSERVE_VIDEO_START = 0,
+    ADSERVE_VIDEO_FIRST_QUARTILE,
+    ADSERVE_VIDEO_MIDPOINT,
+    ADSERVE_VIDEO_THIRD_QUARTILE,
+    ADSERVE_VIDEO_COMPLETE,
+    ADSERVE_VIDEO_SKIP,
+    ADSERVE_VIDEO_MUTE,
+    ADSERVE_VIDEO_PAUSE,
+    ADSERVE_VIDEO_PROGRESS,
+    ADSERVE_VIDEO_ERROR,
+    ADSERVE_VIDEO_EVENT_COUNT
+} adserve_video_event_e;
+
+extern const char *const adserve_video_event_names[ADSERVE_VIDEO_EVENT_COUNT + 1];
+
+#define ADSERVE_IMPRESSION_PATH   "/app/v0/event/impression?ad_log="
+#define ADSERVE_CLICK_PATH        "/app/v0/event/click?ad_log="
+#define ADSERVE_VIDEO_EVENT_PATH  "/app/v0/event/video/"   /* + event */
+#define ADSERVE_VIDEO_PROGRESS_AT 5       /* Choice: seconds, VAST's progress */
+
+/* Choice: a VIDEO creative's bounds, the API's and the build's */
+#define ADSERVE_VIDEO_MEDIA_MAX       8        /* media files */
+#define ADSERVE_VIDEO_COMPANIONS_MAX  4
+#define ADSERVE_VIDEO_DURATION_MAX    3600     /* seconds */
 
 /* targeting keys: values from a list, or any value */
 #define ADSERVE_V_PREDEFINED      "PREDEFINED"

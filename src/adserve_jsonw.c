@@ -64,29 +64,27 @@ adserve_jsonw_raw(adserve_jsonw_t *w, const char *s, size_t len)
 
 
 void
-adserve_jsonw_str(adserve_jsonw_t *w, const char *s)
+adserve_jsonw_esc(adserve_jsonw_t *w, const char *s, size_t n, int keep)
 {
     static const char   hex[] = "0123456789abcdef";
-    const unsigned char *p;
+    const unsigned char *p, *end;
     char                *o;
-    size_t               n;
 
-    if (s == NULL) {
-        adserve_jsonw_lit(w, "null");
-        return;
-    }
-
-    /* at most 6 bytes a byte (\u00XX), and the quotes */
-    n = strlen(s);
-    if (n > (SIZE_MAX - 2) / 6 || reserve(w, n * 6 + 2) != 0) {
+    /* at most 6 bytes a byte (\u00XX) */
+    if (n > SIZE_MAX / 6 - 1 || reserve(w, n * 6) != 0) {
         w->oom = 1;
         return;
     }
 
     o = w->data + w->len;
-    *o++ = '"';
 
-    for (p = (const unsigned char *) s; *p; p++) {
+    for (p = (const unsigned char *) s, end = p + n; p < end; p++) {
+        if (keep && *p == keep && p + 1 < end) {
+            *o++ = (char) *p++;         /* a splice: its kind byte follows */
+            *o++ = (char) *p;
+            continue;
+        }
+
         switch (*p) {
         case '"':  *o++ = '\\'; *o++ = '"'; break;
         case '\\': *o++ = '\\'; *o++ = '\\'; break;
@@ -107,9 +105,22 @@ adserve_jsonw_str(adserve_jsonw_t *w, const char *s)
         }
     }
 
-    *o++ = '"';
     w->len = (size_t) (o - w->data);
     w->data[w->len] = '\0';
+}
+
+
+void
+adserve_jsonw_str(adserve_jsonw_t *w, const char *s)
+{
+    if (s == NULL) {
+        adserve_jsonw_lit(w, "null");
+        return;
+    }
+
+    adserve_jsonw_lit(w, "\"");
+    adserve_jsonw_esc(w, s, strlen(s), 0);
+    adserve_jsonw_lit(w, "\"");
 }
 
 

@@ -26,6 +26,10 @@ typedef struct {
 void adserve_jsonw_init(adserve_jsonw_t *w);
 /* bytes as they are: punctuation and member names the caller spells */
 void adserve_jsonw_raw(adserve_jsonw_t *w, const char *s, size_t len);
+/* n bytes escaped as in a JSON string, without the quotes; a byte keep
+ * (not 0) and the byte after it are written as they are (the build's
+ * splices, adserve_vast.h) */
+void adserve_jsonw_esc(adserve_jsonw_t *w, const char *s, size_t n, int keep);
 /* a JSON string, quoted and escaped; NULL writes null */
 void adserve_jsonw_str(adserve_jsonw_t *w, const char *s);
 /* a number as cJSON 1.7 prints it: %1.15g, or %1.17g when that is needed
@@ -34,6 +38,8 @@ void adserve_jsonw_str(adserve_jsonw_t *w, const char *s);
 void adserve_jsonw_num(adserve_jsonw_t *w, double v);
 void adserve_jsonw_free(adserve_jsonw_t *w);
 
-#define adserve_jsonw_lit(w, s)  adserve_jsonw_raw(w, s, sizeof(s) - 1)
+/* s must be a literal: "" s fails to compile for a pointer, whose sizeof
+ * is not its length */
+#define adserve_jsonw_lit(w, s)  adserve_jsonw_raw(w, "" s, sizeof(s) - 1)
 
 #endif

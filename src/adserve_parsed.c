@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "adserve_jsonw.h"
+#include "adserve_vast.h"
 #include "adserve_parsed.h"
 #include "adserve_target.h"
 #include "adserve_token.h"
@@ -36,18 +37,20 @@ typedef struct {
 static void *
 s_alloc(scratch_t *sc, size_t size)
 {
-    void  *p;
+    void    *p;
+    size_t   at;
 
-    /* pointers, doubles and int64s: 8 bytes is all a parse needs */
-    sc->used = (sc->used + 7) & ~(size_t) 7;
+    /* pointers, doubles and int64s: 8 bytes is all a parse needs; the
+     * rounding may pass the end of the block, so it is checked first */
+    at = (sc->used + 7) & ~(size_t) 7;
 
-    if (sc->cap - sc->used < size) {
+    if (at > sc->cap || sc->cap - at < size) {
         sc->full = 1;
         return NULL;
     }
 
-    p = sc->base + sc->used;
-    sc->used += size;
+    p = sc->base + at;
+    sc->used = at + size;
 
     return p;
 }
@@ -144,12 +147,13 @@ dup_str(scratch_t *a, const cJSON *o, const char *name, int *oom)
 }
 
 
-/* The strings of an array, copied; other values are dropped. */
+/* The strings of an array (with member: the string member of each of its
+ * objects), copied; other values are dropped. */
 static adserve_strs_t
-dup_strs(scratch_t *a, const cJSON *arr, int *oom)
+dup_strs_of(scratch_t *a, const cJSON *arr, const char *member, int *oom)
 {
     adserve_strs_t  s = { NULL, 0 };
-    const cJSON    *it;
+    const cJSON    *it, *v;
     char           *p;
     int             n = cJSON_GetArraySize(arr);
 
@@ -164,8 +168,9 @@ dup_strs(scratch_t *a, const cJSON *arr, int *oom)
     }
 
     cJSON_ArrayForEach(it, arr) {
-        if (cJSON_IsString(it)) {
-            p = s_dup(a, it->valuestring, strlen(it->valuestring));
+        v = member ? cJSON_GetObjectItemCaseSensitive(it, member) : it;
+        if (cJSON_IsString(v)) {
+            p = s_dup(a, v->valuestring, strlen(v->valuestring));
             if (p == NULL) {
                 *oom = 1;
                 return s;
@@ -175,6 +180,63 @@ dup_strs(scratch_t *a, const cJSON *arr, int *oom)
     }
 
     return s;
+}
+
+
+static adserve_strs_t
+dup_strs(scratch_t *a, const cJSON *arr, int *oom)
+{
+    return dup_strs_of(a, arr, NULL, oom);
+}
+
+
+/* ext.{display,video,native}.enabled: 1 or true */
+static unsigned
+unit_formats(const cJSON *ext)
+{
+    const cJSON  *v;
+    unsigned      f, formats = 0;
+
+    for (f = 0; f < ADSERVE_FORMAT_COUNT; f++) {
+        v = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(ext, adserve_format_names[f]), "enabled");
+        if ((cJSON_IsNumber(v) && v->valuedouble != 0) || cJSON_IsTrue(v)) {
+            formats |= 1u << f;
+        }
+    }
+
+    /* none on: display, as every ad unit served before formats */
+    return formats ? formats : 1u << ADSERVE_FORMAT_DISPLAY;
+}
+
+
+/* The VideoPlacement, with the spec's defaults (480 x 300, durations 0:
+ * any) */
+static void
+parse_unit_video(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *v, int *oom)
+{
+    const cJSON  *it, *durs = cJSON_GetObjectItemCaseSensitive(v, "rqddurs");
+
+    read_size(v, &u->video, 480, 300);
+    u->mindur = (uint32_t) clamp_int(get_num(v, "mindur", 0), 0, INT32_MAX);
+    u->maxdur = (uint32_t) clamp_int(get_num(v, "maxdur", 0), 0, INT32_MAX);
+    u->linear = clamp_int(get_num(v, "linear", 0), 0, 2);
+    u->skip = get_num(v, "skip", 0) != 0;
+    u->video_mimes = dup_strs(sc, cJSON_GetObjectItemCaseSensitive(v, "mime"), oom);
+
+    if (cJSON_GetArraySize(durs) > 0) {
+        u->rqddurs = s_alloc(sc, cJSON_GetArraySize(durs) * sizeof(uint32_t));
+        if (u->rqddurs == NULL) {
+            *oom = 1;
+            return;
+        }
+        cJSON_ArrayForEach(it, durs) {
+            if (cJSON_IsNumber(it)) {
+                u->rqddurs[u->nrqddurs++] = (uint32_t) clamp_int(it->valuedouble, 0,
+                                                                 INT32_MAX);
+            }
+        }
+    }
 }
 
 
@@ -188,6 +250,7 @@ parse_unit_ext(scratch_t *sc, adserve_parsed_t *p, const cJSON *o, int *oom)
     const char             *url;
 
     ext = cJSON_GetObjectItemCaseSensitive(o, "ext");
+    u->formats = unit_formats(ext);
     u->bcat = dup_strs(sc, cJSON_GetObjectItemCaseSensitive(ext, "bcat"), oom);
     u->default_cpc = get_cost(ext, "default_cpc");
     u->default_cpa = get_cost(ext, "default_cpa");
@@ -240,6 +303,7 @@ parse_unit(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     }
 
     parse_unit_ext(sc, p, o, &oom);
+    parse_unit_video(sc, u, cJSON_GetObjectItemCaseSensitive(o, "video"), &oom);
 
     return oom ? -1 : 0;
 }
@@ -407,16 +471,14 @@ parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 }
 
 
-/* Renders the creative's "ad" object once; every ad unit it serves on
- * reuses the text. NULL when it cannot be rendered (its type lacks its
+/* Renders a display creative's "ad" object once; every ad unit it serves
+ * on reuses the text. NULL when it cannot be rendered (its type lacks its
  * field), or out of memory. */
 static char *
-render_ad(const cJSON *o, const char *id, adserve_size_t size)
+render_display(const cJSON *o, int ctype, const char *id, adserve_size_t size)
 {
     adserve_jsonw_t  w;
     const char      *img, *html;
-    int              ctype = adserve_vocab_str(adserve_creative_type_names,
-                                               get_str(o, "type"));
 
     img = get_str(o, "image_url");
     html = get_str(o, "html");
@@ -455,12 +517,60 @@ render_ad(const cJSON *o, const char *id, adserve_size_t size)
 }
 
 
+/* A video creative's "ad" object: its VAST in a JSON string, the splices
+ * left as they are for serving to fill (adserve_vast.h); the VAST itself
+ * kept for GET /app/v0/vast. */
+static char *
+render_video(scratch_t *sc, const cJSON *o, adserve_parsed_t *p, int *oom)
+{
+    adserve_parsed_creative_t  *c = &p->u.creative;
+    const cJSON                *v = cJSON_GetObjectItemCaseSensitive(o, "video");
+    adserve_jsonw_t             w;
+    char                       *vast;
+    size_t                      len;
+    double                      skip;
+
+    vast = adserve_vast_render(o, p->id, &len, &c->splices);
+    if (vast == NULL) {
+        return NULL;
+    }
+
+    c->vast = s_dup(sc, vast, len);
+    c->vast_len = len;
+    c->duration = (uint32_t) get_num(v, "duration", 0);
+    skip = get_num(v, "skip_offset", -1);
+    c->skip_offset = skip >= 0 ? (int32_t) skip : -1;
+    c->mimes = dup_strs_of(sc, cJSON_GetObjectItemCaseSensitive(v, "media_files"), "mime",
+                           oom);
+    *oom |= c->vast == NULL;
+
+    adserve_jsonw_init(&w);
+    adserve_jsonw_lit(&w, "{\"id\":");
+    adserve_jsonw_str(&w, p->id);
+    adserve_jsonw_lit(&w, ",\"video\":{\"w\":");
+    adserve_jsonw_num(&w, c->size.w);
+    adserve_jsonw_lit(&w, ",\"h\":");
+    adserve_jsonw_num(&w, c->size.h);
+    adserve_jsonw_lit(&w, ",\"vast\":\"");
+    adserve_jsonw_esc(&w, vast, len, ADSERVE_SPLICE);
+    adserve_jsonw_lit(&w, "\"}}");
+    free(vast);
+
+    if (w.oom) {
+        adserve_jsonw_free(&w);
+        return NULL;
+    }
+
+    return w.data;
+}
+
+
 static int
 parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 {
     adserve_parsed_creative_t  *c = &p->u.creative;
     char                       *ad;
-    int                         oom = 0;
+    int                         oom = 0, ctype;
 
     read_size(o, &c->size, -1, -1);
     c->categories = dup_strs(sc,
@@ -471,20 +581,29 @@ parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
         return -1;
     }
 
+    ctype = adserve_vocab_str(adserve_creative_type_names, get_str(o, "type"));
+    c->format = ctype == ADSERVE_CREATIVE_VIDEO ? ADSERVE_FORMAT_VIDEO
+                                                : ADSERVE_FORMAT_DISPLAY;
+
     /* a creative that cannot be rendered can never serve */
     if (adserve_vocab_str(adserve_approval_names, get_str(o, "approval"))
-        != ADSERVE_APPROVAL_APPROVED
-        || (ad = render_ad(o, p->id, c->size)) == NULL)
+        != ADSERVE_APPROVAL_APPROVED)
     {
         return 0;
+    }
+
+    ad = c->format == ADSERVE_FORMAT_VIDEO ? render_video(sc, o, p, &oom)
+                                           : render_display(o, ctype, p->id, c->size);
+    if (ad == NULL) {
+        return oom ? -1 : 0;
     }
 
     c->ad_json_len = strlen(ad);
     c->ad_json = s_dup(sc, ad, c->ad_json_len);
     free(ad);
-    c->approved = 1;
+    c->approved = !oom;
 
-    return c->ad_json ? 0 : -1;
+    return c->ad_json && !oom ? 0 : -1;
 }
 
 
@@ -613,7 +732,9 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         MOVE(p->u.unit.parent_id);
         MOVE(p->u.unit.sizes);
         MOVE(p->u.unit.public_url);
+        MOVE(p->u.unit.rqddurs);
         move_strs(&p->u.unit.bcat, delta);
+        move_strs(&p->u.unit.video_mimes, delta);
         break;
     case ADSERVE_KIND_PLACEMENTS:
         move_strs(&p->u.placement.ad_unit_ids, delta);
@@ -627,7 +748,9 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
     case ADSERVE_KIND_CREATIVES:
         MOVE(p->u.creative.landing_url);
         MOVE(p->u.creative.ad_json);
+        MOVE(p->u.creative.vast);
         move_strs(&p->u.creative.categories, delta);
+        move_strs(&p->u.creative.mimes, delta);
         break;
     case ADSERVE_KIND_LICAS:
         MOVE(p->u.lica.line_item_id);

@@ -52,6 +52,14 @@ typedef struct {
     double          default_cpc, default_cpa, target_ecpm;
     const char     *public_url;       /* ext.public_url, or NULL */
     int             on_response;      /* recommendation, on_ad_response */
+    unsigned        formats;          /* 1 << adserve_format_e it serves */
+    adserve_size_t  video;            /* the VideoPlacement: 480 x 300 */
+    uint32_t        mindur, maxdur;   /* seconds; maxdur 0: no maximum */
+    uint32_t       *rqddurs;          /* exactly one of these, when any */
+    uint32_t        nrqddurs;
+    adserve_strs_t  video_mimes;      /* none: any */
+    int             linear;           /* 0 unknown, 1 linear, 2 non-linear */
+    int             skip;             /* the player offers a skip */
 } adserve_parsed_unit_t;
 
 typedef struct {
@@ -98,6 +106,14 @@ typedef struct {
     const char     *landing_url;
     const char     *ad_json;          /* the rendered "ad" object */
     size_t          ad_json_len;
+    int             format;           /* adserve_format_e */
+    unsigned        splices;          /* VIDEO: in ad_json, and in vast */
+    uint32_t        duration;         /* VIDEO: seconds */
+    int32_t         skip_offset;      /* VIDEO: seconds; -1 not skippable */
+    adserve_strs_t  mimes;            /* VIDEO: of its media files (none:
+                                       * a VAST tag's wrapper) */
+    const char     *vast;             /* VIDEO: the VAST, with splices */
+    size_t          vast_len;
 } adserve_parsed_creative_t;
 
 typedef struct {

@@ -5,6 +5,7 @@
  * here, once per revision, so that serving does as little as possible.
  */
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -16,8 +17,12 @@
 
 #include "adserve_snapshot.h"
 #include "adserve_pacing.h"
+#include "adserve_vast.h"
 
 
+const char *const adserve_excl_names[ADSERVE_EXCL_COUNT + 1] = {
+    "", "size", "bcat", "format", "duration", "mime", "skip", "linearity", NULL
+};
 
 
 #define NONE  UINT32_MAX
@@ -578,21 +583,84 @@ link_licas(build_t *b, adserve_parsed_t **ps)
 /* ---- joining ----------------------------------------------------------- */
 
 static int
-size_fits(const adserve_parsed_unit_t *u, adserve_size_t c)
+has_str(const adserve_strs_t *s, const char *v)
 {
     uint32_t  i;
 
-    if (u->display.w == c.w && u->display.h == c.h) {
-        return 1;
-    }
-
-    for (i = 0; i < u->nsizes; i++) {
-        if (u->sizes[i].w == c.w && u->sizes[i].h == c.h) {
+    for (i = 0; i < s->n; i++) {
+        if (strcmp(s->v[i], v) == 0) {
             return 1;
         }
     }
 
     return 0;
+}
+
+
+/* A video creative on a video placement: 0, or why not (adserve_excl_e). */
+static int
+video_fits(const adserve_parsed_unit_t *u, const adserve_parsed_creative_t *c)
+{
+    double    ua, ca;
+    uint32_t  i;
+    int       ok;
+
+    if (u->linear == 2) {                /* ours are linear ads */
+        return ADSERVE_EXCL_LINEARITY;
+    }
+
+    if (u->nrqddurs > 0) {
+        for (ok = 0, i = 0; i < u->nrqddurs; i++) {
+            ok |= u->rqddurs[i] == c->duration;
+        }
+
+    } else {
+        ok = c->duration >= u->mindur && (u->maxdur == 0 || c->duration <= u->maxdur);
+    }
+
+    if (!ok) {
+        return ADSERVE_EXCL_DURATION;
+    }
+
+    /* a wrapper's files are the tag's: the player asked for them */
+    if (u->video_mimes.n > 0 && c->mimes.n > 0) {
+        for (ok = 0, i = 0; i < c->mimes.n; i++) {
+            ok |= has_str(&u->video_mimes, c->mimes.v[i]);
+        }
+
+        if (!ok) {
+            return ADSERVE_EXCL_MIME;
+        }
+    }
+
+    if (c->skip_offset >= 0 && !u->skip) {
+        return ADSERVE_EXCL_SKIP;
+    }
+
+    /* Choice: "close" is the shape: players scale a video to their size,
+     * and a tenth more or less of aspect ratio shows no bars */
+    ua = u->video.h > 0 ? u->video.w / u->video.h : 0;
+    ca = c->size.h > 0 ? c->size.w / c->size.h : 0;
+
+    return ua > 0 && ca > 0 && fabs(ca - ua) <= ua / 10 ? 0 : ADSERVE_EXCL_SIZE;
+}
+
+
+/* Whether a creative can fill the ad unit: 0, or why not. Display at the
+ * unit's own display size only: ad_unit_sizes are targeting metadata (the
+ * spec), not sizes it draws. */
+static int
+creative_fits(const adserve_parsed_unit_t *u, const adserve_parsed_creative_t *c)
+{
+    if (!(u->formats & (1u << c->format))) {
+        return ADSERVE_EXCL_FORMAT;
+    }
+
+    if (c->format == ADSERVE_FORMAT_VIDEO) {
+        return video_fits(u, c);
+    }
+
+    return u->display.w == c->size.w && u->display.h == c->size.h ? 0 : ADSERVE_EXCL_SIZE;
 }
 
 
@@ -693,7 +761,7 @@ join_line_item(build_t *b, uint32_t i)
     unit_rec_t      *u;
     creative_rec_t  *cr;
     uint32_t         k, j, m, stamp = i + 1;
-    int              rc;
+    int              rc, why;
 
     b->nmarked = 0;
 
@@ -725,8 +793,10 @@ join_line_item(build_t *b, uint32_t i)
 
             cr = &b->crs[l->cr];
 
-            if (!size_fits(u->p, cr->p->size)) {
-                rc = add_excl(u, li, cr, ADSERVE_EXCL_SIZE);
+            why = creative_fits(u->p, cr->p);
+
+            if (why != 0) {
+                rc = add_excl(u, li, cr, (adserve_excl_e) why);
 
             } else if (category_blocked(&u->p->bcat, &cr->p->categories)) {
                 rc = add_excl(u, li, cr, ADSERVE_EXCL_BCAT);
@@ -809,6 +879,45 @@ render_head(build_t *b, creative_rec_t *cr, size_t *len)
 }
 
 
+/* The base URL where a VAST's splices put it (adserve_vast.h): XML text,
+ * and that inside the JSON string of ad.video.vast. */
+static int
+render_vast_base(build_t *b, const char *base, adserve_unit_t *out)
+{
+    adserve_jsonw_t  x, j;
+    size_t           n = base ? strlen(base) : 0;
+    char            *trimmed;
+
+    while (n > 0 && base[n - 1] == '/') {
+        n--;
+    }
+
+    trimmed = strndup(base ? base : "", n);
+    if (trimmed == NULL) {
+        return -1;
+    }
+
+    adserve_jsonw_init(&x);
+    adserve_xml_esc(&x, trimmed);
+    free(trimmed);
+    adserve_jsonw_init(&j);
+    adserve_jsonw_esc(&j, x.data ? x.data : "", x.len, 0);
+
+    if (!x.oom && !j.oom) {
+        out->vast_base.len = x.len;
+        out->vast_base.data = adserve_arena_memdup(&b->snap->arena, x.data ? x.data : "", x.len);
+        out->vast_base_json.len = j.len;
+        out->vast_base_json.data = adserve_arena_memdup(&b->snap->arena, j.data ? j.data : "",
+                                                        j.len);
+    }
+
+    adserve_jsonw_free(&x);
+    adserve_jsonw_free(&j);
+
+    return out->vast_base.data && out->vast_base_json.data ? 0 : -1;
+}
+
+
 /* ,"impression_url":"<base>/app/v0/event/impression?ad_log= and the same
  * for the click: the base is the unit's ext.public_url or the default,
  * escaped as a JSON string (the API checked it is an http(s) URL) */
@@ -850,7 +959,8 @@ render_urls(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 
     cJSON_free(json);
 
-    return out->impression_prefix.data && out->click_prefix.data ? 0 : -1;
+    return out->impression_prefix.data && out->click_prefix.data
+           && render_vast_base(b, base, out) == 0 ? 0 : -1;
 }
 
 
@@ -981,6 +1091,7 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         c[i].bid = cand_bid(u->p, bc->li->p);
         c[i].bid_micros = (uint64_t) (c[i].bid * 1e6 + 0.5);
         c[i].response_head = render_head(b, bc->cr, &c[i].response_head_len);
+        c[i].splices = bc->cr->p->splices;
 
         if (c[i].li == NONE || snap_id(b, bc->cr->id, &bc->cr->snap_id) != 0
             || c[i].response_head == NULL)
@@ -1139,6 +1250,15 @@ build_creatives(build_t *b)
                                                    c->landing_url.len);
         if (c->landing_url.data == NULL) {
             return -1;
+        }
+
+        if (cr->p->vast != NULL && cr->p->approved) {
+            c->vast.len = cr->p->vast_len;
+            c->vast.data = adserve_arena_memdup(&s->arena, cr->p->vast, c->vast.len);
+            c->splices = cr->p->splices;
+            if (c->vast.data == NULL) {
+                return -1;
+            }
         }
     }
 

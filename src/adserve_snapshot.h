@@ -134,6 +134,8 @@ typedef struct {
     uint32_t        li;               /* index in the snapshot's lis */
     uint32_t        weight;           /* LICA weight, for rotation */
     uint32_t        group;            /* same tier and priority: one group */
+    uint32_t        splices;          /* in response_head: a video's URLs,
+                                       * filled per request (adserve_vast.h) */
     uint64_t        bid_micros;       /* the line item's rate, or the unit's
                                        * default_cpc / default_cpa, x 1e6 */
     double          bid;
@@ -146,9 +148,19 @@ typedef struct {
 /* For the explainer: a creative of a line item that targets the ad unit
  * but can never serve there. */
 typedef enum {
-    ADSERVE_EXCL_SIZE = 1,            /* neither display w x h nor ad_unit_sizes */
-    ADSERVE_EXCL_BCAT                 /* a category in the unit's ext.bcat */
+    ADSERVE_EXCL_SIZE = 1,            /* not the unit's display w x h, or not
+                                       * the shape of its video player */
+    ADSERVE_EXCL_BCAT,                /* a category in the unit's ext.bcat */
+    ADSERVE_EXCL_FORMAT,              /* a format the unit does not serve */
+    ADSERVE_EXCL_DURATION,            /* video: mindur..maxdur, rqddurs */
+    ADSERVE_EXCL_MIME,                /* video: no media file of its mime */
+    ADSERVE_EXCL_SKIP,                /* video: skippable, the player not */
+    ADSERVE_EXCL_LINEARITY,           /* video: a non-linear placement */
+    ADSERVE_EXCL_COUNT
 } adserve_excl_e;
+
+/* the explainer's word for each (index adserve_excl_e; 0 unused) */
+extern const char *const adserve_excl_names[ADSERVE_EXCL_COUNT + 1];
 
 typedef struct {
     adserve_str_t   line_item_id;
@@ -173,6 +185,8 @@ typedef struct {
                                                 * on_ad_response */
     adserve_str_t   impression_prefix;  /* ,"impression_url":"<base>...ad_log= */
     adserve_str_t   click_prefix;       /* ","click_url":"<base>...ad_log= */
+    adserve_str_t   vast_base;          /* the base in a VAST: XML-escaped, */
+    adserve_str_t   vast_base_json;     /* and that as JSON string text */
 } adserve_unit_t;
 
 /* One ad the user was shown by a capped line item, from Redis. */
@@ -219,6 +233,8 @@ typedef struct {
 typedef struct {
     adserve_str_t   id;
     adserve_str_t   landing_url;      /* absolute http(s), checked by the API */
+    adserve_str_t   vast;             /* a VIDEO's VAST, with splices */
+    uint32_t        splices;
 } adserve_creative_t;
 
 typedef struct adserve_snapshot_s {
@@ -245,8 +261,6 @@ typedef struct adserve_snapshot_s {
  * ad_log value, and after it. */
 #define ADSERVE_RESPONSE_MIDDLE    "\"},\"ext\":{\"message\":\"ok\",\"ad_log\":\""
 #define ADSERVE_RESPONSE_TAIL      "\"}}"
-#define ADSERVE_IMPRESSION_PATH    "/app/v0/event/impression?ad_log="
-#define ADSERVE_CLICK_PATH         "/app/v0/event/click?ad_log="
 #define ADSERVE_RESPONSE_VERSION   "0.1.0"
 
 

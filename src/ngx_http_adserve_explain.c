@@ -34,7 +34,6 @@ ngx_http_adserve_explain_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     static const char *const  reasons[] = {
         "", "flight", "targeting", "goal_reached", "frequency_cap", "floor", "pacing"
     };
-    static const char *const  excluded[] = { "", "size", "bcat" };
 
     ngx_http_adserve_main_conf_t  *amcf;
     adserve_explained_t           *x;
@@ -128,7 +127,7 @@ ngx_http_adserve_explain_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
         p = ngx_http_adserve_json_str(p, &e->line_item_id);
         p = ngx_cpymem(p, ",\"creative_id\":", sizeof(",\"creative_id\":") - 1);
         p = ngx_http_adserve_json_str(p, &e->creative_id);
-        p = ngx_sprintf(p, ",\"reason\":\"%s\"}", excluded[e->reason % 3]);
+        p = ngx_sprintf(p, ",\"reason\":\"%s\"}", adserve_excl_names[e->reason < ADSERVE_EXCL_COUNT ? e->reason : 0]);
     }
 
     p = ngx_cpymem(p, "]}", 2);

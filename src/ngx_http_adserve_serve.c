@@ -56,9 +56,54 @@ ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 }
 
 
+/* The path each splice kind writes (adserve_vast.h), made once. */
+static ngx_str_t  ngx_http_adserve_splice_paths[256];
+static u_char     ngx_http_adserve_splice_text[256 * ADSERVE_SPLICE_PATH_MAX];
+
+
+void
+ngx_http_adserve_splice_init(void)
+{
+    ngx_uint_t  k;
+    u_char     *p = ngx_http_adserve_splice_text;
+
+    for (k = 0; k < 256; k++) {
+        ngx_http_adserve_splice_paths[k].data = p;
+        ngx_http_adserve_splice_paths[k].len = adserve_splice_path((int) k, (char *) p);
+        p += ADSERVE_SPLICE_PATH_MAX;
+    }
+}
+
+
+/* The rendered text with each splice filled: the base, the splice's path,
+ * the token. */
+u_char *
+ngx_http_adserve_splice(u_char *p, const u_char *text, size_t len,
+    const adserve_str_t *base, const u_char *tok, size_t n)
+{
+    const u_char  *end = text + len, *m;
+    ngx_str_t     *path;
+
+    while ((m = ngx_strlchr((u_char *) text, (u_char *) end, ADSERVE_SPLICE)) != NULL
+           && m + 1 < end)
+    {
+        path = &ngx_http_adserve_splice_paths[m[1]];
+        p = ngx_cpymem(p, text, m - text);
+        p = ngx_cpymem(p, base->data, base->len);
+        p = ngx_cpymem(p, path->data, path->len);
+        p = ngx_cpymem(p, tok, n);
+        text = m + 2;
+    }
+
+    return ngx_cpymem(p, text, end - text);
+}
+
+
 /* Copies the rendered response around a fresh ad_log token: the body is
  * the creative's head, the unit's impression URL, the token, the unit's
- * click URL, the token, and the token again as ext.ad_log. */
+ * click URL, the token, and the token again as ext.ad_log. A video's head
+ * has splices (its VAST's URLs): the token is sealed first, then the head
+ * copied with them filled. */
 static ngx_int_t
 ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, const adserve_cand_t *c, time_t now)
@@ -74,14 +119,28 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     body = ngx_pnalloc(r->pool, c->response_head_len + unit->impression_prefix.len
                                 + unit->click_prefix.len + 3 * ADSERVE_TOKEN_MAX
-                                + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL));
+                                + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL)
+                                + c->splices * (unit->vast_base_json.len
+                                                + ADSERVE_SPLICE_PATH_MAX
+                                                + ADSERVE_TOKEN_MAX));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_cpymem(body, c->response_head, c->response_head_len);
-    p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
-    tok = p;
+    /* display: the token goes straight where it belongs; a video's goes
+     * first into the room after the body, its splices need it */
+    if (c->splices == 0) {
+        p = ngx_cpymem(body, c->response_head, c->response_head_len);
+        p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
+        tok = p;
+
+    } else {
+        tok = body + c->response_head_len + c->splices * (unit->vast_base_json.len
+                                                          + ADSERVE_SPLICE_PATH_MAX
+                                                          + ADSERVE_TOKEN_MAX)
+              + unit->impression_prefix.len;
+        p = NULL;
+    }
 
     log.issued = now;
     log.price_micros = c->bid_micros;
@@ -100,6 +159,14 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                       "adserve: ad_log token could not be sealed");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (p == NULL) {
+        p = ngx_http_adserve_splice(body, (const u_char *) c->response_head,
+                                    c->response_head_len, &unit->vast_base_json, tok, n);
+        p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
+        p = ngx_movemem(p, tok, n);
+        tok = p - n;
     }
 
     p = ngx_cpymem(tok + n, unit->click_prefix.data, unit->click_prefix.len);

@@ -39,13 +39,45 @@ is_deeply({ map { $_ => $image->{$_} } qw(type w h image_url html categories app
 }, 'an IMAGE creative an admin makes: APPROVED, html null');
 is_deeply($JSON->decode($t->redis('HGET', 'adserve:creatives', $image->{id})), $image, 'adserve:creatives holds it');
 is($t->revision, $rev + 1, 'one revision');
+our $video = { duration => 15, skip_offset => 5,
+               media_files => [ { url => 'https://cdn.example/v.mp4', mime => 'video/mp4', w => 640, h => 360, bitrate => 500 } ],
+               companions => [ { w => 300, h => 250, image_url => 'https://cdn.example/c.png' } ] };
+my $vid = $t->created('/api/creatives', body(type => 'VIDEO', image_url => undef, w => 640, h => 360, video => $video));
+is_deeply($vid->{video}, { %$video, vast_tag_url => undef,
+                           media_files => [ { %{ $video->{media_files}[0] }, delivery => 'progressive' } ] },
+          'a VIDEO creative: its video with the defaults (progressive delivery, no VAST tag)');
+is($vid->{image_url}, undef, '... and no image');
+my $wrap = $t->created('/api/creatives', body(type => 'VIDEO', image_url => undef, w => 640, h => 360,
+                                             video => { duration => 30, vast_tag_url => 'https://dsp.example/vast?id=7' }));
+is_deeply([ @{ $wrap->{video} }{qw(media_files skip_offset vast_tag_url)} ], [ [], undef, 'https://dsp.example/vast?id=7' ],
+          'a VIDEO creative wrapping a third-party VAST tag');
 my $html = $t->created('/api/creatives', body(type => 'HTML', image_url => undef, html => '<a href="#">Buy</a>', w => 728, h => 90));
 is_deeply([ @$html{qw(type html image_url)} ], [ 'HTML', '<a href="#">Buy</a>', undef ], 'an HTML creative');
 is($t->created('/api/creatives', body(approval => 'PENDING'))->{approval}, 'PENDING', 'an admin may make one PENDING');
 is($t->created('/api/creatives', body(), @ops)->{approval}, 'APPROVED', 'an operator\'s: APPROVED');
 
 for my $case (
-    [ { type => 'VIDEO' }, 422, qr/^type: must be one of IMAGE, HTML/, 'type' ],
+    [ { type => 'AUDIO' }, 422, qr/^type: must be one of IMAGE, HTML, VIDEO/, 'type' ],
+    [ { type => 'VIDEO', image_url => undef }, 422, qr/^video: required for a VIDEO creative/, 'VIDEO without video' ],
+    [ { type => 'VIDEO', video => $video }, 422, qr/^image_url: must be null for a VIDEO creative/, 'VIDEO with image_url' ],
+    [ { image_url => undef, type => 'VIDEO', video => { %$video, media_files => [] } }, 422,
+      qr/^video\.media_files: at least one, or a vast_tag_url/, 'VIDEO with nothing to play' ],
+    [ { image_url => undef, type => 'VIDEO', video => { %$video, vast_tag_url => 'https://dsp.example/vast' } }, 422,
+      qr/^video\.media_files: must be empty with a vast_tag_url/, 'VIDEO with files and a tag' ],
+    [ { image_url => undef, type => 'VIDEO', video => { %$video, duration => -1 } }, 422,
+      qr/^video\.duration: must be between 0 and 3600/, 'a negative duration' ],
+    [ { image_url => undef, type => 'VIDEO', video => { %$video, media_files => [ { %{ $video->{media_files}[0] }, bitrate => -5 } ] } },
+      422, qr/^video\.media_files\[0\]\.bitrate: must be between 0/, 'a negative bitrate' ],
+    [ { image_url => undef, type => 'VIDEO', video => { %$video, media_files => [ { %{ $video->{media_files}[0] }, url => '/v.mp4' } ] } },
+      422, qr/^video\.media_files\[0\]\.url: must be an absolute http/, 'a relative media URL' ],
+    [ { image_url => undef, type => 'VIDEO', video => { %$video, media_files => [ { %{ $video->{media_files}[0] }, w => -1 } ] } },
+      422, qr/^video\.media_files\[0\]\.w: must be between 0/, 'a negative media width' ],
+    [ { image_url => undef, type => 'VIDEO', video => { %$video, media_files => [ { %{ $video->{media_files}[0] }, delivery => 'carrier pigeon' } ] } },
+      422, qr/^video\.media_files\[0\]\.delivery: must be one of progressive, streaming/, 'delivery enum' ],
+    [ { image_url => undef, type => 'VIDEO', video => { %$video, skip_offset => 3601 } }, 422,
+      qr/^video\.skip_offset: must be between 0 and 3600/, 'a skip offset past an hour' ],
+    [ { image_url => undef, type => 'VIDEO', video => { %$video, loop => 1 } }, 422,
+      qr/^video\.loop: unknown property/, 'an unknown video field' ],
     [ { image_url => undef }, 422, qr/^image_url: required for an IMAGE creative/, 'IMAGE without image_url' ],
     [ { html => '<b>x</b>' }, 422, qr/^html: must be null for an IMAGE creative/, 'IMAGE with html' ],
     [ { type => 'HTML', image_url => undef }, 422, qr/^html: required for an HTML creative/, 'HTML without html' ],

@@ -12,6 +12,8 @@
  * under AddressSanitizer any pointer the snapshot kept into it is caught. */
 
 #include "adserve_snapshot.h"
+#include "adserve_vast.h"
+#include "adserve_parsed.h"
 #include "adserve_pacing.h"
 #include "adserve_contract.h"
 #include "adserve_token.h"
@@ -490,6 +492,85 @@ static void test_flight(void) {
            NULL, NULL, NOW), "c1", "flight bounds honour the UTC offset");
 }
 
+/* ---- video: formats, and each rule of a video placement ---- */
+
+#define VU(video) "{'id':'u1','status':'ACTIVE','ext':{'video':{'enabled':1}},'video':{" video "}}"
+#define VPLAYER   "'w':640,'h':360,'mindur':5,'maxdur':30,'mime':['video/mp4'],'skip':1"
+#define VC(video) "{'id':'c1','approval':'APPROVED','type':'VIDEO','w':640,'h':360,'name':'Spot <b>','video':{" video "}}"
+#define VFILE     "'media_files':[{'url':'https://cdn.example/v.mp4?a=1&b=2','mime':'video/mp4','w':640,'h':360,'bitrate':500}]"
+
+static void test_video(void) {
+    const char *vc = VC("'duration':15,'skip_offset':5," VFILE);
+    const char *both = "{'id':'u1','status':'ACTIVE','display':{'w':300,'h':250},"
+                       "'ext':{'video':{'enabled':1},'display':{'enabled':1}},'video':{" VPLAYER "}}";
+    adserve_snapshot_t *s;
+    const adserve_unit_t *u;
+
+    is_str(base_serve(VU(VPLAYER), NULL, NULL, vc, NULL, NOW), "c1", "video: a fitting video creative serves");
+    is_str(base_serve(VU(VPLAYER), NULL, NULL, NULL, NULL, NOW), NULL,
+           "video: a display creative on a video-only unit, no ad");
+    is_str(base_serve(NULL, NULL, NULL, vc, NULL, NOW), NULL,
+           "video: a video creative on a unit with no format on (display), no ad");
+    is_str(base_serve(both, NULL, NULL, NULL, NULL, NOW), "c1", "video: display on too: a banner serves");
+    is_str(base_serve(both, NULL, NULL, vc, NULL, NOW), "c1", "... and the video");
+    is_str(base_serve(VU(VPLAYER), NULL, NULL, VC("'duration':60," VFILE), NULL, NOW), NULL,
+           "video: longer than maxdur, no ad");
+    is_str(base_serve(VU(VPLAYER), NULL, NULL, VC("'duration':3," VFILE), NULL, NOW), NULL,
+           "video: shorter than mindur, no ad");
+    is_str(base_serve(VU("'w':640,'h':360,'rqddurs':[15,30]"), NULL, NULL, VC("'duration':15," VFILE), NULL, NOW),
+           "c1", "video: a duration among rqddurs serves");
+    is_str(base_serve(VU("'w':640,'h':360,'rqddurs':[30]"), NULL, NULL, VC("'duration':15," VFILE), NULL, NOW),
+           NULL, "video: not among rqddurs, no ad");
+    is_str(base_serve(VU("'w':640,'h':360,'mime':['video/webm']"), NULL, NULL, vc, NULL, NOW), NULL,
+           "video: no media file of an accepted mime, no ad");
+    is_str(base_serve(VU("'w':640,'h':360,'mime':['video/webm']"), NULL, NULL,
+                      VC("'duration':15,'vast_tag_url':'https://dsp.example/vast'"), NULL, NOW), "c1",
+           "video: a wrapper's files are the tag's: its mime is not ours to check");
+    is_str(base_serve(VU("'w':640,'h':360,'skip':0"), NULL, NULL, vc, NULL, NOW), NULL,
+           "video: a skippable ad where the player offers no skip, no ad");
+    is_str(base_serve(VU("'w':640,'h':360,'skip':0"), NULL, NULL, VC("'duration':15," VFILE), NULL, NOW), "c1",
+           "video: a non-skippable ad there serves");
+    is_str(base_serve(VU("'w':640,'h':360,'linear':2"), NULL, NULL, vc, NULL, NOW), NULL,
+           "video: a non-linear placement takes no linear ad");
+    is_str(base_serve(VU("'w':1280,'h':720,'skip':1"), NULL, NULL, vc, NULL, NOW), "c1",
+           "video: 640x360 on a 1280x720 player (same shape) serves");
+    is_str(base_serve(VU("'w':640,'h':480,'skip':1"), NULL, NULL, vc, NULL, NOW), NULL,
+           "video: 16:9 on a 4:3 player, no ad");
+    is_str(base_serve(VU("'skip':1"), NULL, NULL, VC("'duration':15,'skip_offset':5," VFILE), NULL, NOW),
+           NULL, "video: the spec's default player is 480x300 (16:10): a 16:9 ad is more than a tenth off");
+
+    /* a parse is written into a scratch block, tried again larger when it
+     * does not fit: every length of name lands its end somewhere else in
+     * the block (under ASan, an overrun of its rounding is caught) */
+    {
+        char name[400], rec[2048];
+        int n, all = 1;
+        for (n = 0; n < 300; n++) {
+            memset(name, 'n', n);
+            name[n] = '\0';
+            snprintf(rec, sizeof rec, "{\"id\":\"c1\",\"approval\":\"APPROVED\",\"type\":\"VIDEO\","
+                     "\"w\":640,\"h\":360,\"name\":\"%s\",\"video\":{\"duration\":15,"
+                     "\"media_files\":[{\"url\":\"https://cdn.example/v.mp4\",\"mime\":\"video/mp4\","
+                     "\"w\":640,\"h\":360}]}}", name);
+            adserve_parsed_t *p = adserve_parse(ADSERVE_KIND_CREATIVES, rec, strlen(rec));
+            all &= p != NULL && p->u.creative.approved && p->u.creative.splices == 12;
+            adserve_parsed_free(p);
+        }
+        ok(all, "video: names of 0 to 299 bytes all parse (the scratch block's every end)");
+    }
+
+    s = BUILD(UNIT(VU(VPLAYER)), ORD(O1_J), LI(L1_J), CRE(vc), LICA(A1_J));
+    u = s ? adserve_snapshot_unit(s, "u1", 2) : NULL;
+    ok(u && u->ncands == 1 && strstr(u->cands[0].response_head, "\"video\":{\"w\":640,\"h\":360,\"vast\":\"<VAST version=\\\"4.2\\\"") != NULL,
+       "video: the ad holds video {w, h, vast}, the VAST escaped as a JSON string");
+    ok(u && u->ncands == 1 && memchr(u->cands[0].response_head, ADSERVE_SPLICE, u->cands[0].response_head_len) != NULL
+       && u->cands[0].splices == 12, "... with its 12 splices for serving to fill: impression, click, error, 9 events");
+    ok(u && strstr(u->cands[0].response_head, "Spot &lt;b&gt;") != NULL
+       && strstr(u->cands[0].response_head, "v.mp4?a=1&amp;b=2") != NULL,
+       "... its text XML-escaped: a name cannot add markup, an & is an entity");
+    adserve_snapshot_free(s);
+}
+
 static void test_sizes(void) {
     const char *u728 = "{'id':'u1','status':'ACTIVE','display':{'w':728,'h':90}}";
     const char *u728s = "{'id':'u1','status':'ACTIVE','display':{'w':728,'h':90},"
@@ -505,8 +586,9 @@ static void test_sizes(void) {
            "size: 300x250 creative on a 728x90 display unit, no ad");
     is_str(base_serve(u728, NULL, NULL, c728, NULL, NOW), "c1",
            "size: 728x90 creative on a 728x90 display unit, serves");
-    is_str(base_serve(u728s, NULL, NULL, NULL, NULL, NOW), "c1",
-           "size: 300x250 creative matches one of ad_unit_sizes, serves");
+    is_str(base_serve(u728s, NULL, NULL, NULL, NULL, NOW), NULL,
+           "size: ad_unit_sizes are targeting metadata: a 300x250 creative on a 728x90 unit "
+           "listing 300x250 there, no ad");
     is_str(base_serve(u728s, NULL, NULL, c728, NULL, NOW), "c1",
            "size: display size still matches when ad_unit_sizes exist");
     is_str(base_serve(NULL, NULL, NULL, NULL, NULL, NOW), "c1",
@@ -2239,6 +2321,7 @@ int main(void) {
     test_order_line_item_lica_creative();
     test_flight();
     test_sizes();
+    test_video();
     test_bcat();
     test_targeting();
     test_ranking();

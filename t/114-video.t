@@ -1,0 +1,124 @@
+# Video on the real stack: an ad unit with ext.video.enabled serves VIDEO
+# creatives as ad.video {w, h, vast}; the VAST 4.2 document is well-formed
+# (xmllint), escapes what it carries, and its URLs reach our endpoints with
+# the response's ad_log. Each eligibility rule of a video placement, and
+# display and video apart (README "Video").
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use File::Temp qw(tempfile);
+use Adserve::Test;
+
+my $t = Adserve::Test->new;
+sub loaded { my ($rev) = @_; ok($t->wait_until(5, sub { $t->workers_at($rev) }), "workers at revision $rev") }
+
+my $player = { w => 640, h => 360, mindur => 5, maxdur => 30, mime => ['video/mp4'], skip => 1 };
+my $vunit = { ext => { video => { enabled => 1 } }, video => $player };
+my $file = { url => 'https://cdn.example/spot.mp4?a=1&b=2', mime => 'video/mp4', w => 640, h => 360,
+             bitrate => 500, delivery => 'progressive' };
+sub vcreative { my (%v) = @_; return { type => 'VIDEO', image_url => undef, w => 640, h => 360,
+                                       name => 'Spot </AdTitle><script>x</script>',
+                                       video => { duration => 15, skip_offset => 5, media_files => [ $file ],
+                                                  companions => [], vast_tag_url => undef, %v } } }
+
+# the creative served on a unit: its id, '' for 204
+sub served { my $res = $t->ad($_[0]); $res->{status} == 200 ? $res->{json}{ad}{id} : $res->{status} == 204 ? '' : "status $res->{status}" }
+
+sub well_formed {
+    my ($xml) = @_;
+    my ($fh, $path) = tempfile(UNLINK => 1);
+    print $fh $xml;
+    close $fh;
+    my $out = `xmllint --noout '$path' 2>&1`;
+    return $? == 0 ? '' : $out;
+}
+
+# ---- the response -------------------------------------------------------------------------
+my $v = $t->chain(unit => $vunit, creative => vcreative());
+loaded($v->{rev});
+my $res = $t->ad($v->{unit});
+is($res->{status}, 200, 'a video unit serves its video creative') or diag $res->{content};
+my $ad = $res->{json}{ad};
+is_deeply([ sort keys %$ad ], [ qw(click_url id impression_url video) ], 'ad: id, impression_url, click_url and video, no display');
+is_deeply([ @{ $ad->{video} }{qw(w h)} ], [ 640, 360 ], 'video: the creative\'s w and h');
+my $vast = $ad->{video}{vast};
+is(well_formed($vast), '', 'the VAST is well-formed XML (xmllint)');
+like($vast, qr{^<VAST version="4\.2" xmlns="http://www\.iab\.com/VAST"><Ad id="\Q$v->{creative}\E"><InLine>}, 'VAST 4.2, one InLine ad');
+like($vast, qr{<Duration>00:00:15</Duration>}, 'its duration');
+like($vast, qr{<Linear skipoffset="00:00:05">}, 'its skip offset');
+like($vast, qr{<MediaFile delivery="progressive" type="video/mp4" width="640" height="360" bitrate="500">https://cdn\.example/spot\.mp4\?a=1&amp;b=2</MediaFile>},
+     'its media file, the & of its URL an entity');
+like($vast, qr{<AdTitle>Spot &lt;/AdTitle&gt;&lt;script&gt;x&lt;/script&gt;</AdTitle>}, 'a name cannot add markup');
+unlike($vast, qr{\x01}, 'no splice left unfilled');
+
+my $log = $res->{json}{ext}{ad_log};
+my $base = $t->base;
+my ($imp) = $vast =~ m{<Impression id="adserve">([^<]+)</Impression>};
+is($imp, "$base/app/v0/event/impression?ad_log=$log", 'Impression: the impression URL, with the ad_log');
+is($imp, $ad->{impression_url}, '... the same as ad.impression_url');
+my ($click) = $vast =~ m{<ClickThrough>([^<]+)</ClickThrough>};
+is($click, $ad->{click_url}, 'ClickThrough: the click URL');
+my ($err) = $vast =~ m{<Error>([^<]+)</Error>};
+is($err, "$base/app/v0/event/video/error?code=[ERRORCODE]&amp;ad_log=$log", 'Error: our endpoint, with the [ERRORCODE] macro');
+my %tracking = $vast =~ m{<Tracking event="(\w+)"(?: offset="[^"]*")?>([^<]+)</Tracking>}g;
+is_deeply([ sort keys %tracking ], [ sort qw(start firstQuartile midpoint thirdQuartile complete skip mute pause progress) ],
+          'TrackingEvents: start, the quartiles, complete, skip, mute, pause and progress');
+is_deeply([ grep { $tracking{$_} ne "$base/app/v0/event/video/$_?ad_log=$log" } sort keys %tracking ], [],
+          '... each through /app/v0/event/video/{event} with the same ad_log');
+like($vast, qr{<Tracking event="progress" offset="00:00:05">}, 'progress at 5 seconds');
+
+my $got = $t->request('GET', $imp =~ s{^\Q$base\E}{}r);
+ok($got->{status} == 200 || $got->{status} == 204, "the VAST's impression URL reaches our event endpoint ($got->{status})");
+$got = $t->request('GET', $click =~ s{^\Q$base\E}{}r, redirect => 0);
+is($got->{status}, 302, "the VAST's ClickThrough redirects (a click)");
+is($got->{headers}{location}, 'https://advertiser.example/landing', '... to the landing page');
+
+# ---- a VAST tag: a Wrapper ---------------------------------------------------------------
+my $w = $t->chain(unit => $vunit, creative => vcreative(media_files => [], skip_offset => undef,
+                                                       vast_tag_url => 'https://dsp.example/vast?id=7&x=<1>'));
+loaded($w->{rev});
+$res = $t->ad($w->{unit});
+$vast = $res->{json}{ad}{video}{vast} // '';
+is(well_formed($vast), '', 'a VAST-tag creative: well-formed');
+like($vast, qr{<Wrapper>.*<VASTAdTagURI>https://dsp\.example/vast\?id=7&amp;x=&lt;1&gt;</VASTAdTagURI>}s, 'a Wrapper of its tag, escaped');
+like($vast, qr{<VideoClicks><ClickTracking>\Q$res->{json}{ad}{click_url}\E</ClickTracking></VideoClicks>}, 'our click as ClickTracking');
+unlike($vast, qr{<MediaFiles>}, 'no media files of its own');
+
+# ---- eligibility, one rule at a time -------------------------------------------------------
+my @cases = (
+    [ 'a fitting video', {}, {}, 1 ],
+    [ 'longer than maxdur', {}, { duration => 60 }, 0 ],
+    [ 'shorter than mindur', {}, { duration => 2 }, 0 ],
+    [ 'among rqddurs', { rqddurs => [ 15, 30 ] }, {}, 1 ],
+    [ 'not among rqddurs', { rqddurs => [ 30 ] }, {}, 0 ],
+    [ 'no media file of an accepted mime', { mime => [ 'video/webm' ] }, {}, 0 ],
+    [ 'skippable where the player offers no skip', { skip => 0 }, {}, 0 ],
+    [ 'not skippable where it offers one', {}, { skip_offset => undef }, 1 ],
+    [ 'a non-linear placement', { linear => 2 }, {}, 0 ],
+    [ 'the same shape, larger', { w => 1280, h => 720 }, {}, 1 ],
+    [ 'another shape (4:3)', { w => 640, h => 480 }, {}, 0 ],
+);
+my @chains = map { [ $_->[0], $t->chain(unit => { %$vunit, video => { %$player, %{ $_->[1] } } },
+                                       creative => vcreative(%{ $_->[2] })), $_->[3] ] } @cases;
+my $display_on_video = $t->chain(unit => $vunit);
+my $video_on_display = $t->chain(creative => vcreative());
+my $both = { ext => { video => { enabled => 1 }, display => { enabled => 1 } }, video => $player };
+my $both_display = $t->chain(unit => $both);
+my $both_video = $t->chain(unit => $both, creative => vcreative());
+loaded($both_video->{rev});
+for (@chains) {
+    my ($name, $c, $serves) = @$_;
+    is(served($c->{unit}), $serves ? $c->{creative} : '', "$name: " . ($serves ? 'serves' : 'no ad (204)'));
+}
+is(served($display_on_video->{unit}), '', 'a banner on a video-only unit: no ad');
+is(served($video_on_display->{unit}), '', 'a video on a unit with no format on (display): no ad');
+is(served($both_display->{unit}), $both_display->{creative}, 'display and video on: a banner serves');
+is(served($both_video->{unit}), $both_video->{creative}, '... and a video');
+
+# the explainer names why
+my $x = $t->api('POST', "/api/explain/$chains[1][1]{unit}", json => { version => '0.1.0' });
+is(($x->{json}{excluded} // [])->[0]{reason}, 'duration', 'the explainer: excluded for its duration');
+
+done_testing;
