@@ -109,6 +109,17 @@ const char *const adserve_video_event_names[ADSERVE_VIDEO_EVENT_COUNT + 1] = {
     "pause", "progress", "error", NULL
 };
 
+const char *
+adserve_event_name(adserve_event_e type)
+{
+    if (type < ADSERVE_EVENT_VIDEO) {
+        return adserve_metric_names[ADSERVE_METRIC_IMP + type];
+    }
+
+    return type < ADSERVE_EVENT_COUNT ? adserve_video_event_names[type - ADSERVE_EVENT_VIDEO]
+                                      : "";
+}
+
 const char *const adserve_video_delivery_names[ADSERVE_VIDEO_DELIVERY_COUNT + 1] = {
     "progressive", "streaming", NULL
 };

@@ -480,13 +480,19 @@ typedef enum {
 
 extern const char *const adserve_metric_names[ADSERVE_METRIC_COUNT + 1];
 
-/* the tracked events: ADSERVE_METRIC_IMP + type is each one's metric */
+/* the tracked events: ADSERVE_METRIC_IMP + type is each one's metric, up
+ * to the video's, whose names are their own (adserve_event_name) */
 typedef enum {
     ADSERVE_EVENT_IMPRESSION = 0,
     ADSERVE_EVENT_CLICK,
     ADSERVE_EVENT_CONVERSION,
-    ADSERVE_EVENT_COUNT
+    ADSERVE_EVENT_VIDEO,              /* + adserve_video_event_e */
+    ADSERVE_EVENT_COUNT = ADSERVE_EVENT_VIDEO + ADSERVE_VIDEO_EVENT_COUNT
 } adserve_event_e;
+
+/* An event's name: its metric in the stats hashes (imp, clk, conv; a
+ * video's events by their VAST names), its dedup set and its stream type. */
+const char *adserve_event_name(adserve_event_e type);
 
 #define ADSERVE_FIELD_INVALID           "invalid:"          /* + event */
 #define ADSERVE_FIELD_DUP               "dup:"              /* + event */

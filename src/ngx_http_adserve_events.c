@@ -212,8 +212,7 @@ static const adserve_metric_e  ngx_http_adserve_metrics[NGX_HTTP_ADSERVE_M_COUNT
     ADSERVE_METRIC_REQ, ADSERVE_METRIC_ADS, ADSERVE_METRIC_OPP
 };
 
-#define ngx_http_adserve_event_name(type)                                     \
-    adserve_metric_names[ADSERVE_METRIC_IMP + (type)]
+#define ngx_http_adserve_event_name(type)  adserve_event_name(type)
 
 
 typedef struct {
@@ -407,6 +406,20 @@ ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
 
     ngx_http_adserve_counter_add(ev, now, dim, (const u_char *) id->data,
                                  id->len, hash, m, n);
+}
+
+
+static uint64_t
+ngx_http_adserve_invalid_sum(ngx_http_adserve_events_t *ev)
+{
+    uint64_t    n = 0;
+    ngx_uint_t  t;
+
+    for (t = 0; t < ADSERVE_EVENT_COUNT; t++) {
+        n += ev->invalid[t];
+    }
+
+    return n;
 }
 
 
@@ -1543,6 +1556,6 @@ ngx_http_adserve_events_status(ngx_http_adserve_events_t *ev, u_char *p,
                         ev->flushed_batches, ev->duplicate_batches,
                         ev->flush_failures, ev->events_flushed, ev->dropped,
                         ev->dropped_counts,
-                        ev->invalid[0] + ev->invalid[1] + ev->invalid[2],
+                        ngx_http_adserve_invalid_sum(ev),
                         ev->command_errors, ev->script_loads);
 }

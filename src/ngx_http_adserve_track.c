@@ -6,6 +6,8 @@
  *   GET|HEAD {location}/impression?ad_log=T  -> 204
  *   GET|HEAD {location}/click?ad_log=T       -> 302 to the creative's
  *                                               landing page
+ *   GET|HEAD {location}/video/{event}?ad_log=T -> 204: a video's VAST
+ *                                               tracking events and errors
  *   POST {location}  {"ad_log": T, "type": "conversion", "value": n?} -> 204
  *
  * A forged, altered, truncated or unknown-key token, or one issued longer
@@ -36,7 +38,7 @@ static ngx_str_t  ngx_http_adserve_bad_landing =
     ngx_http_adserve_detail("the creative has no valid landing page");
 static ngx_str_t  ngx_http_adserve_not_found =
     ngx_http_adserve_detail("no such event endpoint: use impression, click, "
-                            "or POST a conversion");
+                            "video/{event}, or POST a conversion");
 static ngx_str_t  ngx_http_adserve_use_get = ngx_http_adserve_detail("use GET");
 static ngx_str_t  ngx_http_adserve_use_post = ngx_http_adserve_detail("use POST");
 static ngx_str_t  ngx_http_adserve_not_json =
@@ -215,7 +217,8 @@ ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
         return ngx_http_adserve_track_send(r, NGX_HTTP_BAD_REQUEST, detail);
     }
 
-    if (type == ADSERVE_EVENT_IMPRESSION) {
+    /* an impression, or a video's event: counted, and nothing to show */
+    if (type != ADSERVE_EVENT_CLICK) {
         (void) ngx_http_adserve_track(amcf->events, type, &log, now, 0);
         return ngx_http_adserve_track_send(r, NGX_HTTP_NO_CONTENT, NULL);
     }
@@ -341,12 +344,37 @@ ngx_http_adserve_conversion_handler(ngx_http_request_t *r)
 }
 
 
+/* /video/{event} of a VAST's URLs (adserve_vast.h): the event's type, or
+ * ADSERVE_EVENT_COUNT */
+static adserve_event_e
+ngx_http_adserve_video_event(const ngx_str_t *rest)
+{
+    static const char  prefix[] = "/video/";
+    ngx_str_t          name;
+    int                e;
+
+    if (rest->len <= sizeof(prefix) - 1
+        || ngx_strncmp(rest->data, prefix, sizeof(prefix) - 1) != 0)
+    {
+        return ADSERVE_EVENT_COUNT;
+    }
+
+    name.data = rest->data + sizeof(prefix) - 1;
+    name.len = rest->len - (sizeof(prefix) - 1);
+
+    e = adserve_vocab(adserve_video_event_names, (const char *) name.data, name.len);
+
+    return e < 0 ? ADSERVE_EVENT_COUNT : (adserve_event_e) (ADSERVE_EVENT_VIDEO + e);
+}
+
+
 ngx_int_t
 ngx_http_adserve_track_handler(ngx_http_request_t *r)
 {
     ngx_http_core_loc_conf_t  *clcf;
     ngx_str_t                  rest;
     ngx_int_t                  rc;
+    adserve_event_e            type;
 
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
@@ -369,6 +397,11 @@ ngx_http_adserve_track_handler(ngx_http_request_t *r)
         && ngx_strncmp(rest.data, "/click", rest.len) == 0)
     {
         return ngx_http_adserve_track_get(r, ADSERVE_EVENT_CLICK);
+    }
+
+    type = ngx_http_adserve_video_event(&rest);
+    if (type != ADSERVE_EVENT_COUNT) {
+        return ngx_http_adserve_track_get(r, type);
     }
 
     if (rest.len > 1 || (rest.len == 1 && rest.data[0] != '/')) {

@@ -75,6 +75,25 @@ $got = $t->request('GET', $click =~ s{^\Q$base\E}{}r, redirect => 0);
 is($got->{status}, 302, "the VAST's ClickThrough redirects (a click)");
 is($got->{headers}{location}, 'https://advertiser.example/landing', '... to the landing page');
 
+# ---- the events: a player plays it through, twice over -------------------------------------
+for my $pass (1, 2) {
+    for my $e (qw(start firstQuartile midpoint thirdQuartile complete)) {
+        my $r = $t->request('GET', $tracking{$e} =~ s{^\Q$base\E}{}r);
+        is($r->{status}, 204, "$e: 204 (pass $pass)") if $pass == 1;
+    }
+}
+(my $error = $err) =~ s/\[ERRORCODE\]/405/;
+$error =~ s/&amp;/&/;
+is($t->request('GET', $error =~ s{^\Q$base\E}{}r)->{status}, 204, 'a VAST error (code 405): 204');
+my %want = map { ("li:$v->{line_item}:$_" => 1, "cr:$v->{creative}:$_" => 1) }
+           qw(start firstQuartile midpoint thirdQuartile complete error);
+my $counted = $t->wait_until(10, sub { $t->stats_are(%want) });
+ok($counted, 'each event counted once per line item and creative, however often the player sends it')
+    or diag explain { map { $_ => $t->stat_sum($_) } sort keys %want };
+is($t->stat_sum("li:$v->{line_item}:skip"), 0, '... and none it did not send');
+is($t->request('GET', "/app/v0/event/video/rewind?ad_log=$log")->{status}, 404, 'an unknown video event: 404');
+is($t->request('GET', "/app/v0/event/video/start?ad_log=x$log")->{status}, 400, 'a forged ad_log: 400');
+
 # ---- a VAST tag: a Wrapper ---------------------------------------------------------------
 my $w = $t->chain(unit => $vunit, creative => vcreative(media_files => [], skip_offset => undef,
                                                        vast_tag_url => 'https://dsp.example/vast?id=7&x=<1>'));
