@@ -18,7 +18,7 @@
  *                     adserve_cap_timeout, adserve_event_buffer,
  *                     adserve_event_stream_max, adserve_event_ttl,
  *                     adserve_conversion_ttl, adserve_test_clock
- * Directives (location): adserve_ad, adserve_event, adserve_status
+ * Directives (location): adserve_ad, adserve_vast, adserve_event, adserve_status
  */
 
 
@@ -38,6 +38,7 @@ static void *ngx_http_adserve_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf);
 static char *ngx_http_adserve_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_adserve_vast(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_adserve_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_adserve_event(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -163,6 +164,13 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
     { ngx_string("adserve_ad"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_adserve_ad,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("adserve_vast"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_adserve_vast,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -567,6 +575,18 @@ ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     amcf->serving = 1;
 
     return ngx_http_adserve_tagid_location(cf, ngx_http_adserve_ad_handler);
+}
+
+
+static char *
+ngx_http_adserve_vast(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
+    amcf->serving = 1;
+
+    return ngx_http_adserve_tagid_location(cf, ngx_http_adserve_vast_handler);
 }
 
 

@@ -1058,6 +1058,41 @@ cand_bid(const adserve_parsed_unit_t *u, const adserve_parsed_li_t *li)
 }
 
 
+/* The unit's video candidates, apart: a VAST request takes no banner. */
+static int
+video_cands(adserve_arena_t *a, adserve_unit_t *out)
+{
+    adserve_cand_t  *v;
+    uint32_t         i, n = 0;
+
+    for (i = 0; i < out->ncands; i++) {
+        n += out->cands[i].splices > 0;
+    }
+
+    out->nvcands = n;
+    out->vcands = out->cands;
+
+    if (n == 0 || n == out->ncands) {
+        return 0;
+    }
+
+    v = adserve_arena_alloc(a, n * sizeof(adserve_cand_t));
+    if (v == NULL) {
+        return -1;
+    }
+
+    for (n = 0, i = 0; i < out->ncands; i++) {
+        if (out->cands[i].splices > 0) {
+            v[n++] = out->cands[i];
+        }
+    }
+
+    out->vcands = v;
+
+    return 0;
+}
+
+
 static int
 finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
 {
@@ -1134,6 +1169,11 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     out->hash = u->rec->id_hash;
     out->cands = c;
     out->ncands = u->ncands;
+
+    if (video_cands(a, out) != 0) {
+        return -1;
+    }
+
     out->floor = u->p->target_ecpm;
     out->impression_on_response = u->p->on_response ? 1 : 0;
     b->snap->stats.candidates += u->ncands;
@@ -1595,7 +1635,8 @@ const adserve_cand_t *
 adserve_decide(const adserve_snapshot_t *s, const adserve_unit_t *u,
     adserve_decision_t *d)
 {
-    const adserve_cand_t  *c = u->cands, *end = u->cands + u->ncands;
+    const adserve_cand_t  *c = d->video_only ? u->vcands : u->cands;
+    const adserve_cand_t  *end = c + (d->video_only ? u->nvcands : u->ncands);
     const adserve_cand_t  *g, *run_end, *best, *best_end = NULL;
     const adserve_li_t    *li;
     adserve_pace_t        *pace;

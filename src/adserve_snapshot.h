@@ -177,6 +177,10 @@ typedef struct {
     const adserve_cand_t *cands;      /* by group, best first; a line item's
                                        * candidates next to each other */
     uint32_t        ncands;
+    uint32_t        nvcands;
+    const adserve_cand_t *vcands;     /* the videos among them, in the same
+                                       * order (cands itself when all are):
+                                       * what a VAST request chooses from */
     uint32_t        max_cap_seconds;  /* longest cap of its line items; 0: none */
     double          floor;            /* ext.target_ecpm: PRICE_PRIORITY below
                                        * it does not serve */
@@ -216,6 +220,7 @@ typedef struct {
     const adserve_seen_t *seen;       /* the user's capped ads; */
     uint32_t        nseen;
     unsigned        caps_known:1;     /* else capped line items do not serve */
+    unsigned        video_only:1;     /* a VAST request: the unit's vcands */
 } adserve_decision_t;
 
 typedef struct {

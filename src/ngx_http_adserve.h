@@ -309,6 +309,8 @@ struct ngx_http_adserve_ctx_s {
     unsigned               caps_known:1;
     unsigned               caps_waiting:1;
     unsigned               explain:1;     /* the explainer, not serving */
+    unsigned               vast:1;        /* GET /app/v0/vast: facts from
+                                           * the query, no body */
     ngx_http_adserve_answer_pt     answer;
     ngx_http_adserve_caps_done_pt  caps_done;     /* the cap read's end */
 };
@@ -329,6 +331,7 @@ void ngx_http_adserve_resume(ngx_queue_t *q);
 /* location handlers: adserve_ad, the CORS preflight (rewrite phase),
  * adserve_explain (src/ngx_http_adserve_explain.c) */
 ngx_int_t ngx_http_adserve_ad_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_adserve_vast_handler(ngx_http_request_t *r);
 
 /* a video's VAST: its splices filled with base, path and token
  * (adserve_vast.h); _init makes the paths, once */
@@ -443,6 +446,8 @@ ngx_table_elt_t *ngx_http_adserve_header(ngx_http_request_t *r,
 /* a response with a body in memory (or none); the JSON type when there is */
 ngx_int_t ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
+/* 200 application/xml */
+ngx_int_t ngx_http_adserve_send_xml(ngx_http_request_t *r, u_char *body, size_t len);
 
 /* location handler of adserve_event (src/ngx_http_adserve_track.c):
  * GET  .../impression?ad_log=T  -> 204

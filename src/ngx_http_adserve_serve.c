@@ -99,81 +99,54 @@ ngx_http_adserve_splice(u_char *p, const u_char *text, size_t len,
 }
 
 
-/* Copies the rendered response around a fresh ad_log token: the body is
- * the creative's head, the unit's impression URL, the token, the unit's
- * click URL, the token, and the token again as ext.ad_log. A video's head
- * has splices (its VAST's URLs): the token is sealed first, then the head
- * copied with them filled. */
-static ngx_int_t
-ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    const adserve_unit_t *unit, const adserve_cand_t *c, time_t now)
+/* Seals the ad_log of serving c on unit into tok (ADSERVE_TOKEN_MAX
+ * bytes): its length, or 0. */
+static size_t
+ngx_http_adserve_seal(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, const adserve_cand_t *c, adserve_ad_log_t *log,
+    u_char *tok)
 {
     ngx_http_adserve_main_conf_t  *amcf;
-    adserve_ad_log_t               log;
     const adserve_li_t            *li;
-    u_char                        *body, *p, *tok;
     size_t                         n;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     li = &amcf->loader->snapshot->lis[c->li];
 
-    body = ngx_pnalloc(r->pool, c->response_head_len + unit->impression_prefix.len
-                                + unit->click_prefix.len + 3 * ADSERVE_TOKEN_MAX
-                                + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL)
-                                + c->splices * (unit->vast_base_json.len
-                                                + ADSERVE_SPLICE_PATH_MAX
-                                                + ADSERVE_TOKEN_MAX));
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    log->issued = ctx->now;
+    log->price_micros = c->bid_micros;
+    log->cost_type = li->cost_type;
+    log->ad_unit.data = unit->id;
+    log->ad_unit.len = unit->id_len;
+    log->line_item = li->id;
+    log->creative = c->creative_id;
+    log->user = ctx->req.user_id;
+    if (log->user.data == NULL) {
+        log->user.len = 0;
     }
 
-    /* display: the token goes straight where it belongs; a video's goes
-     * first into the room after the body, its splices need it */
-    if (c->splices == 0) {
-        p = ngx_cpymem(body, c->response_head, c->response_head_len);
-        p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
-        tok = p;
-
-    } else {
-        tok = body + c->response_head_len + c->splices * (unit->vast_base_json.len
-                                                          + ADSERVE_SPLICE_PATH_MAX
-                                                          + ADSERVE_TOKEN_MAX)
-              + unit->impression_prefix.len;
-        p = NULL;
-    }
-
-    log.issued = now;
-    log.price_micros = c->bid_micros;
-    log.cost_type = li->cost_type;
-    log.ad_unit.data = unit->id;
-    log.ad_unit.len = unit->id_len;
-    log.line_item = li->id;
-    log.creative = c->creative_id;
-    log.user = ctx->req.user_id;
-    if (log.user.data == NULL) {
-        log.user.len = 0;
-    }
-
-    n = adserve_token_encode(amcf->tokens, &log, (char *) tok);
+    n = adserve_token_encode(amcf->tokens, log, (char *) tok);
     if (n == 0) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                       "adserve: ad_log token could not be sealed");
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (p == NULL) {
-        p = ngx_http_adserve_splice(body, (const u_char *) c->response_head,
-                                    c->response_head_len, &unit->vast_base_json, tok, n);
-        p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
-        p = ngx_movemem(p, tok, n);
-        tok = p - n;
-    }
+    return n;
+}
 
-    p = ngx_cpymem(tok + n, unit->click_prefix.data, unit->click_prefix.len);
-    p = ngx_cpymem(p, tok, n);
-    p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
-    p = ngx_cpymem(p, tok, n);
-    p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+
+/* What serving c costs once its answer is made: the counts, the user's
+ * capped ad, the impression of a placement that records it now. */
+static void
+ngx_http_adserve_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, const adserve_cand_t *c, const adserve_ad_log_t *log)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_li_t            *li;
+    time_t                         now = ctx->now;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    li = &amcf->loader->snapshot->lis[c->li];
 
     ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_UNIT,
                            &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
@@ -183,22 +156,101 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_CREATIVE,
                            &c->creative_id, c->creative_hash, NGX_HTTP_ADSERVE_M_ADS, 1);
 
-    if (li->ncaps && log.user.len) {
-        ngx_http_adserve_caps_record(li, &log, now,
+    if (li->ncaps && log->user.len) {
+        ngx_http_adserve_caps_record(li, log, now,
                                      amcf->loader->snapshot->max_cap_seconds);
     }
 
     if (unit->impression_on_response) {
         (void) ngx_http_adserve_track(amcf->events, ADSERVE_EVENT_IMPRESSION,
-                                      &log, now, 0);
+                                      log, now, 0);
     }
+}
+
+
+/* Copies the rendered response around a fresh ad_log token: the body is
+ * the creative's head, the unit's impression URL, the token, the unit's
+ * click URL, the token, and the token again as ext.ad_log. A video's head
+ * has splices (its VAST's URLs): the token is sealed first, then the head
+ * copied with them filled. */
+static ngx_int_t
+ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, const adserve_cand_t *c)
+{
+    adserve_ad_log_t  log;
+    u_char           *body, *p, *tok;
+    size_t            n, room;
+
+    room = c->splices * (unit->vast_base_json.len + ADSERVE_SPLICE_PATH_MAX
+                         + ADSERVE_TOKEN_MAX);
+
+    body = ngx_pnalloc(r->pool, c->response_head_len + room
+                                + unit->impression_prefix.len
+                                + unit->click_prefix.len + 3 * ADSERVE_TOKEN_MAX
+                                + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* display: the token goes straight where it belongs; a video's goes
+     * first past the room its splices may take */
+    tok = body + c->response_head_len + room + unit->impression_prefix.len;
+
+    n = ngx_http_adserve_seal(r, ctx, unit, c, &log, tok);
+    if (n == 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_http_adserve_splice(body, (const u_char *) c->response_head,
+                                c->response_head_len, &unit->vast_base_json, tok, n);
+    p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
+    if (p != tok) {
+        tok = ngx_movemem(p, tok, n) - n;
+    }
+
+    p = ngx_cpymem(tok + n, unit->click_prefix.data, unit->click_prefix.len);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+
+    ngx_http_adserve_served(r, ctx, unit, c, &log);
 
     return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
 }
 
 
-/* A new worker has no snapshot until its first load ends: the request
- * waits for it (milliseconds) rather than being told 404. */
+/* The VAST of serving c: the creative's document, its splices filled with
+ * the unit's base URL and a fresh ad_log. */
+static ngx_int_t
+ngx_http_adserve_send_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, const adserve_cand_t *c, const adserve_creative_t *cr)
+{
+    adserve_ad_log_t  log;
+    u_char           *body, *p, tok[ADSERVE_TOKEN_MAX];
+    size_t            n;
+
+    n = ngx_http_adserve_seal(r, ctx, unit, c, &log, tok);
+    if (n == 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    body = ngx_pnalloc(r->pool, cr->vast.len
+                                + cr->splices * (unit->vast_base.len
+                                                 + ADSERVE_SPLICE_PATH_MAX + n));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_http_adserve_splice(body, (const u_char *) cr->vast.data, cr->vast.len,
+                                &unit->vast_base, tok, n);
+
+    ngx_http_adserve_served(r, ctx, unit, c, &log);
+
+    return ngx_http_adserve_send_xml(r, body, p - body);
+}
+
+
 static ngx_int_t
 ngx_http_adserve_park(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 {
@@ -233,7 +285,35 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
                    "adserve: line item %s, creative %s",
                    amcf->loader->snapshot->lis[c->li].id.data, c->creative_id.data);
 
-    return ngx_http_adserve_send_ad(r, ctx, unit, c, ctx->now);
+    return ngx_http_adserve_send_ad(r, ctx, unit, c);
+}
+
+
+/* The VAST, or the empty document players take as no fill
+ * (ctx->answer of GET /app/v0/vast). */
+static ngx_int_t
+ngx_http_adserve_answer_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, adserve_decision_t *d)
+{
+    static u_char                  none[] = "<VAST version=\"4.2\"/>";
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_creative_t      *cr;
+    const adserve_cand_t          *c;
+    adserve_snapshot_t            *s;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    s = amcf->loader->snapshot;
+
+    d->video_only = 1;
+    c = adserve_decide(s, unit, d);
+    cr = c ? adserve_snapshot_creative(s, c->creative_id.data, c->creative_id.len)
+           : NULL;
+
+    if (cr == NULL || cr->vast.data == NULL) {
+        return ngx_http_adserve_send_xml(r, none, sizeof(none) - 1);
+    }
+
+    return ngx_http_adserve_send_vast(r, ctx, unit, c, cr);
 }
 
 
@@ -257,6 +337,7 @@ ngx_http_adserve_finish(ngx_http_request_t *r)
 
     adserve_req_ctx_init(&facts, &ctx->req);
 
+    ngx_memzero(&d, sizeof(adserve_decision_t));
     d.now = ctx->now;
     d.rnd = (uint32_t) ngx_random();
     d.facts = &facts;
@@ -266,6 +347,62 @@ ngx_http_adserve_finish(ngx_http_request_t *r)
     d.caps_known = ctx->caps_known;
 
     return ctx->answer(r, ctx, unit, &d);
+}
+
+
+/* A query argument, unescaped into the request's pool; NGX_DECLINED when
+ * absent. */
+static ngx_int_t
+ngx_http_adserve_query_arg(ngx_http_request_t *r, const char *name, adserve_str_t *out)
+{
+    ngx_str_t   v;
+    u_char     *dst, *src;
+
+    if (ngx_http_arg(r, (u_char *) name, ngx_strlen(name), &v) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    dst = ngx_pnalloc(r->pool, v.len + 1);
+    if (dst == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = (const char *) dst;
+    src = v.data;
+    ngx_unescape_uri(&dst, &src, v.len, 0);     /* %XX; a + stays a + */
+    out->len = dst - (u_char *) out->data;
+
+    return NGX_OK;
+}
+
+
+/* A VAST request's facts: a player fetches a URL, it does not POST JSON.
+ * uid is user.id, ua device.ua (the User-Agent header by default). */
+static ngx_int_t
+ngx_http_adserve_query_facts(ngx_http_request_t *r, adserve_ad_request_t *req)
+{
+    ngx_table_elt_t  *h = r->headers_in.user_agent;
+
+    ngx_memzero(req, sizeof(adserve_ad_request_t));
+
+    if (ngx_http_adserve_query_arg(r, "uid", &req->user_id) == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    switch (ngx_http_adserve_query_arg(r, "ua", &req->ua)) {
+    case NGX_ERROR:
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    case NGX_DECLINED:
+        if (h != NULL) {
+            req->ua.data = (const char *) h->value.data;
+            req->ua.len = h->value.len;
+        }
+        break;
+    default:
+        break;
+    }
+
+    return NGX_OK;
 }
 
 
@@ -294,15 +431,25 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
         return NGX_HTTP_NOT_FOUND;
     }
 
-    rc = ngx_http_adserve_body(r, &body, &len);
-    if (rc != NGX_OK) {
-        return rc;
-    }
+    if (ctx->vast) {
+        rc = ngx_http_adserve_query_facts(r, &ctx->req);
+        if (rc != NGX_OK) {
+            return rc;
+        }
 
-    if (adserve_json_parse_ad_request((char *) body, len, &ctx->req, &err, &off) != 0) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "adserve: malformed ad request at byte %uz: %s", off, err);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    } else {
+        rc = ngx_http_adserve_body(r, &body, &len);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        if (adserve_json_parse_ad_request((char *) body, len, &ctx->req, &err, &off)
+            != 0)
+        {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "adserve: malformed ad request at byte %uz: %s", off, err);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
 
     ctx->now = ngx_http_adserve_now(r);
@@ -453,4 +600,48 @@ ngx_int_t
 ngx_http_adserve_ad_handler(ngx_http_request_t *r)
 {
     return ngx_http_adserve_start(r, NULL);
+}
+
+
+/* GET /app/v0/vast/{tagid}: the decision of POST /app/v0/ad among the
+ * unit's videos, as the VAST a player reads. */
+ngx_int_t
+ngx_http_adserve_vast_handler(ngx_http_request_t *r)
+{
+    ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
+    ngx_http_adserve_ctx_t     *ctx;
+    ngx_int_t                   rc;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_adserve_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->request = r;
+    ctx->answer = ngx_http_adserve_answer_vast;
+    ctx->vast = 1;
+    ngx_http_set_ctx(r, ctx, ngx_http_adserve_module);
+
+    if (ngx_http_adserve_unit(r, ctx) == NULL && (ld == NULL || !ld->warming)) {
+        return NGX_HTTP_NOT_FOUND;
+    }
+
+    rc = ngx_http_adserve_decide(r);
+
+    /* parked, or reading the user's caps: finalized when that ends */
+    if (rc == NGX_AGAIN) {
+        r->main->count++;
+        return NGX_DONE;
+    }
+
+    return rc;
 }

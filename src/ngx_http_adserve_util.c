@@ -12,6 +12,10 @@
 
 
 static ngx_str_t  ngx_http_adserve_json_type = ngx_string("application/json");
+static ngx_str_t  ngx_http_adserve_xml_type = ngx_string("application/xml");
+
+static ngx_int_t ngx_http_adserve_send_as(ngx_http_request_t *r, ngx_uint_t status,
+    u_char *body, size_t len, ngx_str_t *type);
 
 
 /* ---- the clock --------------------------------------------------------- */
@@ -138,6 +142,21 @@ ngx_int_t
 ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
     size_t len)
 {
+    return ngx_http_adserve_send_as(r, status, body, len, &ngx_http_adserve_json_type);
+}
+
+
+ngx_int_t
+ngx_http_adserve_send_xml(ngx_http_request_t *r, u_char *body, size_t len)
+{
+    return ngx_http_adserve_send_as(r, NGX_HTTP_OK, body, len, &ngx_http_adserve_xml_type);
+}
+
+
+static ngx_int_t
+ngx_http_adserve_send_as(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
+    size_t len, ngx_str_t *type)
+{
     ngx_buf_t    *b;
     ngx_chain_t   out;
     ngx_int_t     rc;
@@ -150,8 +169,8 @@ ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
         return ngx_http_send_header(r);
     }
 
-    r->headers_out.content_type = ngx_http_adserve_json_type;
-    r->headers_out.content_type_len = ngx_http_adserve_json_type.len;
+    r->headers_out.content_type = *type;
+    r->headers_out.content_type_len = type->len;
 
     b = ngx_calloc_buf(r->pool);
     if (b == NULL) {

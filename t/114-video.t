@@ -105,6 +105,24 @@ like($vast, qr{<Wrapper>.*<VASTAdTagURI>https://dsp\.example/vast\?id=7&amp;x=&l
 like($vast, qr{<VideoClicks><ClickTracking>\Q$res->{json}{ad}{click_url}\E</ClickTracking></VideoClicks>}, 'our click as ClickTracking');
 unlike($vast, qr{<MediaFiles>}, 'no media files of its own');
 
+# ---- GET /app/v0/vast/{tagid}: the VAST for players ------------------------------------------
+$res = $t->request('GET', "/app/v0/vast/$v->{unit}?uid=viewer%201&ua=Mozilla%2F5.0");
+is($res->{status}, 200, 'GET /app/v0/vast: 200');
+like($res->{headers}{'content-type'}, qr{^application/xml}, '... application/xml');
+is(well_formed($res->{content}), '', '... well-formed');
+like($res->{content}, qr{^<VAST version="4\.2" xmlns="http://www\.iab\.com/VAST"><Ad id="\Q$v->{creative}\E"><InLine>},
+     '... the same InLine ad');
+my ($vimp) = $res->{content} =~ m{<Impression id="adserve">([^<]+)</Impression>};
+my ($vlog) = ($vimp // '') =~ /ad_log=([\w-]+)$/;
+ok($vlog && $vlog ne $log, '... with an ad_log of its own');
+is($t->request('GET', $vimp =~ s{^\Q$base\E}{}r)->{status}, 204, '... its impression URL counts');
+my ($vclick) = $res->{content} =~ m{<ClickThrough>([^<]+)</ClickThrough>};
+is($t->request('GET', $vclick =~ s{^\Q$base\E}{}r, redirect => 0)->{headers}{location},
+   'https://advertiser.example/landing', '... and its click lands');
+is($t->request('GET', "/app/v0/vast/$v->{unit}")->{status}, 200, 'no query at all: 200');
+is($t->request('POST', "/app/v0/vast/$v->{unit}", json => {})->{status}, 405, 'POST: 405');
+is($t->request('GET', '/app/v0/vast/' . Adserve::Test::uuid())->{status}, 404, 'an unknown tag: 404');
+
 # ---- eligibility, one rule at a time -------------------------------------------------------
 my @cases = (
     [ 'a fitting video', {}, {}, 1 ],
@@ -135,6 +153,27 @@ is(served($display_on_video->{unit}), '', 'a banner on a video-only unit: no ad'
 is(served($video_on_display->{unit}), '', 'a video on a unit with no format on (display): no ad');
 is(served($both_display->{unit}), $both_display->{creative}, 'display and video on: a banner serves');
 is(served($both_video->{unit}), $both_video->{creative}, '... and a video');
+
+my $empty = $t->request('GET', "/app/v0/vast/$both_display->{unit}");
+is_deeply([ $empty->{status}, $empty->{content} ], [ 200, '<VAST version="4.2"/>' ],
+          'GET /app/v0/vast where only a banner could serve: the empty VAST of no fill');
+like($t->request('GET', "/app/v0/vast/$both_video->{unit}")->{content}, qr{<Ad id="\Q$both_video->{creative}\E">},
+     '... and the video where there is one');
+# a capped line item: the query's uid is the user whose caps are read
+my $capped = $t->chain(unit => $vunit, creative => vcreative(),
+                       line_item => { frequency_caps => [ { max => 1, seconds => 3600 } ] });
+loaded($capped->{rev});
+like($t->request('GET', "/app/v0/vast/$capped->{unit}?uid=capped-viewer")->{content}, qr{<InLine>},
+     'a line item capped at 1 an hour: the first VAST for a viewer');
+ok($t->wait_until(5, sub { $t->request('GET', "/app/v0/vast/$capped->{unit}?uid=capped-viewer")->{content}
+                              eq '<VAST version="4.2"/>' }),
+   '... then none for that viewer (the caps read, as for POST)');
+like($t->request('GET', "/app/v0/vast/$capped->{unit}?uid=another-viewer")->{content}, qr{<InLine>},
+     '... while another viewer still gets it');
+
+my $inactive = $t->chain(unit => { %$vunit, status => 'INACTIVE' }, creative => vcreative());
+loaded($inactive->{rev});
+is($t->request('GET', "/app/v0/vast/$inactive->{unit}")->{status}, 404, 'an INACTIVE unit: 404');
 
 # the explainer names why
 my $x = $t->api('POST', "/api/explain/$chains[1][1]{unit}", json => { version => '0.1.0' });
