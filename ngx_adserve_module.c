@@ -566,27 +566,31 @@ ngx_http_adserve_tagid_location(ngx_conf_t *cf, ngx_http_handler_pt handler)
 }
 
 
+/* adserve_ad and adserve_vast: a serving location (the worker loads
+ * snapshots for it) */
 static char *
-ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_adserve_serving_location(ngx_conf_t *cf, ngx_http_handler_pt handler)
 {
     ngx_http_adserve_main_conf_t  *amcf;
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
     amcf->serving = 1;
 
-    return ngx_http_adserve_tagid_location(cf, ngx_http_adserve_ad_handler);
+    return ngx_http_adserve_tagid_location(cf, handler);
+}
+
+
+static char *
+ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_http_adserve_serving_location(cf, ngx_http_adserve_ad_handler);
 }
 
 
 static char *
 ngx_http_adserve_vast(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_adserve_main_conf_t  *amcf;
-
-    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
-    amcf->serving = 1;
-
-    return ngx_http_adserve_tagid_location(cf, ngx_http_adserve_vast_handler);
+    return ngx_http_adserve_serving_location(cf, ngx_http_adserve_vast_handler);
 }
 
 

@@ -9,6 +9,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use File::Temp qw(tempfile);
+use JSON::PP;
 use Adserve::Test;
 
 my $t = Adserve::Test->new;
@@ -122,6 +123,32 @@ is($t->request('GET', $vclick =~ s{^\Q$base\E}{}r, redirect => 0)->{headers}{loc
 is($t->request('GET', "/app/v0/vast/$v->{unit}")->{status}, 200, 'no query at all: 200');
 is($t->request('POST', "/app/v0/vast/$v->{unit}", json => {})->{status}, 405, 'POST: 405');
 is($t->request('GET', '/app/v0/vast/' . Adserve::Test::uuid())->{status}, 404, 'an unknown tag: 404');
+
+# ---- a player's library: DailyMotion's vast-client reads GET /app/v0/vast ----------------------
+my $pv = $t->chain(unit => $vunit, creative => vcreative(
+    companions => [ { w => 300, h => 250, image_url => 'https://cdn.example/c.png' } ]));
+loaded($pv->{rev});
+my $url = "$base/app/v0/vast/$pv->{unit}?uid=library-viewer";
+my $parsed = eval { JSON::PP->new->decode(scalar `node '$FindBin::Bin/js/vast-parse.mjs' '$url'`) } // {};
+my $lib = $parsed->{ads} && $parsed->{ads}[0] // {};
+is($lib->{id}, $pv->{creative}, 'vast-client (npm) reads one ad: the creative') or diag explain $parsed;
+is_deeply([ @{ $lib->{linear} // {} }{qw(duration skipDelay)} ], [ 15, 5 ], '... its duration and skip delay');
+is_deeply($lib->{linear}{mediaFiles}, [ { url => 'https://cdn.example/spot.mp4?a=1&b=2', mime => 'video/mp4', w => 640,
+                                          h => 360, bitrate => 500, delivery => 'progressive' } ],
+          '... its media file, the URL unescaped as a player sees it');
+is_deeply($lib->{companions}, [ { w => 300, h => 250, img => [ 'https://cdn.example/c.png' ] } ], '... its companion');
+my $ltrack = $lib->{linear}{tracking} // {};
+is_deeply([ sort keys %$ltrack ],
+          [ sort qw(start firstQuartile midpoint thirdQuartile complete skip mute pause progress-5) ],
+          '... every tracking event (progress at 5 s)');
+my @fired = ($lib->{impressions}[0], map { $ltrack->{$_}[0] } qw(start firstQuartile midpoint thirdQuartile complete));
+is_deeply([ map { $t->request('GET', ($_ // '') =~ s{^\Q$base\E}{}r)->{status} } @fired ], [ (204) x 6 ],
+          'the impression and the events as the library found them: 204 each');
+is($t->request('GET', ($lib->{linear}{clickThrough} // '') =~ s{^\Q$base\E}{}r, redirect => 0)->{headers}{location},
+   'https://advertiser.example/landing', '... its click-through lands');
+my %lwant = map { ("cr:$pv->{creative}:$_" => 1) } qw(imp start firstQuartile midpoint thirdQuartile complete clk);
+ok($t->wait_until(10, sub { $t->stats_are(%lwant) }), '... and each is counted for the creative')
+    or diag explain { map { $_ => $t->stat_sum($_) } sort keys %lwant };
 
 # ---- eligibility, one rule at a time -------------------------------------------------------
 my @cases = (
