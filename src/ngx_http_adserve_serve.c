@@ -377,7 +377,8 @@ ngx_http_adserve_query_arg(ngx_http_request_t *r, const char *name, adserve_str_
 
 
 /* A VAST request's facts: a player fetches a URL, it does not POST JSON.
- * uid is user.id, ua device.ua (the User-Agent header by default). */
+ * uid is user.id, ua device.ua (the User-Agent header by default); over
+ * the body's limits, each is ignored as it is in a body. */
 static ngx_int_t
 ngx_http_adserve_query_facts(ngx_http_request_t *r, adserve_ad_request_t *req)
 {
@@ -387,6 +388,11 @@ ngx_http_adserve_query_facts(ngx_http_request_t *r, adserve_ad_request_t *req)
 
     if (ngx_http_adserve_query_arg(r, "uid", &req->user_id) == NGX_ERROR) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (req->user_id.len > ADSERVE_USER_ID_MAX) {
+        req->user_id.data = NULL;
+        req->user_id.len = 0;
     }
 
     switch (ngx_http_adserve_query_arg(r, "ua", &req->ua)) {
@@ -400,6 +406,11 @@ ngx_http_adserve_query_facts(ngx_http_request_t *r, adserve_ad_request_t *req)
         break;
     default:
         break;
+    }
+
+    if (req->ua.len > ADSERVE_UA_MAX) {
+        req->ua.data = NULL;
+        req->ua.len = 0;
     }
 
     return NGX_OK;

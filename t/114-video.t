@@ -121,6 +121,8 @@ my ($vclick) = $res->{content} =~ m{<ClickThrough>([^<]+)</ClickThrough>};
 is($t->request('GET', $vclick =~ s{^\Q$base\E}{}r, redirect => 0)->{headers}{location},
    'https://advertiser.example/landing', '... and its click lands');
 is($t->request('GET', "/app/v0/vast/$v->{unit}")->{status}, 200, 'no query at all: 200');
+like($t->request('GET', "/app/v0/vast/$v->{unit}?uid=" . ('u' x 300))->{content}, qr{<InLine>},
+     'a uid over 256 bytes is ignored, as in a body');
 is($t->request('POST', "/app/v0/vast/$v->{unit}", json => {})->{status}, 405, 'POST: 405');
 is($t->request('GET', '/app/v0/vast/' . Adserve::Test::uuid())->{status}, 404, 'an unknown tag: 404');
 
