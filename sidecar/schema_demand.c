@@ -334,6 +334,8 @@ static const struct schema video_creative = {
     .nullable = true, .description = "VIDEO: a linear video ad (VAST 4.2)",
 };
 
+static const struct schema boolean = { .type = SCHEMA_BOOLEAN };
+
 static const struct schema_field creative_fields[] = {
     ID_ROW,
     { "advertiser_id", &uuid, .required = true, .description = "cannot change" },
@@ -344,6 +346,9 @@ static const struct schema_field creative_fields[] = {
     { "image_url", &url_n, .dflt = "null", .description = "IMAGE: the image (absolute http(s))" },
     { "html", &html_n, .dflt = "null", .description = "HTML: the markup" },
     { "video", &video_creative, .dflt = "null", .description = "VIDEO: the video ad" },
+    { "interstitial", &boolean, .dflt = "false",
+      .description = "made to fill a screen: only these serve on an interstitial ad unit "
+                     "(instl 1), at its size" },
     { "landing_url", &url, .required = true,
       .description = "where a click goes (absolute http(s))" },
     { "categories", &categories, .dflt = "[]",

@@ -284,6 +284,7 @@ parse_unit(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     u->parent_hash = hash_of(u->parent_id);
     u->active = adserve_vocab_str(adserve_unit_status_names, get_str(o, "status"))
                 == ADSERVE_UNIT_ACTIVE;
+    u->instl = get_num(o, "instl", 0) != 0;
 
     /* the spec's DisplayPlacement defaults: 300 x 250 */
     read_size(cJSON_GetObjectItemCaseSensitive(o, "display"), &u->display, 300, 250);
@@ -582,6 +583,7 @@ parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     }
 
     ctype = adserve_vocab_str(adserve_creative_type_names, get_str(o, "type"));
+    c->interstitial = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "interstitial"));
     c->format = ctype == ADSERVE_CREATIVE_VIDEO ? ADSERVE_FORMAT_VIDEO
                                                 : ADSERVE_FORMAT_DISPLAY;
 

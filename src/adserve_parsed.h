@@ -60,6 +60,7 @@ typedef struct {
     adserve_strs_t  video_mimes;      /* none: any */
     int             linear;           /* 0 unknown, 1 linear, 2 non-linear */
     int             skip;             /* the player offers a skip */
+    int             instl;            /* interstitial: full screen */
 } adserve_parsed_unit_t;
 
 typedef struct {
@@ -107,6 +108,7 @@ typedef struct {
     const char     *ad_json;          /* the rendered "ad" object */
     size_t          ad_json_len;
     int             format;           /* adserve_format_e */
+    int             interstitial;     /* may fill an instl unit */
     unsigned        splices;          /* VIDEO: in ad_json, and in vast */
     uint32_t        duration;         /* VIDEO: seconds */
     int32_t         skip_offset;      /* VIDEO: seconds; -1 not skippable */

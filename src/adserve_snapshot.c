@@ -21,7 +21,8 @@
 
 
 const char *const adserve_excl_names[ADSERVE_EXCL_COUNT + 1] = {
-    "", "size", "bcat", "format", "duration", "mime", "skip", "linearity", NULL
+    "", "size", "bcat", "format", "duration", "mime", "skip", "linearity", "interstitial",
+    NULL
 };
 
 
@@ -654,6 +655,12 @@ creative_fits(const adserve_parsed_unit_t *u, const adserve_parsed_creative_t *c
 {
     if (!(u->formats & (1u << c->format))) {
         return ADSERVE_EXCL_FORMAT;
+    }
+
+    /* an interstitial takes the screen: only creatives made for that, at
+     * its own (full-screen) size */
+    if (u->instl && !c->interstitial) {
+        return ADSERVE_EXCL_INTERSTITIAL;
     }
 
     if (c->format == ADSERVE_FORMAT_VIDEO) {

@@ -156,6 +156,8 @@ typedef enum {
     ADSERVE_EXCL_MIME,                /* video: no media file of its mime */
     ADSERVE_EXCL_SKIP,                /* video: skippable, the player not */
     ADSERVE_EXCL_LINEARITY,           /* video: a non-linear placement */
+    ADSERVE_EXCL_INTERSTITIAL,        /* an instl unit, a creative not made
+                                       * to fill a screen */
     ADSERVE_EXCL_COUNT
 } adserve_excl_e;
 

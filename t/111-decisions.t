@@ -72,6 +72,8 @@ my @cases = (
     ["creative's size not the unit's", { creative => { w => 728, h => 90 } }, 0],
     ['size among ad_unit_sizes only (targeting metadata, the spec)', { creative => { w => 728, h => 90 },
                                    unit => { ad_unit_sizes => [ { w => 728, h => 90 } ] } }, 0],
+    ['an interstitial unit, a creative not made for one', { unit => { instl => 1 } }, 0],
+    ['an interstitial unit, an interstitial creative', { unit => { instl => 1 }, creative => { interstitial => JSON::PP::true } }, 1],
     ['category in ext.bcat', { creative => { categories => ['IAB7-39'] },
                                unit => { ext => { bcat => ['IAB7'] } } }, 0],
     ['category not in ext.bcat', { creative => { categories => ['IAB8'] },

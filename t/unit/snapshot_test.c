@@ -536,6 +536,12 @@ static void test_video(void) {
            "video: 640x360 on a 1280x720 player (same shape) serves");
     is_str(base_serve(VU("'w':640,'h':480,'skip':1"), NULL, NULL, vc, NULL, NOW), NULL,
            "video: 16:9 on a 4:3 player, no ad");
+    is_str(base_serve("{'id':'u1','status':'ACTIVE','instl':1,'ext':{'video':{'enabled':1}},'video':{" VPLAYER "}}",
+                      NULL, NULL, vc, NULL, NOW), NULL, "interstitial unit: a video not made for one, no ad");
+    is_str(base_serve("{'id':'u1','status':'ACTIVE','instl':1,'ext':{'video':{'enabled':1}},'video':{" VPLAYER "}}",
+                      NULL, NULL, "{'id':'c1','approval':'APPROVED','type':'VIDEO','w':640,'h':360,'interstitial':true,"
+                      "'video':{'duration':15,'skip_offset':5," VFILE "}}", NULL, NOW), "c1",
+           "interstitial unit: an interstitial video serves");
     is_str(base_serve(VU("'skip':1"), NULL, NULL, VC("'duration':15,'skip_offset':5," VFILE), NULL, NOW),
            NULL, "video: the spec's default player is 480x300 (16:10): a 16:9 ad is more than a tenth off");
 
