@@ -123,7 +123,10 @@ static cJSON *totals(struct dash *d, enum day day)
         !cJSON_AddNumberToObject(o, "spend", f.spend) ||
         !cJSON_AddNumberToObject(o, "conversion_value", f.conversion_value) ||
         !cJSON_AddNumberToObject(o, "ctr", f.ctr) ||
-        !cJSON_AddItemToObject(o, "fill_rate", units ? cJSON_CreateNumber(f.fill_rate) : cJSON_CreateNull())) {
+        !cJSON_AddItemToObject(o, "fill_rate", units ? cJSON_CreateNumber(f.fill_rate) : cJSON_CreateNull()) ||
+        !cJSON_AddNumberToObject(o, "video_starts",
+                                 (double)sum.v[STATS_VIDEO + ADSERVE_VIDEO_START]) ||
+        !cJSON_AddNumberToObject(o, "video_completion_rate", f.video_completion_rate)) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -543,6 +546,9 @@ static const struct schema_field totals_fields[] = {
     { "ctr", &number, .required = true, .description = "clicks / impressions, 6 decimals" },
     { "fill_rate", &number_n, .required = true,
       .description = "ads / requests, 6 decimals (null for advertisers)" },
+    { "video_starts", &count, .required = true },
+    { "video_completion_rate", &number, .required = true,
+      .description = "video completes / starts, 6 decimals (0 without starts)" },
     { NULL },
 };
 static const struct schema totals_s = {

@@ -102,6 +102,12 @@ static void row_json(struct report *r, const char *time, const char *id, const c
         stats_buf_num(b, f.fill_rate);
     else
         stats_buf_str(b, "null");
+    stats_buf_printf(b, ",\"video_starts\":%lld,\"video_completes\":%lld,\"video_errors\":%lld",
+                     c->v[STATS_VIDEO + ADSERVE_VIDEO_START],
+                     c->v[STATS_VIDEO + ADSERVE_VIDEO_COMPLETE],
+                     c->v[STATS_VIDEO + ADSERVE_VIDEO_ERROR]);
+    stats_buf_str(b, ",\"video_completion_rate\":");
+    stats_buf_num(b, f.video_completion_rate);
     stats_buf_str(b, "}");
 }
 
@@ -110,7 +116,8 @@ static void header_csv(struct report *r)
     stats_buf_str(&r->out, "time,");
     stats_buf_str(&r->out, group_ids[r->group]);
     stats_buf_str(&r->out, ",name,requests,ads,impressions,clicks,conversions,ctr,spend,"
-                           "conversion_value,fill_rate\r\n");
+                           "conversion_value,fill_rate,video_starts,video_completes,"
+                           "video_errors,video_completion_rate\r\n");
 }
 
 static void row_csv(struct report *r, const char *time, const char *id, const char *name,
@@ -139,6 +146,10 @@ static void row_csv(struct report *r, const char *time, const char *id, const ch
     stats_buf_str(b, ",");
     if (unit)
         stats_buf_num(b, f.fill_rate);
+    stats_buf_printf(b, ",%lld,%lld,%lld,", c->v[STATS_VIDEO + ADSERVE_VIDEO_START],
+                     c->v[STATS_VIDEO + ADSERVE_VIDEO_COMPLETE],
+                     c->v[STATS_VIDEO + ADSERVE_VIDEO_ERROR]);
+    stats_buf_num(b, f.video_completion_rate);
     stats_buf_str(b, "\r\n");
 }
 
@@ -511,6 +522,11 @@ static const struct schema_field row_fields[] = {
     { "conversion_value", &money, .required = true, .description = "in the account currency" },
     { "fill_rate", &ratio_n, .required = true,
       .description = "ads / requests, 6 decimals (ad units; null for other groups)" },
+    { "video_starts", &count, .required = true, .description = "videos started (VAST start)" },
+    { "video_completes", &count, .required = true, .description = "videos played to the end" },
+    { "video_errors", &count, .required = true, .description = "VAST errors reported" },
+    { "video_completion_rate", &ratio, .required = true,
+      .description = "video_completes / video_starts, 6 decimals (0 without starts)" },
     { NULL },
 };
 static const struct schema metrics_row = {
@@ -532,7 +548,8 @@ static const struct route_doc metrics_doc = {
                                 "hour or day (advertisers: their own)",
     .response = &metrics_report, .status = 200, .query = &metrics_query, .errors = metrics_errors,
     .csv = "Accept: text/csv or ?format=csv: a header line (time,<group_by>_id,name,requests,ads,"
-           "impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate), then the same "
+           "impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate,video_starts,"
+           "video_completes,video_errors,video_completion_rate), then the same "
            "rows (RFC 4180, CRLF; null as an empty field)",
 };
 

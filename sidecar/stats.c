@@ -18,7 +18,7 @@
 
 bool stats_counts_zero(const struct stats_counts *c)
 {
-    for (int i = 0; i < STATS_METRICS; i++)
+    for (int i = 0; i < STATS_ALL; i++)
         if (c->v[i] != 0)
             return false;
     return true;
@@ -26,7 +26,7 @@ bool stats_counts_zero(const struct stats_counts *c)
 
 void stats_counts_add(struct stats_counts *to, const struct stats_counts *c)
 {
-    for (int i = 0; i < STATS_METRICS; i++)
+    for (int i = 0; i < STATS_ALL; i++)
         to->v[i] += c->v[i];
 }
 
@@ -162,15 +162,18 @@ static bool parse_field(const redisReply *f, const char *prefix, const char **id
         return false;
     const char *name = colon + 1;
     size_t nlen = f->len - (size_t)(name - f->str);
-    for (int m = 0; m < STATS_METRICS; m++)
-        if (strlen(adserve_metric_names[m]) == nlen &&
-            memcmp(adserve_metric_names[m], name, nlen) == 0) {
-            *id = f->str + plen;
-            *len = (size_t)(colon - *id);
-            *metric = m;
-            return plain_id(*id, *len);
-        }
-    return false;
+    int m = adserve_vocab(adserve_metric_names, name, nlen);
+
+    if (m < 0 || m >= STATS_METRICS) {
+        m = adserve_vocab(adserve_video_event_names, name, nlen);
+        m = m < 0 ? -1 : STATS_VIDEO + m;
+    }
+    if (m < 0)
+        return false;
+    *id = f->str + plen;
+    *len = (size_t)(colon - *id);
+    *metric = m;
+    return plain_id(*id, *len);
 }
 
 /* A counter's value: an integer (HINCRBY's), else none. */
@@ -516,4 +519,6 @@ void stats_figures(const struct stats_counts *c, struct stats_figures *f)
     f->fill_rate = stats_ratio(c->v[STATS_ADS], c->v[STATS_REQ]);
     f->spend = (double)c->v[STATS_SPEND] / 1e6;
     f->conversion_value = (double)c->v[STATS_CONVVAL] / 1e6;
+    f->video_completion_rate = stats_ratio(c->v[STATS_VIDEO + ADSERVE_VIDEO_COMPLETE],
+                                           c->v[STATS_VIDEO + ADSERVE_VIDEO_START]);
 }

@@ -36,10 +36,13 @@ enum stats_metric {
     STATS_SPEND = ADSERVE_METRIC_SPEND,
     STATS_CONVVAL = ADSERVE_METRIC_CONVVAL,
     STATS_METRICS = ADSERVE_METRIC_REPORTED,
+    /* then a video's events, by their VAST names (adserve_video_event_e) */
+    STATS_VIDEO = STATS_METRICS,
+    STATS_ALL = STATS_VIDEO + ADSERVE_VIDEO_EVENT_COUNT,
 };
 
 struct stats_counts {
-    long long v[STATS_METRICS];         /* spend and convval in micros */
+    long long v[STATS_ALL];             /* spend and convval in micros */
 };
 
 bool stats_counts_zero(const struct stats_counts *c);
@@ -141,6 +144,7 @@ double stats_ratio(long long num, long long den);
  * conversion_value in currency units (the counters hold micros). */
 struct stats_figures {
     double ctr, fill_rate, spend, conversion_value;
+    double video_completion_rate;       /* completes / starts */
 };
 void stats_figures(const struct stats_counts *c, struct stats_figures *f);
 

@@ -92,6 +92,13 @@ my $counted = $t->wait_until(10, sub { $t->stats_are(%want) });
 ok($counted, 'each event counted once per line item and creative, however often the player sends it')
     or diag explain { map { $_ => $t->stat_sum($_) } sort keys %want };
 is($t->stat_sum("li:$v->{line_item}:skip"), 0, '... and none it did not send');
+my $m = $t->api('GET', "/api/metrics?group_by=creative&granularity=day&creative_id=$v->{creative}");
+my ($mrow) = @{ $m->{json}{rows} // [] };
+is_deeply([ @{ $mrow // {} }{qw(video_starts video_completes video_errors video_completion_rate)} ], [ 1, 1, 1, 1 ],
+          '/api/metrics: the creative\'s video starts, completes, errors and completion rate') or diag $m->{content};
+my $dash = $t->api('GET', '/api/dashboard');
+ok(($dash->{json}{today}{video_starts} // 0) >= 1 && defined $dash->{json}{today}{video_completion_rate},
+   '/api/dashboard: today\'s video starts and completion rate') or diag $dash->{content};
 is($t->request('GET', "/app/v0/event/video/rewind?ad_log=$log")->{status}, 404, 'an unknown video event: 404');
 is($t->request('GET', "/app/v0/event/video/start?ad_log=x$log")->{status}, 400, 'a forged ad_log: 400');
 

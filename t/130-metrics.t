@@ -61,10 +61,13 @@ my %hours = (
         "u:$u3" => { req => 20, ads => 20, imp => 20, spend => 30000 },
         "li:$a1" => { ads => 50, imp => 40, clk => 2, conv => 1, spend => 60000, convval => 5000000, opp => 500 },
         "li:$a2" => { ads => 20, imp => 15, clk => 1, spend => 22500 },
-        "li:$g" => { ads => 40, imp => 35, clk => 1, spend => 52500 },
+        "li:$g" => { ads => 40, imp => 35, clk => 1, spend => 52500, start => 30, complete => 21, error => 2,
+                     skip => 4 },
         "li:$gone" => { ads => 1, imp => 1 },
         "cr:$ca" => { ads => 70, imp => 55, clk => 3, conv => 1, spend => 82500, convval => 5000000 },
-        "cr:$cg" => { ads => 40, imp => 35, clk => 1, spend => 52500 },
+        # a video's VAST events, by their names
+        "cr:$cg" => { ads => 40, imp => 35, clk => 1, spend => 52500, start => 30, firstQuartile => 28,
+                      complete => 21, error => 2 },
     },
     2024031011 => {
         "u:$u1" => { req => 10 },
@@ -105,12 +108,14 @@ sub r6 { 0 + sprintf '%.6f', $_[0] }
 sub row {
     my ($group, $id, $name, $time, %c) = @_;
     my $unit = $group eq 'ad_unit';
-    $c{$_} //= 0 for qw(req ads imp clk conv spend convval);
+    $c{$_} //= 0 for qw(req ads imp clk conv spend convval start complete error);
     return { "${group}_id" => $id, name => $name, time => $time,
              requests => $unit ? $c{req} : undef, ads => $c{ads}, impressions => $c{imp}, clicks => $c{clk},
              conversions => $c{conv}, ctr => $c{imp} ? r6($c{clk} / $c{imp}) : 0, spend => $c{spend} / 1e6,
              conversion_value => $c{convval} / 1e6,
-             fill_rate => $unit ? ($c{req} ? r6($c{ads} / $c{req}) : 0) : undef };
+             fill_rate => $unit ? ($c{req} ? r6($c{ads} / $c{req}) : 0) : undef,
+             video_starts => $c{start}, video_completes => $c{complete}, video_errors => $c{error},
+             video_completion_rate => $c{start} ? r6($c{complete} / $c{start}) : 0 };
 }
 sub by_id { my $k = shift; [ sort { $a->{$k} cmp $b->{$k} } @_ ] }
 my $T10 = '2024-03-10T10:00:00Z';
@@ -124,7 +129,8 @@ my %h23 = %{ $hours{2024030923} };
 # ---- ad units ------------------------------------------------------------------------------------------
 my $u1_10 = row(ad_unit => $u1, 'Unit u1', $T10, %{ $h10{"u:$u1"} });
 is_deeply($u1_10, { ad_unit_id => $u1, name => 'Unit u1', time => $T10, requests => 100, ads => 80, impressions => 60,
-                    clicks => 3, conversions => 1, ctr => 0.05, spend => 0.09, conversion_value => 5, fill_rate => 0.8 },
+                    clicks => 3, conversions => 1, ctr => 0.05, spend => 0.09, conversion_value => 5, fill_rate => 0.8,
+                    video_starts => 0, video_completes => 0, video_errors => 0, video_completion_rate => 0 },
           '(the expected row, spelled out once)');
 my $u2_10 = row(ad_unit => $u2, 'Unit u2', $T10, %{ $h10{"u:$u2"} });
 my $u3_10 = row(ad_unit => $u3, 'Unit u3', $T10, %{ $h10{"u:$u3"} });
@@ -215,21 +221,23 @@ is($res->{status}, 200, 'CSV: 200');
 is($res->{headers}{'content-type'}, 'text/csv; charset=utf-8', 'CSV: its content type');
 my ($acme_id, $globex_id) = ($adv{acme}{id}, $adv{globex}{id});
 my %csv_line = (
-    acme10 => "$T10,$acme_id,\"Acme, Inc.\",,70,55,3,1,0.054545,0.0825,5,",
-    globex10 => "$T10,$globex_id,\"Globex \"\"Intl\"\"\",,40,35,1,0,0.028571,0.0525,0,",
-    acme11 => "$T11,$acme_id,\"Acme, Inc.\",,0,5,1,0,0.2,0.0075,0,",
+    acme10 => "$T10,$acme_id,\"Acme, Inc.\",,70,55,3,1,0.054545,0.0825,5,,0,0,0,0",
+    globex10 => "$T10,$globex_id,\"Globex \"\"Intl\"\"\",,40,35,1,0,0.028571,0.0525,0,,30,21,2,0.7",
+    acme11 => "$T11,$acme_id,\"Acme, Inc.\",,0,5,1,0,0.2,0.0075,0,,0,0,0,0",
 );
 is($res->{content}, join('', map { "$_\r\n" }
-       'time,advertiser_id,name,requests,ads,impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate',
+       'time,advertiser_id,name,requests,ads,impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate,'
+       . 'video_starts,video_completes,video_errors,video_completion_rate',
        ($acme_id lt $globex_id ? @csv_line{qw(acme10 globex10)} : @csv_line{qw(globex10 acme10)}), $csv_line{acme11}),
    'CSV: a header, then the same rows; names with a comma or quotes are quoted, quotes doubled, nulls empty');
 $res = $t->api('GET', "/api/metrics?group_by=ad_unit&$DAY&ad_unit_id=$u1&format=csv");
 is($res->{headers}{'content-type'}, 'text/csv; charset=utf-8', '?format=csv asks for CSV too');
-is($res->{content}, "time,ad_unit_id,name,requests,ads,impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate\r\n"
-                  . "$T10,$u1,Unit u1,100,80,60,3,1,0.05,0.09,5,0.8\r\n$T11,$u1,Unit u1,10,0,0,0,0,0,0,0,0\r\n",
+my $HEAD = 'time,ad_unit_id,name,requests,ads,impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate,'
+         . "video_starts,video_completes,video_errors,video_completion_rate\r\n";
+is($res->{content}, $HEAD . "$T10,$u1,Unit u1,100,80,60,3,1,0.05,0.09,5,0.8,0,0,0,0\r\n$T11,$u1,Unit u1,10,0,0,0,0,0,0,0,0,0,0,0,0\r\n",
    '... ad units with requests and fill_rate; plain fields unquoted');
 $res = $t->api('GET', "/api/metrics?group_by=ad_unit&$DAY&ad_unit_id=$u3&format=csv");
-is($res->{content}, "time,ad_unit_id,name,requests,ads,impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate\r\n",
+is($res->{content}, $HEAD,
    'no rows: the header alone');
 for my $accept ('application/json, text/csv;q=0.5', 'text/csv;q=0, application/json', '*/*', 'text/csv;q=0.5, application/json;q=0.5') {
     $res = $t->api('GET', "/api/metrics?group_by=ad_unit&$DAY", headers => { Accept => $accept });

@@ -34,7 +34,7 @@ my $hour = $now - $now % 3600;
 my $empty = $t->api('GET', '/api/dashboard');
 is($empty->{status}, 200, 'a dashboard with no counters and no line items') or diag $empty->{content};
 my $zero = { requests => 0, ads => 0, impressions => 0, clicks => 0, conversions => 0, spend => 0, conversion_value => 0,
-             ctr => 0, fill_rate => 0 };
+             ctr => 0, fill_rate => 0, video_starts => 0, video_completion_rate => 0 };
 is_deeply({ map { $_ => $empty->{json}{$_} } qw(today yesterday yesterday_same_time top_line_items pacing) },
           { today => $zero, yesterday => $zero, yesterday_same_time => $zero, top_line_items => [], pacing => [] },
           '... zeros and empty lists');
@@ -127,7 +127,8 @@ sub totals {
     return { requests => $units ? $c{req} : undef, ads => $c{ads}, impressions => $c{imp}, clicks => $c{clk},
              conversions => $c{conv}, spend => $c{spend} / 1e6, conversion_value => $c{convval} / 1e6,
              ctr => $c{imp} ? 0 + sprintf('%.6f', $c{clk} / $c{imp}) : 0,
-             fill_rate => !$units ? undef : $c{req} ? 0 + sprintf('%.6f', $c{ads} / $c{req}) : 0 };
+             fill_rate => !$units ? undef : $c{req} ? 0 + sprintf('%.6f', $c{ads} / $c{req}) : 0,
+             video_starts => 0, video_completion_rate => 0 };
 }
 is_deeply($d->{today}, totals(req => 150, ads => 90, imp => 80, clk => 8, conv => 1, spend => 120000, convval => 2000000),
           'today: every ad unit\'s counters but the external_only one\'s, every hour of the day');
