@@ -38,7 +38,7 @@
  * (the sizes below catch the rest): the zone's name carries the layout,
  * so a reload that loads a new module gets a zone of its own, loaded
  * afresh, while the old workers go on reading the old one. */
-#define NGX_HTTP_ADSERVE_ZONE_LAYOUT   2
+#define NGX_HTTP_ADSERVE_ZONE_LAYOUT   3
 #define NGX_HTTP_ADSERVE_READERS       1024    /* workers of a node, old and new:
                                                 * a 96-core node with old workers
                                                 * of two reloads still exiting is
@@ -166,7 +166,8 @@ ngx_http_adserve_zone_add(ngx_conf_t *cf, size_t size)
     layout = NGX_HTTP_ADSERVE_ZONE_LAYOUT * 0x9e3779b97f4a7c15ULL
              ^ (sizeof(ngx_http_adserve_zone_sh_t) << 40)
              ^ (sizeof(adserve_snapshot_t) << 28) ^ (sizeof(adserve_li_t) << 20)
-             ^ (sizeof(adserve_unit_t) << 12) ^ sizeof(adserve_cand_t);
+             ^ (sizeof(adserve_unit_t) << 12) ^ sizeof(adserve_cand_t)
+             ^ (sizeof(adserve_creative_t) << 52);
 
     name.data = ngx_pnalloc(cf->pool, sizeof(NGX_HTTP_ADSERVE_ZONE_NAME) + 1
                                       + NGX_INT64_LEN);
