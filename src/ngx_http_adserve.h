@@ -15,6 +15,10 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
+
 #include "adserve_snapshot.h"
 #include "adserve_vast.h"
 #include "adserve_records.h"
@@ -164,6 +168,21 @@ void ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q)
 
 /* milliseconds since t0 (CLOCK_MONOTONIC), for the log */
 double ngx_http_adserve_elapsed_ms(const struct timespec *t0);
+
+/* Work for the loader's thread pool: work(data) in the pool's thread, then
+ * finish(data) back on the event loop; both at once, here, when there is
+ * no pool or its queue is full (rather than not at all). finish may free
+ * what holds the offload. */
+typedef struct {
+#if (NGX_THREADS)
+    ngx_thread_task_t              task;
+#endif
+    void                         (*work)(void *data, ngx_log_t *log);
+    void                         (*finish)(void *data);
+    void                          *data;
+} ngx_http_adserve_offload_t;
+
+void ngx_http_adserve_offload(ngx_http_adserve_loader_t *ld, ngx_http_adserve_offload_t *o);
 
 /* the loader's states, for the full load (_scan.c) */
 void ngx_http_adserve_loader_full(ngx_http_adserve_loader_t *ld);

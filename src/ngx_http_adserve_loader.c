@@ -45,9 +45,6 @@
 
 #include <time.h>
 
-#if (NGX_THREADS)
-#include <ngx_thread_pool.h>
-#endif
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -66,9 +63,7 @@
 
 
 typedef struct {
-#if (NGX_THREADS)
-    ngx_thread_task_t           task;
-#endif
+    ngx_http_adserve_offload_t  offload;
     ngx_http_adserve_loader_t  *loader;
     adserve_input_t             input;           /* refers to ld->records */
     adserve_snapshot_t         *snapshot;
@@ -304,10 +299,11 @@ ngx_http_adserve_build_thread(void *data, ngx_log_t *log)
 
 
 static void
-ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
+ngx_http_adserve_build_finish(void *data)
 {
-    ngx_http_adserve_loader_t  *ld = bc->loader;
-    adserve_snapshot_t         *s = bc->snapshot;
+    ngx_http_adserve_build_ctx_t  *bc = data;
+    ngx_http_adserve_loader_t     *ld = bc->loader;
+    adserve_snapshot_t            *s = bc->snapshot;
 
     /* the input went with the build (ngx_http_adserve_build_thread) */
     ld->state = NGX_HTTP_ADSERVE_IDLE;
@@ -369,13 +365,39 @@ ngx_http_adserve_build_finish(ngx_http_adserve_build_ctx_t *bc)
 #if (NGX_THREADS)
 
 static void
-ngx_http_adserve_build_done(ngx_event_t *ev)
+ngx_http_adserve_offload_done(ngx_event_t *ev)
 {
-    /* the thread pool reads task->next before calling us: freeing is safe */
-    ngx_http_adserve_build_finish(ev->data);
+    ngx_http_adserve_offload_t  *o = ev->data;
+
+    /* the thread pool reads task->next before calling us: finish may free
+     * the task */
+    o->finish(o->data);
 }
 
 #endif
+
+
+void
+ngx_http_adserve_offload(ngx_http_adserve_loader_t *ld, ngx_http_adserve_offload_t *o)
+{
+#if (NGX_THREADS)
+    if (ld->thread_pool != NULL) {
+        ngx_memzero(&o->task, sizeof(ngx_thread_task_t));
+        o->task.ctx = o->data;
+        o->task.handler = o->work;
+        o->task.event.handler = ngx_http_adserve_offload_done;
+        o->task.event.data = o;
+        o->task.event.log = ld->redis.log;
+
+        if (ngx_thread_task_post(ld->thread_pool, &o->task) == NGX_OK) {
+            return;
+        }
+    }
+#endif
+
+    o->work(o->data, ld->redis.log);
+    o->finish(o->data);
+}
 
 
 /* The records are complete at next_rev and next_change_id: build. */
@@ -432,24 +454,10 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
 
     ld->state = NGX_HTTP_ADSERVE_BUILDING;
 
-#if (NGX_THREADS)
-    if (ld->thread_pool != NULL) {
-        bc->task.ctx = bc;
-        bc->task.handler = ngx_http_adserve_build_thread;
-        bc->task.event.handler = ngx_http_adserve_build_done;
-        bc->task.event.data = bc;
-        bc->task.event.log = ld->redis.log;
-
-        if (ngx_thread_task_post(ld->thread_pool, &bc->task) == NGX_OK) {
-            return;
-        }
-
-        /* queue full: build right here rather than not at all */
-    }
-#endif
-
-    ngx_http_adserve_build_thread(bc, ld->redis.log);
-    ngx_http_adserve_build_finish(bc);
+    bc->offload.work = ngx_http_adserve_build_thread;
+    bc->offload.finish = ngx_http_adserve_build_finish;
+    bc->offload.data = bc;
+    ngx_http_adserve_offload(ld, &bc->offload);
 }
 
 

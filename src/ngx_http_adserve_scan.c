@@ -17,9 +17,6 @@
 
 #include <time.h>
 
-#if (NGX_THREADS)
-#include <ngx_thread_pool.h>
-#endif
 
 
 #define NGX_HTTP_ADSERVE_SCAN_COUNT     "1000"
@@ -41,9 +38,7 @@ typedef struct {
 } ngx_http_adserve_chunk_rec_t;
 
 typedef struct {
-#if (NGX_THREADS)
-    ngx_thread_task_t           task;
-#endif
+    ngx_http_adserve_offload_t  offload;
     ngx_http_adserve_loader_t  *loader;
     ngx_uint_t                  load;          /* ld->full_started of its load */
     adserve_kind_e              kind;
@@ -132,8 +127,9 @@ static void ngx_http_adserve_loader_scanned(ngx_http_adserve_loader_t *ld);
 /* On the event loop: the parses into the builder's copy, unless the load
  * they belong to was given up. */
 static void
-ngx_http_adserve_chunk_store(ngx_http_adserve_chunk_t *ch)
+ngx_http_adserve_chunk_store(void *data)
 {
+    ngx_http_adserve_chunk_t      *ch = data;
     ngx_http_adserve_loader_t     *ld = ch->loader;
     ngx_http_adserve_chunk_rec_t  *rec;
     ngx_uint_t                     keep, oom = 0;
@@ -181,18 +177,6 @@ ngx_http_adserve_chunk_store(ngx_http_adserve_chunk_t *ch)
 }
 
 
-#if (NGX_THREADS)
-
-static void
-ngx_http_adserve_chunk_done(ngx_event_t *ev)
-{
-    /* the thread pool reads task->next before calling us: freeing is safe */
-    ngx_http_adserve_chunk_store(ev->data);
-}
-
-#endif
-
-
 /* Parses the chunk in the pool, or here when there is none (or its queue
  * is full). */
 static void
@@ -202,23 +186,10 @@ ngx_http_adserve_chunk_post(ngx_http_adserve_chunk_t *ch)
 
     ld->parsing++;
 
-#if (NGX_THREADS)
-    if (ld->thread_pool != NULL) {
-        ngx_memzero(&ch->task, sizeof(ngx_thread_task_t));
-        ch->task.ctx = ch;
-        ch->task.handler = ngx_http_adserve_chunk_parse;
-        ch->task.event.handler = ngx_http_adserve_chunk_done;
-        ch->task.event.data = ch;
-        ch->task.event.log = ld->redis.log;
-
-        if (ngx_thread_task_post(ld->thread_pool, &ch->task) == NGX_OK) {
-            return;
-        }
-    }
-#endif
-
-    ngx_http_adserve_chunk_parse(ch, ld->redis.log);
-    ngx_http_adserve_chunk_store(ch);
+    ch->offload.work = ngx_http_adserve_chunk_parse;
+    ch->offload.finish = ngx_http_adserve_chunk_store;
+    ch->offload.data = ch;
+    ngx_http_adserve_offload(ld, &ch->offload);
 }
 
 
