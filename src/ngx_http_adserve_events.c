@@ -212,7 +212,6 @@ static const adserve_metric_e  ngx_http_adserve_metrics[NGX_HTTP_ADSERVE_M_COUNT
     ADSERVE_METRIC_REQ, ADSERVE_METRIC_ADS, ADSERVE_METRIC_OPP
 };
 
-#define ngx_http_adserve_event_name(type)  adserve_event_name(type)
 
 
 typedef struct {
@@ -434,7 +433,7 @@ ngx_http_adserve_track_invalid(ngx_http_adserve_events_t *ev,
     }
 
     ev->invalid[type]++;
-    name = ngx_http_adserve_event_name(type);
+    name = adserve_event_name(type);
 
     ngx_http_adserve_counter_add(ev, now, NGX_HTTP_ADSERVE_DIM_INVALID,
                                  (const u_char *) name, ngx_strlen(name),
@@ -717,7 +716,7 @@ ngx_http_adserve_seal_event(ngx_http_adserve_seal_t *s,
     u_char                     *p;
     ngx_uint_t                  key;
 
-    name = ngx_http_adserve_event_name(e->type);
+    name = adserve_event_name(e->type);
     ttl = e->type == ADSERVE_EVENT_CONVERSION ? ev->conf.conversion_ttl
                                                     : ev->conf.event_ttl;
     /* a token is accepted until issue + ttl: its request id must be

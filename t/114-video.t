@@ -71,7 +71,8 @@ is_deeply([ grep { $tracking{$_} ne "$base/app/v0/event/video/$_?ad_log=$log" } 
 like($vast, qr{<Tracking event="progress" offset="00:00:05">}, 'progress at 5 seconds');
 
 my $got = $t->request('GET', $imp =~ s{^\Q$base\E}{}r);
-ok($got->{status} == 200 || $got->{status} == 204, "the VAST's impression URL reaches our event endpoint ($got->{status})");
+is($got->{status}, 204, "the VAST's impression URL reaches our event endpoint (204)");
+ok($t->wait_until(10, sub { $t->stat_sum("cr:$v->{creative}:imp") == 1 }), '... and counts the impression');
 $got = $t->request('GET', $click =~ s{^\Q$base\E}{}r, redirect => 0);
 is($got->{status}, 302, "the VAST's ClickThrough redirects (a click)");
 is($got->{headers}{location}, 'https://advertiser.example/landing', '... to the landing page');
