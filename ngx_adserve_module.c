@@ -652,7 +652,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
 
     if (adserve_tokens_start(amcf->tokens) != 0) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      "adserve: cannot set up the ad_log cipher");
+                      NGX_HTTP_ADSERVE_LOG "cannot set up the ad_log cipher");
         return NGX_ERROR;
     }
 

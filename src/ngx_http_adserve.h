@@ -24,6 +24,10 @@
 #include "adserve_records.h"
 
 
+/* Every line the module logs starts with it: one grep finds them all. */
+#define NGX_HTTP_ADSERVE_LOG  "adserve: "
+
+
 /* one Redis connection of a worker, on the nginx event loop */
 
 typedef struct ngx_http_adserve_redis_s  ngx_http_adserve_redis_t;

@@ -164,7 +164,7 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     slot = ngx_http_adserve_caps_slot(ctx);
     if (slot == NGX_ERROR) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "adserve: %d frequency cap reads in flight, "
+                      NGX_HTTP_ADSERVE_LOG "%d frequency cap reads in flight, "
                       "serving without caps", NGX_HTTP_ADSERVE_CAP_SLOTS);
         return NGX_DECLINED;
     }
@@ -272,7 +272,7 @@ ngx_http_adserve_caps_done(ngx_http_adserve_ctx_t *ctx)
     ngx_http_adserve_caps_release(ctx);
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                   "adserve: caps %s, %uD capped ads seen",
+                   NGX_HTTP_ADSERVE_LOG "caps %s, %uD capped ads seen",
                    ctx->caps_known ? "known" : "unknown", ctx->nseen);
 
     ngx_http_finalize_request(r, ctx->caps_done(r));
@@ -310,7 +310,7 @@ ngx_http_adserve_caps_timeout(ngx_event_t *ev)
     ngx_http_adserve_ctx_t  *ctx = ev->data;
 
     ngx_log_error(NGX_LOG_INFO, ev->log, 0,
-                  "adserve: frequency caps not read in time, capped line items "
+                  NGX_HTTP_ADSERVE_LOG "frequency caps not read in time, capped line items "
                   "do not serve this request");
 
     ngx_http_adserve_caps_done(ctx);

@@ -374,7 +374,7 @@ ngx_http_adserve_counter_add(ngx_http_adserve_events_t *ev, time_t now,
         if (!ev->table_full) {
             ev->table_full = 1;
             ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                          "adserve: events: counter table full (%ui entries): "
+                          NGX_HTTP_ADSERVE_LOG "events: counter table full (%ui entries): "
                           "dropping counts until a flush drains it",
                           (ngx_uint_t) NGX_HTTP_ADSERVE_COUNTER_MAX);
         }
@@ -473,7 +473,7 @@ ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
         if (!ev->overflow) {
             ev->overflow = 1;
             ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                          "adserve: events: buffer full (%ui events): "
+                          NGX_HTTP_ADSERVE_LOG "events: buffer full (%ui events): "
                           "dropping events until Redis takes them",
                           ev->conf.buffer);
         }
@@ -812,7 +812,7 @@ ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
         if (ev->table_full) {
             ev->table_full = 0;
             ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                          "adserve: events: counter table drained, %uL counts "
+                          NGX_HTTP_ADSERVE_LOG "events: counter table drained, %uL counts "
                           "were dropped in all", ev->dropped_counts);
         }
     }
@@ -857,7 +857,7 @@ ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
     if (s.p + 5 * NGX_INT64_LEN > s.end) {
         /* the per-item bounds make this impossible */
         ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
-                      "adserve: events: batch scratch overflow");
+                      NGX_HTTP_ADSERVE_LOG "events: batch scratch overflow");
         return NGX_ERROR;
     }
 
@@ -888,7 +888,7 @@ ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
     len = redisFormatCommandArgv(&cmd, s.argc, ev->argv, ev->argvlen);
     if (len < 0) {
         ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
-                      "adserve: events: cannot format a batch (out of memory)");
+                      NGX_HTTP_ADSERVE_LOG "events: cannot format a batch (out of memory)");
         return NGX_ERROR;
     }
 
@@ -971,7 +971,7 @@ ngx_http_adserve_batch_reply(ngx_http_adserve_events_t *ev, redisReply *reply,
         /* the rest of the batch is applied; these are lost, and said */
         ev->command_errors += failed->integer;
         ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                      "adserve: events: %L commands of batch %uL failed in "
+                      NGX_HTTP_ADSERVE_LOG "events: %L commands of batch %uL failed in "
                       "Redis (a key of the wrong type?)", failed->integer,
                       ev->batch.seq);
     }
@@ -986,7 +986,7 @@ ngx_http_adserve_overflow_over(ngx_http_adserve_events_t *ev)
     if (ev->overflow && ev->queued < ev->conf.buffer) {
         ev->overflow = 0;
         ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                      "adserve: events: buffer no longer full: %uL events "
+                      NGX_HTTP_ADSERVE_LOG "events: buffer no longer full: %uL events "
                       "were dropped", ev->overflow_dropped);
         ev->overflow_dropped = 0;
     }
@@ -1037,7 +1037,7 @@ ngx_http_adserve_events_on_reply(redisAsyncContext *ac, void *r, void *data)
             && ++ev->batch.refusals >= NGX_HTTP_ADSERVE_REFUSALS)
         {
             ngx_log_error(NGX_LOG_ERR, ev->log, 0,
-                          "adserve: events: batch %uL refused %ui times (%s): "
+                          NGX_HTTP_ADSERVE_LOG "events: batch %uL refused %ui times (%s): "
                           "given up, %ui events and %ui counter increments lost",
                           ev->batch.seq, ev->batch.refusals, err,
                           ev->batch.events, ev->batch.incrs);
@@ -1049,7 +1049,7 @@ ngx_http_adserve_events_on_reply(redisAsyncContext *ac, void *r, void *data)
         if (!ev->error_logged) {
             ev->error_logged = 1;
             ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                          "adserve: events: batch %uL refused: %s; kept, to be "
+                          NGX_HTTP_ADSERVE_LOG "events: batch %uL refused: %s; kept, to be "
                           "sent again", ev->batch.seq, err);
         }
 
@@ -1191,7 +1191,7 @@ ngx_http_adserve_events_on_script(redisAsyncContext *ac, void *r, void *data)
     {
         /* batches would meet NOSCRIPT: said, and they take the slow path */
         ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
-                      "adserve: events: SCRIPT LOAD answered another SHA-1 "
+                      NGX_HTTP_ADSERVE_LOG "events: SCRIPT LOAD answered another SHA-1 "
                       "than %s", ev->script_sha);
     }
 }
@@ -1307,7 +1307,7 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
      * with a recycled pid) never passes for an old one */
     if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      "adserve: events: RAND_bytes() failed");
+                      NGX_HTTP_ADSERVE_LOG "events: RAND_bytes() failed");
         goto failed;
     }
 
@@ -1325,7 +1325,7 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
         || dlen * 2 != NGX_HTTP_ADSERVE_SHA_LEN)
     {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      "adserve: events: cannot compute the script's SHA-1");
+                      NGX_HTTP_ADSERVE_LOG "events: cannot compute the script's SHA-1");
         goto failed;
     }
 
@@ -1455,7 +1455,7 @@ ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
         rc = ngx_http_adserve_batch_reply(ev, reply, &err);
         if (rc == NGX_ERROR) {
             ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                          "adserve: events: batch %uL refused at exit: %s",
+                          NGX_HTTP_ADSERVE_LOG "events: batch %uL refused at exit: %s",
                           ev->batch.seq, err);
             freeReplyObject(reply);
             break;
@@ -1482,14 +1482,14 @@ done:
 
     if (batches) {
         ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
-                      "adserve: events: flushed at exit: %ui batches, %ui events, "
+                      NGX_HTTP_ADSERVE_LOG "events: flushed at exit: %ui batches, %ui events, "
                       "%ui counter increments in %M ms", batches, events, incrs,
                       ngx_current_msec - started);
     }
 
     if (err != NULL) {
         ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                      "adserve: events: could not flush at exit (%s): %ui events "
+                      NGX_HTTP_ADSERVE_LOG "events: could not flush at exit (%s): %ui events "
                       "and %ui counters lost", err,
                       ev->queued + (ev->batch.cmd ? ev->batch.events : 0),
                       ngx_http_adserve_pending_counters(ev)
@@ -1526,7 +1526,7 @@ ngx_http_adserve_events_exit(ngx_http_adserve_events_t *ev)
 
     if (ev->overflow_dropped) {
         ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                      "adserve: events: %uL events were dropped (buffer full)",
+                      NGX_HTTP_ADSERVE_LOG "events: %uL events were dropped (buffer full)",
                       ev->overflow_dropped);
     }
 

@@ -130,14 +130,14 @@ ngx_http_adserve_loader_adopt(ngx_http_adserve_loader_t *ld)
 
         if (ngx_http_adserve_pacing_swapped(s, ld->snapshot) != NGX_OK) {
             ngx_log_error(NGX_LOG_ERR, ld->redis.log, 0,
-                          "adserve: no memory for the pace table of snapshot rev %uL; "
+                          NGX_HTTP_ADSERVE_LOG "no memory for the pace table of snapshot rev %uL; "
                           "serving rev %uL", s->rev, ld->snapshot ? ld->snapshot->rev : 0);
             return;
         }
 
         /* the one thing a worker does per snapshot: its pace table */
         ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
-                      "adserve: snapshot rev %uL (publication %ui) adopted; "
+                      NGX_HTTP_ADSERVE_LOG "snapshot rev %uL (publication %ui) adopted; "
                       "its pace table in %.3f ms", s->rev, gen,
                       ngx_http_adserve_elapsed_ms(&t0));
 
@@ -329,7 +329,7 @@ ngx_http_adserve_build_finish(void *data)
         ld->rebuild++;
 
         ngx_log_error(NGX_LOG_ERR, ld->redis.log, 0,
-                      "adserve: snapshot build failed: %s%s", bc->err,
+                      NGX_HTTP_ADSERVE_LOG "snapshot build failed: %s%s", bc->err,
                       ngx_strstr(bc->err, "out of memory") != NULL
                       ? " (is adserve_snapshot_zone large enough for two "
                         "snapshots?)" : "");
@@ -340,7 +340,7 @@ ngx_http_adserve_build_finish(void *data)
         ld->rebuild = 0;
 
         ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
-                      "adserve: snapshot rev %uL at change %s: %uz active ad "
+                      NGX_HTTP_ADSERVE_LOG "snapshot rev %uL at change %s: %uz active ad "
                       "units, %uz candidates, %uz skipped records, %uz KiB; "
                       "loaded in %M ms, of which the build %ud ms",
                       s->rev, ld->change_id, s->stats.active_units,
@@ -350,7 +350,7 @@ ngx_http_adserve_build_finish(void *data)
 
         if (bc->full) {
             ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
-                          "adserve: the full load's longest HSCAN chunk took "
+                          NGX_HTTP_ADSERVE_LOG "the full load's longest HSCAN chunk took "
                           "the event loop %.3f ms to store; reading waited "
                           "%ui times for parsing", ld->chunk_ms, ld->holds);
         }

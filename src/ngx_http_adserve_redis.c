@@ -93,7 +93,7 @@ static void
 ngx_http_adserve_redis_add(ngx_event_t *ev, ngx_int_t event)
 {
     if (!ev->active && ngx_add_event(ev, event, NGX_LEVEL_EVENT) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ALERT, ev->log, 0, "adserve: redis: add event failed");
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0, NGX_HTTP_ADSERVE_LOG "redis: add event failed");
     }
 }
 
@@ -102,7 +102,7 @@ static void
 ngx_http_adserve_redis_del(ngx_event_t *ev, ngx_int_t event)
 {
     if (ev->active && ngx_del_event(ev, event, 0) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ALERT, ev->log, 0, "adserve: redis: del event failed");
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0, NGX_HTTP_ADSERVE_LOG "redis: del event failed");
     }
 }
 
@@ -214,14 +214,14 @@ ngx_http_adserve_redis_log_down(ngx_http_adserve_redis_t *rd, const char *why)
 {
     if (rd->down_logged || rd->exiting) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, rd->log, 0,
-                       "adserve: redis %V still unavailable: %s", &rd->addr, why);
+                       NGX_HTTP_ADSERVE_LOG "redis %V still unavailable: %s", &rd->addr, why);
         return;
     }
 
     rd->down_logged = 1;
 
     ngx_log_error(NGX_LOG_ERR, rd->log, 0,
-                  "adserve: %s%sredis %V unavailable (%s): %s, reconnecting "
+                  NGX_HTTP_ADSERVE_LOG "%s%sredis %V unavailable (%s): %s, reconnecting "
                   "with backoff", rd->name ? rd->name : "", rd->name ? ": " : "",
                   &rd->addr, why,
                   rd->outage ? rd->outage : "serving from the last snapshot");
@@ -262,7 +262,7 @@ ngx_http_adserve_redis_healthy(ngx_http_adserve_redis_t *rd)
     if (rd->down_logged) {
         rd->down_logged = 0;
         ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
-                      "adserve: %s%sredis %V connected again",
+                      NGX_HTTP_ADSERVE_LOG "%s%sredis %V connected again",
                       rd->name ? rd->name : "", rd->name ? ": " : "", &rd->addr);
     }
 }

@@ -128,7 +128,7 @@ ngx_http_adserve_seal(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     n = adserve_token_encode(amcf->tokens, log, (char *) tok);
     if (n == 0) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                      "adserve: ad_log token could not be sealed");
+                      NGX_HTTP_ADSERVE_LOG "ad_log token could not be sealed");
     }
 
     return n;
@@ -288,7 +288,7 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     }
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "adserve: line item %s, creative %s",
+                   NGX_HTTP_ADSERVE_LOG "line item %s, creative %s",
                    amcf->loader->snapshot->lis[c->li].id.data, c->creative_id.data);
 
     return ngx_http_adserve_send_ad(r, ctx, unit, c);
@@ -464,7 +464,7 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
             != 0)
         {
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                          "adserve: malformed ad request at byte %uz: %s", off, err);
+                          NGX_HTTP_ADSERVE_LOG "malformed ad request at byte %uz: %s", off, err);
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
     }

@@ -116,7 +116,7 @@ ngx_http_adserve_track_token(ngx_http_request_t *r,
 invalid:
 
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "adserve: invalid ad_log token (%uz bytes)", len);
+                  NGX_HTTP_ADSERVE_LOG "invalid ad_log token (%uz bytes)", len);
 
     ngx_http_adserve_track_invalid(amcf->events, type, now);
 
@@ -235,7 +235,7 @@ ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
 
     if (ngx_http_adserve_landing_ok(&cr->landing_url) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "adserve: creative \"%*s\" has a landing_url that cannot "
+                      NGX_HTTP_ADSERVE_LOG "creative \"%*s\" has a landing_url that cannot "
                       "be sent in a Location header", cr->id.len, cr->id.data);
         return ngx_http_adserve_track_send(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                            &ngx_http_adserve_bad_landing);

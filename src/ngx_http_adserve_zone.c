@@ -287,7 +287,7 @@ ngx_http_adserve_zone_builder(ngx_http_adserve_zone_t *zone)
     }
 
     ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
-                  "adserve: this worker builds the node's snapshot%s",
+                  NGX_HTTP_ADSERVE_LOG "this worker builds the node's snapshot%s",
                   pid ? " (its builder is gone)" : "");
 
     ngx_http_adserve_zone_collect(zone);
@@ -435,7 +435,7 @@ ngx_http_adserve_zone_join(ngx_http_adserve_zone_t *zone)
     }
 
     ngx_log_error(NGX_LOG_EMERG, ngx_cycle->log, 0,
-                  "adserve: more than %d workers read the snapshot zone",
+                  NGX_HTTP_ADSERVE_LOG "more than %d workers read the snapshot zone",
                   NGX_HTTP_ADSERVE_READERS);
 
     return NGX_ERROR;
