@@ -26,5 +26,9 @@ ROUTE_GROUP(licas);
 ROUTE_GROUP(targeting_keys);
 ROUTE_GROUP(metrics);
 ROUTE_GROUP(dashboard);
+ROUTE_GROUP(native_formats);
+ROUTE_GROUP(native_style_templates);
+ROUTE_GROUP(native_styles);
+ROUTE_GROUP(ad_unit_native_styles);
 
 #endif

@@ -3,9 +3,10 @@
  * Rules (README "Demand"):
  *   - advertiser_id names an advertiser the caller sees (422) and cannot
  *     change (409);
- *   - IMAGE has image_url, HTML has html, VIDEO has video, and the
- *     other two are null (422; changing type means sending the old one as
- *     null); a video has media files or a vast_tag_url, not both (422);
+ *   - IMAGE has image_url, HTML has html, VIDEO has video, NATIVE has
+ *     native, and the others are null (422; changing type means sending
+ *     the old one as null); the video and native rules are
+ *     creative_formats.c's;
  *   - approval is a review: admins and operators set it (an advertiser
  *     sending it: 403). Made by an admin or operator, a creative is
  *     APPROVED unless they say otherwise; made by an advertiser, PENDING.
@@ -15,19 +16,24 @@
  *   - delete while any LICA exists: 409 (the spec). */
 #include "api.h"
 
+#include "creative_formats.h"
 #include "resource.h"
 #include "schema_demand.h"
 
 #include <string.h>
 
-static const char *const creative_watch[] = { ADSERVE_KEY_ADVERTISERS, ADSERVE_KEY_LICAS, ADSERVE_KEY_LINE_ITEMS, NULL };
+static const char *const creative_watch[] = { ADSERVE_KEY_ADVERTISERS, ADSERVE_KEY_LICAS,
+                                              ADSERVE_KEY_LINE_ITEMS,
+                                              ADSERVE_KEY_NATIVE_FORMATS, NULL };
 static const char *const creative_immutable[] = { "advertiser_id", NULL };
 static const struct resource_ref creative_refs[] = {
     { "advertiser_id", &resource_advertisers, false },
+    { "native_format_id", &resource_native_formats, false },
     { NULL, NULL, false },
 };
 static const struct resource_index creative_indexes[] = {
     { "advertiser_id", ADSERVE_KEY_ADVERTISER_CREATIVES },
+    { "native_format_id", ADSERVE_KEY_NATIVE_FORMAT_CREATIVES },
     { NULL, NULL },
 };
 static const struct resource_dependent creative_dependents[] = {
@@ -49,33 +55,19 @@ static bool has(const cJSON *o, const char *name)
     return v != NULL && !cJSON_IsNull(v);
 }
 
-/* A video plays something: its own media files, or a third-party VAST tag
- * (then nothing else to play: the tag's ad brings its files). */
-static enum store_status check_video(struct resource_write *w)
-{
-    const cJSON *video = cJSON_GetObjectItemCaseSensitive(w->after, "video");
-    const cJSON *files = cJSON_GetObjectItemCaseSensitive(video, "media_files");
-    bool tag = has(video, "vast_tag_url");
-    int n = cJSON_GetArraySize(files);
-
-    if (!tag && n == 0)
-        return resource_refuse(w, 422, "video.media_files: at least one, or a vast_tag_url");
-    if (tag && n > 0)
-        return resource_refuse(w, 422, "video.media_files: must be empty with a vast_tag_url");
-    return STORE_OK;
-}
-
 /* The content field of each type; the other types' must be null. */
 static const char *const content_fields[ADSERVE_CREATIVE_TYPE_COUNT] = {
     [ADSERVE_CREATIVE_IMAGE] = "image_url",
     [ADSERVE_CREATIVE_HTML] = "html",
     [ADSERVE_CREATIVE_VIDEO] = "video",
+    [ADSERVE_CREATIVE_NATIVE] = "native",
 };
 /* as the name is said: an HTML */
 static const char *const articles[ADSERVE_CREATIVE_TYPE_COUNT] = {
     [ADSERVE_CREATIVE_IMAGE] = "an",
     [ADSERVE_CREATIVE_HTML] = "an",
     [ADSERVE_CREATIVE_VIDEO] = "a",
+    [ADSERVE_CREATIVE_NATIVE] = "a",
 };
 
 static enum store_status check_content(struct resource_write *w)
@@ -98,7 +90,14 @@ static enum store_status check_content(struct resource_write *w)
             return resource_refuse(w, 422, "%s: must be null for %s %s creative",
                                    content_fields[k], a, name);
     }
-    return type == ADSERVE_CREATIVE_VIDEO ? check_video(w) : STORE_OK;
+    if (type != ADSERVE_CREATIVE_NATIVE && has(w->after, "native_format_id"))
+        return resource_refuse(w, 422, "native_format_id: must be null for %s %s creative", a,
+                               name);
+    return type == ADSERVE_CREATIVE_VIDEO
+               ? creative_video_check(w, cJSON_GetObjectItemCaseSensitive(w->after, "video"),
+                                      "video")
+           : type == ADSERVE_CREATIVE_NATIVE ? creative_native_check(w)
+                                             : STORE_OK;
 }
 
 /* Whether the change touches what a reviewer approved (all but name). */

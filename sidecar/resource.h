@@ -252,6 +252,10 @@ extern const struct resource resource_creatives;
 extern const struct resource resource_licas;
 extern const struct resource resource_targeting_keys;
 extern const struct resource resource_targeting_values;
+extern const struct resource resource_native_formats;
+extern const struct resource resource_native_style_templates;
+extern const struct resource resource_native_styles;
+extern const struct resource resource_ad_unit_native_styles;
 /* Ad units (api_ad_units.c owns them) as a reference target only. */
 extern const struct resource resource_ad_units_ref;
 

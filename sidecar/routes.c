@@ -30,6 +30,10 @@ const struct route_table route_tables[] = {
     GROUP(targeting_keys),
     GROUP(metrics),
     GROUP(dashboard),
+    GROUP(native_formats),
+    GROUP(native_style_templates),
+    GROUP(native_styles),
+    GROUP(ad_unit_native_styles),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

@@ -237,8 +237,8 @@ static const char *const payouts[] = { "rates", "revenue_share", "none", NULL };
 static const struct schema payout = { .type = SCHEMA_STRING, .enum_values = payouts };
 static const char *const responsive_modes[] = { "fixed", "resized", NULL };
 static const struct schema responsive = { .type = SCHEMA_STRING, .enum_values = responsive_modes };
-static const char *const render_modes[] = { "html", "asset", NULL };
-static const struct schema render_mode = { .type = SCHEMA_STRING, .enum_values = render_modes };
+static const struct schema render_mode = { .type = SCHEMA_STRING,
+                                           .enum_values = adserve_render_names };
 
 static const struct schema_field ad_unit_ext_native_fields[] = {
     { "enabled", &flag, .dflt = "0" },
@@ -539,7 +539,6 @@ static const struct schema native_data_n = {
 
 /* Choice: the asset id is a non-negative integer (OpenRTB's asset ids
  * are indexes); "present" means present and not null. */
-static const char *const asset_members[] = { "title", "img", "video", "data", NULL };
 static const struct schema_field asset_request_fields[] = {
     { "id", &count, .required = true },
     { .name = "required", .schema = &flag_n },
@@ -552,14 +551,15 @@ static const struct schema_field asset_request_fields[] = {
 };
 static const struct schema asset_request = {
     .name = "AssetRequest", .type = SCHEMA_OBJECT, .fields = asset_request_fields,
-    .require_one_of = asset_members,
+    .require_one_of = adserve_asset_names,
     .description = "At least one of title, img, video, data is present and not null.",
 };
-static const struct schema asset_request_array = { .type = SCHEMA_ARRAY, .items = &asset_request };
+const struct schema schema_asset_requests = { .type = SCHEMA_ARRAY, .items = &asset_request,
+                                              .max_items = ADSERVE_NATIVE_ASSETS_MAX };
 
 static const struct schema plcmtcnt_n = { .type = SCHEMA_INTEGER, RANGE(1, 255), .nullable = true };
 static const struct schema_field native_placement_fields[] = {
-    { "assets", &asset_request_array, .dflt = "[]" },
+    { "assets", &schema_asset_requests, .dflt = "[]" },
     { "context", &u16_n,
       .description = "1 content-centric, 2 social-centric, 3 product context" },
     { .name = "contextsubtype", .schema = &u16_n },

@@ -4,6 +4,8 @@
  * records (flights, states, references) are the resources' own, in
  * resource.h tables and the api_*.c check hooks. */
 #include "schema_demand.h"
+#include "schema_native.h"
+#include "schema_rows.h"
 
 #include "targeting.h"
 
@@ -13,8 +15,10 @@
 
 /* ---- scalars --------------------------------------------------------------------- */
 
-static const struct schema uuid = { .type = SCHEMA_STRING, .format = SCHEMA_FORMAT_UUID };
-static const struct schema date_time = { .type = SCHEMA_STRING,
+const struct schema schema_uuid = { .type = SCHEMA_STRING, .format = SCHEMA_FORMAT_UUID };
+const struct schema schema_uuid_n = { .type = SCHEMA_STRING, .format = SCHEMA_FORMAT_UUID,
+                                      .nullable = true };
+const struct schema schema_date_time = { .type = SCHEMA_STRING,
                                          .format = SCHEMA_FORMAT_DATE_TIME };
 static const struct schema date_time_n = { .type = SCHEMA_STRING, .nullable = true,
                                            .format = SCHEMA_FORMAT_DATE_TIME };
@@ -53,34 +57,11 @@ static const struct schema category = { .type = SCHEMA_STRING, .min_length = 1,
                                         .max_length = 64 };
 static const struct schema categories = { .type = SCHEMA_ARRAY, .items = &category,
                                           .max_items = 64 };
-static const struct schema uuid_list = { .type = SCHEMA_ARRAY, .items = &uuid,
+static const struct schema uuid_list = { .type = SCHEMA_ARRAY, .items = &schema_uuid,
                                          .max_items = 1000 };
 
 static const struct schema q = { .type = SCHEMA_STRING, .min_length = 1, .max_length = 256,
                                  .description = "a substring of the name, any case" };
-
-/* ---- the server's fields of every resource ------------------------------------------ */
-
-#define ID_ROW { "id", &uuid, .required = true, .read_only = true, .description = "set by the server" }
-#define META_ROWS                                                                           \
-    { "created_at", &date_time, .required = true, .read_only = true },                     \
-    { "updated_at", &date_time, .required = true, .read_only = true },                     \
-    { "created_by", &uuid, .required = true, .read_only = true,                            \
-      .description = "the id of the user who made it" }
-
-/* A resource's shape and its PATCH view, from one table. */
-#define RESOURCE_SCHEMAS(var, title, rows, desc)                                            \
-    const struct schema schema_##var = {                                                    \
-        .name = title, .type = SCHEMA_OBJECT, .fields = rows, .description = desc,          \
-    };                                                                                      \
-    const struct schema schema_##var##_patch = {                                            \
-        .name = title "Patch", .type = SCHEMA_OBJECT, .fields = rows, .doc_partial = true,  \
-        .description = "Only the fields sent change; a nested object or array sent "        \
-                       "replaces the stored one whole.",                                    \
-    }
-
-#define LIST_QUERY(var, rows) \
-    const struct schema schema_##var##_list_query = { .type = SCHEMA_OBJECT, .fields = rows }
 
 /* ---- advertisers -------------------------------------------------------------------- */
 
@@ -122,7 +103,7 @@ RESOURCE_SCHEMAS(placement, "Placement", placement_fields,
 
 static const struct schema_field placement_query_fields[] = {
     SCHEMA_PAGING_FIELDS,
-    { "ad_unit_id", &uuid, .description = "placements holding this ad unit" },
+    { "ad_unit_id", &schema_uuid, .description = "placements holding this ad unit" },
     { .name = "q", .schema = &q },
     { NULL },
 };
@@ -138,7 +119,7 @@ static const struct schema order_status = {
 
 static const struct schema_field order_fields[] = {
     ID_ROW,
-    { "advertiser_id", &uuid, .required = true, .description = "cannot change" },
+    { "advertiser_id", &schema_uuid, .required = true, .description = "cannot change" },
     { "name", &label, .required = true },
     { "status", &order_status, .dflt = SCHEMA_JSON_STR(ADSERVE_V_DRAFT), .description = "a new order is DRAFT" },
     { "notes", &text_n, .dflt = "null" },
@@ -150,7 +131,7 @@ RESOURCE_SCHEMAS(order, "Order", order_fields,
 
 static const struct schema_field order_query_fields[] = {
     SCHEMA_PAGING_FIELDS,
-    { .name = "advertiser_id", .schema = &uuid },
+    { .name = "advertiser_id", .schema = &schema_uuid },
     { .name = "status", .schema = &order_status },
     { .name = "q", .schema = &q },
     { NULL },
@@ -231,8 +212,8 @@ static const struct schema frequency_caps = { .type = SCHEMA_ARRAY, .items = &fr
 
 static const struct schema_field line_item_fields[] = {
     ID_ROW,
-    { "order_id", &uuid, .required = true, .description = "cannot change" },
-    { "advertiser_id", &uuid, .required = true, .read_only = true,
+    { "order_id", &schema_uuid, .required = true, .description = "cannot change" },
+    { "advertiser_id", &schema_uuid, .required = true, .read_only = true,
       .description = "the order's advertiser" },
     { "name", &label, .required = true },
     { "type", &line_item_type, .required = true },
@@ -259,8 +240,8 @@ RESOURCE_SCHEMAS(line_item, "LineItem", line_item_fields,
 
 static const struct schema_field line_item_query_fields[] = {
     SCHEMA_PAGING_FIELDS,
-    { .name = "order_id", .schema = &uuid },
-    { .name = "advertiser_id", .schema = &uuid },
+    { .name = "order_id", .schema = &schema_uuid },
+    { .name = "advertiser_id", .schema = &schema_uuid },
     { .name = "status", .schema = &line_item_status },
     { .name = "type", .schema = &line_item_type },
     { .name = "q", .schema = &q },
@@ -272,7 +253,8 @@ LIST_QUERY(line_item, line_item_query_fields);
 
 static const struct schema creative_type = {
     .name = "CreativeType", .type = SCHEMA_STRING, .enum_values = adserve_creative_type_names,
-    .description = "IMAGE has image_url, HTML has html, VIDEO has video (the others are null)",
+    .description = "IMAGE has image_url, HTML has html, VIDEO has video, NATIVE has native "
+                   "(the others are null)",
 };
 static const struct schema approval = {
     .name = "CreativeApproval", .type = SCHEMA_STRING, .enum_values = adserve_approval_names,
@@ -329,7 +311,7 @@ static const struct schema_field video_creative_fields[] = {
       .description = "a third-party VAST tag: served as a VAST Wrapper (media_files empty)" },
     { NULL },
 };
-static const struct schema video_creative = {
+const struct schema schema_video_creative = {
     .name = "VideoCreative", .type = SCHEMA_OBJECT, .fields = video_creative_fields,
     .nullable = true, .description = "VIDEO: a linear video ad (VAST 4.2)",
 };
@@ -338,14 +320,18 @@ static const struct schema boolean = { .type = SCHEMA_BOOLEAN };
 
 static const struct schema_field creative_fields[] = {
     ID_ROW,
-    { "advertiser_id", &uuid, .required = true, .description = "cannot change" },
+    { "advertiser_id", &schema_uuid, .required = true, .description = "cannot change" },
     { "name", &label, .required = true },
     { "type", &creative_type, .required = true },
     { "w", &pixels, .required = true, .description = "width in pixels" },
     { "h", &pixels, .required = true, .description = "height in pixels" },
     { "image_url", &url_n, .dflt = "null", .description = "IMAGE: the image (absolute http(s))" },
     { "html", &html_n, .dflt = "null", .description = "HTML: the markup" },
-    { "video", &video_creative, .dflt = "null", .description = "VIDEO: the video ad" },
+    { "video", &schema_video_creative, .dflt = "null", .description = "VIDEO: the video ad" },
+    { "native", &schema_native_creative, .dflt = "null",
+      .description = "NATIVE: the assets of a native ad" },
+    { "native_format_id", &schema_uuid_n, .dflt = "null",
+      .description = "NATIVE: a native format whose required assets it must carry" },
     { "interstitial", &boolean, .dflt = "false",
       .description = "made to fill a screen: only these serve on an interstitial ad unit "
                      "(instl 1), at its size" },
@@ -361,7 +347,7 @@ RESOURCE_SCHEMAS(creative, "Creative", creative_fields, "An ad an advertiser sho
 
 static const struct schema_field creative_query_fields[] = {
     SCHEMA_PAGING_FIELDS,
-    { .name = "advertiser_id", .schema = &uuid },
+    { .name = "advertiser_id", .schema = &schema_uuid },
     { .name = "approval", .schema = &approval },
     { .name = "type", .schema = &creative_type },
     { .name = "q", .schema = &q },
@@ -377,11 +363,11 @@ static const struct schema lica_status = {
 
 static const struct schema_field lica_fields[] = {
     ID_ROW,
-    { "line_item_id", &uuid, .required = true, .description = "cannot change" },
-    { "creative_id", &uuid, .required = true,
+    { "line_item_id", &schema_uuid, .required = true, .description = "cannot change" },
+    { "creative_id", &schema_uuid, .required = true,
       .description = "of the order's advertiser, fitting the line item's targeted sizes; "
                      "cannot change" },
-    { "advertiser_id", &uuid, .required = true, .read_only = true,
+    { "advertiser_id", &schema_uuid, .required = true, .read_only = true,
       .description = "the line item's advertiser" },
     { "weight", &weight, .dflt = "1",
       .description = "share of rotation among the line item's creatives" },
@@ -394,9 +380,9 @@ RESOURCE_SCHEMAS(lica, "Lica", lica_fields,
 
 static const struct schema_field lica_query_fields[] = {
     SCHEMA_PAGING_FIELDS,
-    { .name = "line_item_id", .schema = &uuid },
-    { .name = "creative_id", .schema = &uuid },
-    { .name = "advertiser_id", .schema = &uuid },
+    { .name = "line_item_id", .schema = &schema_uuid },
+    { .name = "creative_id", .schema = &schema_uuid },
+    { .name = "advertiser_id", .schema = &schema_uuid },
     { .name = "status", .schema = &lica_status },
     { NULL },
 };
@@ -433,7 +419,7 @@ LIST_QUERY(targeting_key, targeting_key_query_fields);
 
 static const struct schema_field targeting_value_fields[] = {
     ID_ROW,
-    { "key_id", &uuid, .required = true, .read_only = true, .description = "its key (the path's)" },
+    { "key_id", &schema_uuid, .required = true, .read_only = true, .description = "its key (the path's)" },
     { "name", &label, .required = true,
       .description = "unique within its key; what kv rules name; cannot change" },
     { "description", &text_n, .dflt = "null" },
@@ -459,7 +445,7 @@ static const struct schema any = { .type = SCHEMA_ANY };
 
 static const struct schema_field batch_item_fields[] = {
     { "op", &batch_op, .required = true },
-    { "id", &uuid, .description = "update, delete: the resource's id" },
+    { "id", &schema_uuid, .description = "update, delete: the resource's id" },
     { "data", &free_object,
       .description = "create: the POST body; update: the PATCH body (a status change is "
                      "{\"status\": ...}); delete: none" },
@@ -496,7 +482,7 @@ static const struct schema_field batch_result_fields[] = {
     { "status", &http_status, .required = true,
       .description = "what the item alone would have answered: 201, 200, 204, 403, 404, 409, "
                      "422" },
-    { "id", &uuid, .description = "the resource's id (a new one for a create)" },
+    { "id", &schema_uuid, .description = "the resource's id (a new one for a create)" },
     { "detail", &detail, .description = "why the item failed" },
     { NULL },
 };

@@ -21,6 +21,13 @@ const adserve_kind_t  adserve_kinds[ADSERVE_KIND_ALL] = {
     [ADSERVE_KIND_LICAS]          = KIND(ADSERVE_KEY_LICAS, ADSERVE_RECORD_LICA),
     [ADSERVE_KIND_ADVERTISERS]    = KIND(ADSERVE_KEY_ADVERTISERS, ADSERVE_RECORD_ADVERTISER),
     [ADSERVE_KIND_TARGETING_KEYS] = KIND(ADSERVE_KEY_TARGETING_KEYS, ADSERVE_RECORD_TARGETING_KEY),
+    [ADSERVE_KIND_NATIVE_STYLES]  = KIND(ADSERVE_KEY_NATIVE_STYLES, ADSERVE_RECORD_NATIVE_STYLE),
+    [ADSERVE_KIND_AD_UNIT_NATIVE_STYLES] = KIND(ADSERVE_KEY_AD_UNIT_NATIVE_STYLES,
+                                                ADSERVE_RECORD_AD_UNIT_NATIVE_STYLE),
+    [ADSERVE_KIND_NATIVE_FORMATS] = KIND(ADSERVE_KEY_NATIVE_FORMATS,
+                                         ADSERVE_RECORD_NATIVE_FORMAT),
+    [ADSERVE_KIND_NATIVE_STYLE_TEMPLATES] = KIND(ADSERVE_KEY_NATIVE_STYLE_TEMPLATES,
+                                                 ADSERVE_RECORD_NATIVE_STYLE_TEMPLATE),
 };
 
 
@@ -97,7 +104,26 @@ const char *const adserve_delivery_names[ADSERVE_DELIVERY_COUNT + 1] = {
 };
 
 const char *const adserve_creative_type_names[ADSERVE_CREATIVE_TYPE_COUNT + 1] = {
-    ADSERVE_V_IMAGE, ADSERVE_V_HTML, ADSERVE_V_VIDEO, NULL
+    ADSERVE_V_IMAGE, ADSERVE_V_HTML, ADSERVE_V_VIDEO, ADSERVE_V_NATIVE, NULL
+};
+
+const char *const adserve_render_names[ADSERVE_RENDER_COUNT + 1] = {
+    "html", "asset", NULL
+};
+
+const char *const adserve_asset_names[ADSERVE_ASSET_COUNT + 1] = {
+    "title", "img", "video", "data", NULL
+};
+
+const char *const adserve_image_type_names[ADSERVE_IMAGE_TYPE_COUNT + 1] = {
+    "icon", "main", NULL
+};
+
+const uint8_t  adserve_image_types[ADSERVE_IMAGE_TYPE_COUNT] = { 1, 3 };
+
+const char *const adserve_data_type_names[ADSERVE_DATA_TYPE_COUNT + 1] = {
+    "sponsored", "desc", "rating", "likes", "downloads", "price", "saleprice", "phone",
+    "address", "desc2", "displayurl", "ctatext", NULL
 };
 
 const char *const adserve_format_names[ADSERVE_FORMAT_COUNT + 1] = {

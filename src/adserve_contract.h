@@ -35,6 +35,12 @@
 #define ADSERVE_KEY_LICAS                ADSERVE_KEY("licas")
 #define ADSERVE_KEY_ADVERTISERS          ADSERVE_KEY("advertisers")
 #define ADSERVE_KEY_TARGETING_KEYS       ADSERVE_KEY("targeting_keys")
+#define ADSERVE_KEY_NATIVE_STYLES        ADSERVE_KEY("native_styles")
+#define ADSERVE_KEY_AD_UNIT_NATIVE_STYLES \
+                                         ADSERVE_KEY("ad_unit_native_styles")
+#define ADSERVE_KEY_NATIVE_FORMATS       ADSERVE_KEY("native_formats")
+#define ADSERVE_KEY_NATIVE_STYLE_TEMPLATES \
+                                         ADSERVE_KEY("native_style_templates")
 
 /* what serving follows: INCR on every change it reads, and the change log
  * (a stream of {kind, id}) that lets a worker fetch just those records */
@@ -59,6 +65,11 @@
 #define ADSERVE_KEY_PLACEMENT_LINE_ITEMS ADSERVE_KEY("placement_line_items:")
 #define ADSERVE_KEY_LINE_ITEM_LICAS      ADSERVE_KEY("line_item_licas:")
 #define ADSERVE_KEY_CREATIVE_LICAS       ADSERVE_KEY("creative_licas:")
+#define ADSERVE_KEY_AD_UNIT_STYLE_LINKS  ADSERVE_KEY("ad_unit_style_links")
+#define ADSERVE_KEY_NATIVE_STYLE_LINKS   ADSERVE_KEY("native_style_links:")
+#define ADSERVE_KEY_NATIVE_FORMAT_STYLES ADSERVE_KEY("native_format_styles:")
+#define ADSERVE_KEY_NATIVE_FORMAT_CREATIVES \
+                                         ADSERVE_KEY("native_format_creatives:")
 
 /* users and sessions (the sidecar's alone) */
 #define ADSERVE_KEY_USERS                ADSERVE_KEY("users")
@@ -95,12 +106,16 @@ typedef enum {
     ADSERVE_KIND_LINE_ITEMS,
     ADSERVE_KIND_CREATIVES,
     ADSERVE_KIND_LICAS,
+    ADSERVE_KIND_NATIVE_STYLES,
+    ADSERVE_KIND_AD_UNIT_NATIVE_STYLES,
     ADSERVE_KIND_ADVERTISERS,
     ADSERVE_KIND_TARGETING_KEYS,
+    ADSERVE_KIND_NATIVE_FORMATS,
+    ADSERVE_KIND_NATIVE_STYLE_TEMPLATES,
     ADSERVE_KIND_ALL
 } adserve_kind_e;
 
-#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_LICAS + 1)
+#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_AD_UNIT_NATIVE_STYLES + 1)
 /* the kinds a snapshot is built from */
 #define ADSERVE_KIND_COUNT    ADSERVE_KIND_SERVING
 
@@ -128,6 +143,10 @@ int adserve_kind_by_key(const char *key);
 #define ADSERVE_RECORD_TARGETING_KEY     "targeting_key"
 #define ADSERVE_RECORD_TARGETING_VALUE   "targeting_value"
 #define ADSERVE_RECORD_USER              "user"
+#define ADSERVE_RECORD_NATIVE_STYLE      "native_style"
+#define ADSERVE_RECORD_AD_UNIT_NATIVE_STYLE "ad_unit_native_style"
+#define ADSERVE_RECORD_NATIVE_FORMAT     "native_format"
+#define ADSERVE_RECORD_NATIVE_STYLE_TEMPLATE "native_style_template"
 
 
 /* ---- vocabularies ---------------------------------------------------------
@@ -262,11 +281,13 @@ extern const char *const adserve_delivery_names[ADSERVE_DELIVERY_COUNT + 1];
 #define ADSERVE_V_IMAGE           "IMAGE"
 #define ADSERVE_V_HTML            "HTML"
 #define ADSERVE_V_VIDEO           "VIDEO"
+#define ADSERVE_V_NATIVE          "NATIVE"
 
 typedef enum {
     ADSERVE_CREATIVE_IMAGE = 0,
     ADSERVE_CREATIVE_HTML,
     ADSERVE_CREATIVE_VIDEO,
+    ADSERVE_CREATIVE_NATIVE,
     ADSERVE_CREATIVE_TYPE_COUNT
 } adserve_creative_type_e;
 
@@ -291,6 +312,72 @@ typedef enum {
 } adserve_format_e;
 
 extern const char *const adserve_format_names[ADSERVE_FORMAT_COUNT + 1];
+
+/* ext.native.render_mode: the ad as HTML through the unit's native style
+ * (ad.display.adm), or as an OpenRTB Native 1.2 response (ad.native) */
+typedef enum {
+    ADSERVE_RENDER_HTML = 0,
+    ADSERVE_RENDER_ASSET,
+    ADSERVE_RENDER_COUNT
+} adserve_render_e;
+
+extern const char *const adserve_render_names[ADSERVE_RENDER_COUNT + 1];
+
+/* A native ad's assets (OpenRTB Native 1.2): the member of an
+ * AssetRequest, and of a NATIVE creative's asset. */
+typedef enum {
+    ADSERVE_ASSET_TITLE = 0,
+    ADSERVE_ASSET_IMG,
+    ADSERVE_ASSET_VIDEO,
+    ADSERVE_ASSET_DATA,
+    ADSERVE_ASSET_COUNT
+} adserve_asset_e;
+
+extern const char *const adserve_asset_names[ADSERVE_ASSET_COUNT + 1];
+
+/* Native image types by name; OpenRTB's number is adserve_image_types[]
+ * (1 icon, 3 main: 2 is retired). */
+typedef enum {
+    ADSERVE_IMAGE_ICON = 0,
+    ADSERVE_IMAGE_MAIN,
+    ADSERVE_IMAGE_TYPE_COUNT
+} adserve_image_type_e;
+
+extern const char *const adserve_image_type_names[ADSERVE_IMAGE_TYPE_COUNT + 1];
+extern const uint8_t adserve_image_types[ADSERVE_IMAGE_TYPE_COUNT];
+
+/* Native data asset types by name, in OpenRTB's order: the number is the
+ * index + 1 (1 sponsored ... 12 ctatext). */
+typedef enum {
+    ADSERVE_DATA_SPONSORED = 0,
+    ADSERVE_DATA_DESC,
+    ADSERVE_DATA_RATING,
+    ADSERVE_DATA_LIKES,
+    ADSERVE_DATA_DOWNLOADS,
+    ADSERVE_DATA_PRICE,
+    ADSERVE_DATA_SALEPRICE,
+    ADSERVE_DATA_PHONE,
+    ADSERVE_DATA_ADDRESS,
+    ADSERVE_DATA_DESC2,
+    ADSERVE_DATA_DISPLAYURL,
+    ADSERVE_DATA_CTATEXT,
+    ADSERVE_DATA_TYPE_COUNT
+} adserve_data_type_e;
+
+extern const char *const adserve_data_type_names[ADSERVE_DATA_TYPE_COUNT + 1];
+
+/* Choice: a NATIVE creative's bounds, the API's and the build's */
+#define ADSERVE_NATIVE_IMAGES_MAX     4
+#define ADSERVE_NATIVE_DATA_MAX       12
+#define ADSERVE_NATIVE_TEXT_MAX       1024     /* bytes of a title or a value */
+#define ADSERVE_NATIVE_ASSETS_MAX     32       /* a placement's requests */
+#define ADSERVE_NATIVE_TEMPLATE_MAX   65536    /* bytes of a style's html, css */
+
+/* OpenRTB protocols a VAST of ours answers to (adserve_vast.h renders
+ * 4.2, which VAST 4 players read): 7, 11, 13 an InLine; 8, 12, 14 a
+ * Wrapper. Bit p is protocol p. */
+#define ADSERVE_PROTOCOLS_INLINE      ((1u << 7) | (1u << 11) | (1u << 13))
+#define ADSERVE_PROTOCOLS_WRAPPER     ((1u << 8) | (1u << 12) | (1u << 14))
 
 /* The VAST tracking events a video ad reports through
  * /app/v0/event/video/{event}, and its errors (README "Video"). */

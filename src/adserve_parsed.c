@@ -56,6 +56,14 @@ s_alloc(scratch_t *sc, size_t size)
 }
 
 
+/* for adserve_native's readers */
+static void *
+s_alloc_cb(void *ctx, size_t size)
+{
+    return s_alloc(ctx, size);
+}
+
+
 static char *
 s_dup(scratch_t *sc, const char *src, size_t len)
 {
@@ -240,6 +248,45 @@ parse_unit_video(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *v, int *o
 }
 
 
+/* The NativePlacement's requests and ext.native.render_mode; native_key
+ * tells which units render a creative alike. */
+static void
+parse_unit_native(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *o, const cJSON *ext,
+    int *oom)
+{
+    const cJSON  *assets;
+    char         *text;
+    int           mode;
+
+    if (!(u->formats & (1u << ADSERVE_FORMAT_NATIVE))) {
+        return;
+    }
+
+    mode = adserve_vocab_str(adserve_render_names,
+               get_str(cJSON_GetObjectItemCaseSensitive(ext, "native"), "render_mode"));
+    u->native_mode = mode < 0 ? ADSERVE_RENDER_HTML : mode;
+
+    assets = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "native"),
+                                              "assets");
+    if (adserve_native_reqs_read(assets, s_alloc_cb, sc, &u->native_reqs,
+                                 &u->nnative_reqs) != 0)
+    {
+        *oom = 1;
+        return;
+    }
+
+    text = assets ? cJSON_PrintUnformatted(assets) : NULL;
+    if (assets != NULL && text == NULL) {
+        *oom = 1;
+        return;
+    }
+
+    u->native_key = adserve_hash(text ? text : "", text ? strlen(text) : 0)
+                    ^ (uint64_t) u->native_mode;
+    cJSON_free(text);
+}
+
+
 /* ---- the kinds --------------------------------------------------------- */
 
 static void
@@ -305,6 +352,7 @@ parse_unit(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 
     parse_unit_ext(sc, p, o, &oom);
     parse_unit_video(sc, u, cJSON_GetObjectItemCaseSensitive(o, "video"), &oom);
+    parse_unit_native(sc, u, o, cJSON_GetObjectItemCaseSensitive(o, "ext"), &oom);
 
     return oom ? -1 : 0;
 }
@@ -531,7 +579,7 @@ render_video(scratch_t *sc, const cJSON *o, adserve_parsed_t *p, int *oom)
     size_t                      len;
     double                      skip;
 
-    vast = adserve_vast_render(o, p->id, &len, &c->splices);
+    vast = adserve_vast_render(v, get_str(o, "name"), p->id, &len, &c->splices);
     if (vast == NULL) {
         return NULL;
     }
@@ -566,6 +614,39 @@ render_video(scratch_t *sc, const cJSON *o, adserve_parsed_t *p, int *oom)
 }
 
 
+/* A native creative's assets, and its video asset's VAST; its "ad"
+ * object depends on the ad unit (adserve_native.h): the build renders
+ * it. 1 when it has no asset. */
+static int
+parse_native(scratch_t *sc, const cJSON *o, adserve_parsed_t *p, int *oom)
+{
+    adserve_parsed_creative_t  *c = &p->u.creative;
+    const cJSON                *native, *video;
+    char                       *vast;
+    size_t                      len;
+
+    native = cJSON_GetObjectItemCaseSensitive(o, "native");
+
+    if (adserve_native_assets_read(native, s_alloc_cb, sc, &c->assets, &c->nassets) != 0) {
+        *oom = 1;
+        return -1;
+    }
+
+    video = cJSON_GetObjectItemCaseSensitive(native, "video");
+    if (cJSON_IsObject(video)) {
+        vast = adserve_vast_render(video, get_str(o, "name"), p->id, &len, &c->splices);
+        if (vast != NULL) {
+            c->vast = s_dup(sc, vast, len);
+            c->vast_len = len;
+            *oom |= c->vast == NULL;
+            free(vast);
+        }
+    }
+
+    return c->nassets > 0 ? 0 : 1;
+}
+
+
 static int
 parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 {
@@ -585,13 +666,19 @@ parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     ctype = adserve_vocab_str(adserve_creative_type_names, get_str(o, "type"));
     c->interstitial = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "interstitial"));
     c->format = ctype == ADSERVE_CREATIVE_VIDEO ? ADSERVE_FORMAT_VIDEO
-                                                : ADSERVE_FORMAT_DISPLAY;
+                : ctype == ADSERVE_CREATIVE_NATIVE ? ADSERVE_FORMAT_NATIVE
+                : ADSERVE_FORMAT_DISPLAY;
 
     /* a creative that cannot be rendered can never serve */
     if (adserve_vocab_str(adserve_approval_names, get_str(o, "approval"))
         != ADSERVE_APPROVAL_APPROVED)
     {
         return 0;
+    }
+
+    if (c->format == ADSERVE_FORMAT_NATIVE) {
+        c->approved = parse_native(sc, o, p, &oom) == 0 && !oom;
+        return oom ? -1 : 0;
     }
 
     ad = c->format == ADSERVE_FORMAT_VIDEO ? render_video(sc, o, p, &oom)
@@ -626,6 +713,39 @@ parse_lica(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     {
         l->weight = w > 1000000 ? 1000000 : (uint32_t) w;
     }
+
+    return oom ? -1 : 0;
+}
+
+
+/* A style that fails the API's check never serves: a record written past
+ * the API must not put markup where a value goes. */
+static int
+parse_style(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_style_t  *st = &p->u.style;
+    size_t                   at;
+    int                      oom = 0;
+
+    if (adserve_native_template_check(get_str(o, "html"), get_str(o, "css"), &at) == NULL) {
+        st->html = dup_str(sc, o, "html", &oom);
+        st->css = dup_str(sc, o, "css", &oom);
+    }
+
+    return oom ? -1 : 0;
+}
+
+
+static int
+parse_unit_style(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_unit_style_t  *l = &p->u.unit_style;
+    int                           oom = 0;
+
+    l->ad_unit_id = dup_str(sc, o, "ad_unit_id", &oom);
+    l->native_style_id = dup_str(sc, o, "native_style_id", &oom);
+    l->ad_unit_hash = hash_of(l->ad_unit_id);
+    l->native_style_hash = hash_of(l->native_style_id);
 
     return oom ? -1 : 0;
 }
@@ -666,14 +786,15 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
 {
     static const parse_kind_pt  parsers[ADSERVE_KIND_COUNT] = {
         parse_unit, parse_placement, parse_order,
-        parse_li, parse_creative, parse_lica
+        parse_li, parse_creative, parse_lica, parse_style, parse_unit_style
     };
     /* a parse is as long as its own kind's member of the union: a LICA's
      * is a fifth of a line item's */
     static const size_t  sizes[ADSERVE_KIND_COUNT] = {
         sizeof(adserve_parsed_unit_t), sizeof(adserve_parsed_placement_t),
         sizeof(adserve_parsed_order_t), sizeof(adserve_parsed_li_t),
-        sizeof(adserve_parsed_creative_t), sizeof(adserve_parsed_lica_t)
+        sizeof(adserve_parsed_creative_t), sizeof(adserve_parsed_lica_t),
+        sizeof(adserve_parsed_style_t), sizeof(adserve_parsed_unit_style_t)
     };
     adserve_parsed_t  *p;
     const char        *id;
@@ -725,6 +846,42 @@ move_strs(adserve_strs_t *s, uintptr_t delta)
 
 
 static void
+move_nstrs(adserve_native_strs_t *s, uintptr_t delta)
+{
+    uint32_t  i;
+
+    MOVE(s->v);
+    for (i = 0; i < s->n; i++) {
+        MOVE(s->v[i]);
+    }
+}
+
+
+static void
+move_native(adserve_parsed_t *p, uintptr_t delta)
+{
+    adserve_parsed_creative_t  *c = &p->u.creative;
+    adserve_parsed_unit_t      *u = &p->u.unit;
+    uint32_t                    i;
+
+    if (p->kind == ADSERVE_KIND_AD_UNITS) {
+        MOVE(u->native_reqs);
+        for (i = 0; i < u->nnative_reqs; i++) {
+            move_nstrs(&u->native_reqs[i].mimes, delta);
+        }
+        return;
+    }
+
+    MOVE(c->assets);
+    for (i = 0; i < c->nassets; i++) {
+        MOVE(c->assets[i].value);
+        MOVE(c->assets[i].mime);
+        move_nstrs(&c->assets[i].mimes, delta);
+    }
+}
+
+
+static void
 move_parse(adserve_parsed_t *p, uintptr_t delta)
 {
     MOVE(p->id);
@@ -737,6 +894,7 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         MOVE(p->u.unit.rqddurs);
         move_strs(&p->u.unit.bcat, delta);
         move_strs(&p->u.unit.video_mimes, delta);
+        move_native(p, delta);
         break;
     case ADSERVE_KIND_PLACEMENTS:
         move_strs(&p->u.placement.ad_unit_ids, delta);
@@ -753,10 +911,19 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         MOVE(p->u.creative.vast);
         move_strs(&p->u.creative.categories, delta);
         move_strs(&p->u.creative.mimes, delta);
+        move_native(p, delta);
         break;
     case ADSERVE_KIND_LICAS:
         MOVE(p->u.lica.line_item_id);
         MOVE(p->u.lica.creative_id);
+        break;
+    case ADSERVE_KIND_NATIVE_STYLES:
+        MOVE(p->u.style.html);
+        MOVE(p->u.style.css);
+        break;
+    case ADSERVE_KIND_AD_UNIT_NATIVE_STYLES:
+        MOVE(p->u.unit_style.ad_unit_id);
+        MOVE(p->u.unit_style.native_style_id);
         break;
     default:
         break;

@@ -21,6 +21,7 @@
 
 #include "adserve_arena.h"
 #include "adserve_contract.h"
+#include "adserve_native.h"
 
 
 struct cJSON;
@@ -61,6 +62,11 @@ typedef struct {
     int             linear;           /* 0 unknown, 1 linear, 2 non-linear */
     int             skip;             /* the player offers a skip */
     int             instl;            /* interstitial: full screen */
+    int             native_mode;      /* adserve_render_e */
+    adserve_native_req_t *native_reqs;  /* the NativePlacement's assets */
+    uint32_t        nnative_reqs;
+    uint64_t        native_key;       /* the same for units whose native ads
+                                       * render alike (mode and requests) */
 } adserve_parsed_unit_t;
 
 typedef struct {
@@ -114,8 +120,10 @@ typedef struct {
     int32_t         skip_offset;      /* VIDEO: seconds; -1 not skippable */
     adserve_strs_t  mimes;            /* VIDEO: of its media files (none:
                                        * a VAST tag's wrapper) */
-    const char     *vast;             /* VIDEO: the VAST, with splices */
-    size_t          vast_len;
+    const char     *vast;             /* VIDEO: the VAST, with splices; */
+    size_t          vast_len;         /* NATIVE: its video asset's */
+    adserve_native_asset_t *assets;   /* NATIVE */
+    uint32_t        nassets;
 } adserve_parsed_creative_t;
 
 typedef struct {
@@ -125,6 +133,19 @@ typedef struct {
     uint32_t        weight;           /* 0: never serves (not ACTIVE, or a
                                        * weight below 1) */
 } adserve_parsed_lica_t;
+
+/* A native style: its template, checked (adserve_native_template_check). */
+typedef struct {
+    const char     *html;             /* NULL: not a valid style */
+    const char     *css;
+} adserve_parsed_style_t;
+
+/* An ad unit's native style. */
+typedef struct {
+    const char     *ad_unit_id;
+    const char     *native_style_id;
+    uint64_t        ad_unit_hash, native_style_hash;
+} adserve_parsed_unit_style_t;
 
 typedef struct {
     adserve_kind_e  kind;
@@ -139,6 +160,8 @@ typedef struct {
         adserve_parsed_li_t         li;
         adserve_parsed_creative_t   creative;
         adserve_parsed_lica_t       lica;
+        adserve_parsed_style_t      style;
+        adserve_parsed_unit_style_t unit_style;
     } u;
 } adserve_parsed_t;
 

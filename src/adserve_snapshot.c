@@ -16,13 +16,14 @@
 #include <cjson/cJSON.h>
 
 #include "adserve_snapshot.h"
+#include "adserve_native.h"
 #include "adserve_pacing.h"
 #include "adserve_vast.h"
 
 
 const char *const adserve_excl_names[ADSERVE_EXCL_COUNT + 1] = {
     "", "size", "bcat", "format", "duration", "mime", "skip", "linearity", "interstitial",
-    NULL
+    "assets", "style", NULL
 };
 
 
@@ -56,6 +57,7 @@ typedef struct {
     uint32_t      ncands, cap;
     bcand_t      *excl;               /* targeted, but size or bcat says no; */
     uint32_t      nexcl, xcap;        /* the weight holds the reason */
+    uint32_t      style;              /* its native style, or NONE */
 } unit_rec_t;
 
 typedef struct {
@@ -74,12 +76,25 @@ typedef struct li_rec_s {
     adserve_str_t snap_id;            /* the id, copied into the snapshot once */
 } li_rec_t;
 
+/* A native creative's "ad" object as units that render it alike want it
+ * (adserve_parsed_unit_t's native_key, and for html mode the style and
+ * the size): rendered for the first, shared by the others. */
+typedef struct {
+    uint64_t      key;
+    uint32_t      style, w, h;
+    const char   *head;
+    size_t        len;
+    unsigned      splices;
+} native_head_t;
+
 typedef struct creative_rec_s {
     const char                        *id;
     const adserve_parsed_t            *rec;
     const adserve_parsed_creative_t   *p;
     const char   *head;               /* the response head, in the snapshot, */
     size_t        head_len;           /* rendered once, on first use */
+    native_head_t *native;            /* NATIVE: its heads, by unit kind */
+    uint32_t      nnative;
     adserve_str_t snap_id;
 } creative_rec_t;
 
@@ -111,6 +126,7 @@ typedef struct {
     li_rec_t           *lis;
     creative_rec_t     *crs;
     lica_rec_t         *licas;
+    const adserve_parsed_style_t **styles;
     uint32_t            n[ADSERVE_KIND_COUNT];
     idmap_t             map[ADSERVE_KIND_COUNT];
     uint32_t           *stamp;        /* per unit: last line item that included it */
@@ -395,6 +411,7 @@ link_units(build_t *b, adserve_parsed_t **ps)
         u->p = &ps[i]->u.unit;
         u->first_child = NONE;
         u->next_sibling = NONE;
+        u->style = NONE;
         u->parent = idmap_get(&b->map[ADSERVE_KIND_AD_UNITS], u->p->parent_id,
                               u->p->parent_hash);
     }
@@ -581,6 +598,47 @@ link_licas(build_t *b, adserve_parsed_t **ps)
 }
 
 
+static int
+link_styles(build_t *b, adserve_parsed_t **ps)
+{
+    uint32_t  i, n = b->n[ADSERVE_KIND_NATIVE_STYLES];
+
+    b->styles = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(adserve_parsed_style_t *));
+    if (b->styles == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        b->styles[i] = &ps[i]->u.style;
+    }
+
+    return 0;
+}
+
+
+/* each unit's style; the API keeps one link per unit, a second one found
+ * here (written past it) loses to the first */
+static int
+link_unit_styles(build_t *b, adserve_parsed_t **ps)
+{
+    const adserve_parsed_unit_style_t  *l;
+    uint32_t                            i, u, st;
+
+    for (i = 0; i < b->n[ADSERVE_KIND_AD_UNIT_NATIVE_STYLES]; i++) {
+        l = &ps[i]->u.unit_style;
+        u = idmap_get(&b->map[ADSERVE_KIND_AD_UNITS], l->ad_unit_id, l->ad_unit_hash);
+        st = idmap_get(&b->map[ADSERVE_KIND_NATIVE_STYLES], l->native_style_id,
+                       l->native_style_hash);
+
+        if (u != NONE && st != NONE && b->units[u].style == NONE) {
+            b->units[u].style = st;
+        }
+    }
+
+    return 0;
+}
+
+
 /* ---- joining ----------------------------------------------------------- */
 
 static int
@@ -647,12 +705,38 @@ video_fits(const adserve_parsed_unit_t *u, const adserve_parsed_creative_t *c)
 }
 
 
+/* A native creative on a native placement: it fills every required
+ * asset request, and one at least; in html mode the unit has a valid
+ * style, which alone decides what shows when no asset is asked for. */
+static int
+native_fits(build_t *b, const unit_rec_t *ur, const adserve_parsed_creative_t *c)
+{
+    const adserve_parsed_unit_t  *u = ur->p;
+    uint8_t                       pick[ADSERVE_NATIVE_ASSETS_MAX];
+    int                           html = u->native_mode == ADSERVE_RENDER_HTML;
+
+    if (html && (ur->style == NONE || b->styles[ur->style]->html == NULL)) {
+        return ADSERVE_EXCL_STYLE;
+    }
+
+    if (adserve_native_match(u->native_reqs, u->nnative_reqs, c->assets, c->nassets, pick)
+        >= 0 && !(html && u->nnative_reqs == 0))
+    {
+        return ADSERVE_EXCL_ASSETS;
+    }
+
+    return 0;
+}
+
+
 /* Whether a creative can fill the ad unit: 0, or why not. Display at the
  * unit's own display size only: ad_unit_sizes are targeting metadata (the
  * spec), not sizes it draws. */
 static int
-creative_fits(const adserve_parsed_unit_t *u, const adserve_parsed_creative_t *c)
+creative_fits(build_t *b, const unit_rec_t *ur, const adserve_parsed_creative_t *c)
 {
+    const adserve_parsed_unit_t  *u = ur->p;
+
     if (!(u->formats & (1u << c->format))) {
         return ADSERVE_EXCL_FORMAT;
     }
@@ -665,6 +749,10 @@ creative_fits(const adserve_parsed_unit_t *u, const adserve_parsed_creative_t *c
 
     if (c->format == ADSERVE_FORMAT_VIDEO) {
         return video_fits(u, c);
+    }
+
+    if (c->format == ADSERVE_FORMAT_NATIVE) {
+        return native_fits(b, ur, c);
     }
 
     return u->display.w == c->size.w && u->display.h == c->size.h ? 0 : ADSERVE_EXCL_SIZE;
@@ -800,7 +888,7 @@ join_line_item(build_t *b, uint32_t i)
 
             cr = &b->crs[l->cr];
 
-            why = creative_fits(u->p, cr->p);
+            why = creative_fits(b, u, cr->p);
 
             if (why != 0) {
                 rc = add_excl(u, li, cr, (adserve_excl_e) why);
@@ -886,6 +974,104 @@ render_head(build_t *b, creative_rec_t *cr, size_t *len)
 }
 
 
+/* A native creative's 200 body up to the ad's URLs, for one unit: asset
+ * mode's "native" member, or html mode's "display" with the creative
+ * through the unit's style. NULL when out of memory. */
+static char *
+render_native(build_t *b, const unit_rec_t *u, const creative_rec_t *cr, size_t *len,
+    unsigned *splices)
+{
+    static const char                 pre[] = "{\"version\":\"" ADSERVE_RESPONSE_VERSION
+                                              "\",\"ad\":{\"id\":";
+    const adserve_parsed_unit_t      *p = u->p;
+    const adserve_parsed_creative_t  *c = cr->p;
+    const adserve_parsed_style_t     *st;
+    adserve_jsonw_t                   w, h;
+    uint8_t                           pick[ADSERVE_NATIVE_ASSETS_MAX];
+    char                             *head;
+
+    adserve_jsonw_init(&w);
+    adserve_jsonw_raw(&w, pre, sizeof(pre) - 1);
+    adserve_jsonw_str(&w, cr->id);
+
+    if (p->native_mode == ADSERVE_RENDER_HTML) {
+        st = b->styles[u->style];
+        adserve_jsonw_init(&h);
+        *splices = adserve_native_render_html(&h, st->html, st->css, c->assets, c->nassets);
+
+        adserve_jsonw_lit(&w, ",\"display\":{\"w\":");
+        adserve_jsonw_num(&w, p->display.w);
+        adserve_jsonw_lit(&w, ",\"h\":");
+        adserve_jsonw_num(&w, p->display.h);
+        adserve_jsonw_lit(&w, ",\"adm\":\"");
+        adserve_jsonw_esc(&w, h.data ? h.data : "", h.len, ADSERVE_SPLICE);
+        adserve_jsonw_lit(&w, "\"}");
+        w.oom |= h.oom;
+        adserve_jsonw_free(&h);
+
+    } else {
+        (void) adserve_native_match(p->native_reqs, p->nnative_reqs, c->assets, c->nassets,
+                                    pick);
+        adserve_jsonw_lit(&w, ",\"native\":");
+        *splices = adserve_native_render_assets(&w, p->native_reqs, p->nnative_reqs,
+                                                c->assets, pick, c->vast, c->vast_len,
+                                                c->splices);
+    }
+
+    head = w.oom ? NULL : adserve_arena_memdup(&b->snap->arena, w.data, w.len);
+    *len = w.len;
+    adserve_jsonw_free(&w);
+
+    return head;
+}
+
+
+/* The native head of cr on unit u: rendered for the first unit of its
+ * kind (native_head_t), then shared. */
+static const char *
+native_head(build_t *b, const unit_rec_t *u, creative_rec_t *cr, size_t *len,
+    unsigned *splices)
+{
+    const adserve_parsed_unit_t  *p = u->p;
+    native_head_t                *nh, *v;
+    int                           html = p->native_mode == ADSERVE_RENDER_HTML;
+    uint32_t                      i, style = html ? u->style : NONE;
+    uint32_t                      w = html ? (uint32_t) p->display.w : 0;
+    uint32_t                      h = html ? (uint32_t) p->display.h : 0;
+
+    for (i = 0; i < cr->nnative; i++) {
+        nh = &cr->native[i];
+        if (nh->key == p->native_key && nh->style == style && nh->w == w && nh->h == h) {
+            goto found;
+        }
+    }
+
+    v = realloc(cr->native, (cr->nnative + 1) * sizeof(native_head_t));
+    if (v == NULL) {
+        return NULL;
+    }
+    cr->native = v;
+
+    nh = &v[cr->nnative];
+    nh->head = render_native(b, u, cr, &nh->len, &nh->splices);
+    if (nh->head == NULL) {
+        return NULL;
+    }
+    nh->key = p->native_key;
+    nh->style = style;
+    nh->w = w;
+    nh->h = h;
+    cr->nnative++;
+
+found:
+
+    *len = nh->len;
+    *splices = nh->splices;
+
+    return nh->head;
+}
+
+
 /* The base URL where a VAST's splices put it (adserve_vast.h): XML text,
  * and that inside the JSON string of ad.video.vast. */
 static int
@@ -964,9 +1150,11 @@ render_urls(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 
 #undef URL_PART
 
+    out->url_base_json.len = n;
+    out->url_base_json.data = adserve_arena_memdup(&b->snap->arena, json + 1, n);
     cJSON_free(json);
 
-    return out->impression_prefix.data && out->click_prefix.data
+    return out->impression_prefix.data && out->click_prefix.data && out->url_base_json.data
            && render_vast_base(b, base, out) == 0 ? 0 : -1;
 }
 
@@ -1073,7 +1261,7 @@ video_cands(adserve_arena_t *a, adserve_unit_t *out)
     uint32_t         i, n = 0;
 
     for (i = 0; i < out->ncands; i++) {
-        n += out->cands[i].splices > 0;
+        n += out->cands[i].format == ADSERVE_FORMAT_VIDEO;
     }
 
     out->nvcands = n;
@@ -1089,7 +1277,7 @@ video_cands(adserve_arena_t *a, adserve_unit_t *out)
     }
 
     for (n = 0, i = 0; i < out->ncands; i++) {
-        if (out->cands[i].splices > 0) {
+        if (out->cands[i].format == ADSERVE_FORMAT_VIDEO) {
             v[n++] = out->cands[i];
         }
     }
@@ -1108,6 +1296,7 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     adserve_excl_t   *x;
     const bcand_t    *bc;
     uint32_t          i, group = 0;
+    unsigned          splices = 0;
 
     if (u->ncands > 1) {                 /* cands is NULL when there is none */
         qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
@@ -1132,8 +1321,15 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         c[i].group = group;
         c[i].bid = cand_bid(u->p, bc->li->p);
         c[i].bid_micros = (uint64_t) (c[i].bid * 1e6 + 0.5);
-        c[i].response_head = render_head(b, bc->cr, &c[i].response_head_len);
-        c[i].splices = bc->cr->p->splices;
+        c[i].format = (uint8_t) bc->cr->p->format;
+        if (c[i].format == ADSERVE_FORMAT_NATIVE) {
+            c[i].response_head = native_head(b, u, bc->cr, &c[i].response_head_len,
+                                             &splices);
+        } else {
+            c[i].response_head = render_head(b, bc->cr, &c[i].response_head_len);
+            splices = bc->cr->p->splices;
+        }
+        c[i].splices = splices;
 
         if (c[i].li == NONE || snap_id(b, bc->cr->id, &bc->cr->snap_id) != 0
             || c[i].response_head == NULL)
@@ -1299,7 +1495,7 @@ build_creatives(build_t *b)
             return -1;
         }
 
-        if (cr->p->vast != NULL && cr->p->approved) {
+        if (cr->p->vast != NULL && cr->p->approved && cr->p->format == ADSERVE_FORMAT_VIDEO) {
             c->vast.len = cr->p->vast_len;
             c->vast.data = adserve_arena_memdup(&s->arena, cr->p->vast, c->vast.len);
             c->splices = cr->p->splices;
@@ -1323,7 +1519,7 @@ build(build_t *b, const adserve_input_t *in)
     /* order matters: each kind resolves references to the kinds before it */
     static const link_pt  linkers[ADSERVE_KIND_COUNT] = {
         link_units, link_placements, link_orders,
-        link_line_items, link_creatives, link_licas
+        link_line_items, link_creatives, link_licas, link_styles, link_unit_styles
     };
     adserve_parsed_t  **ps;
     uint32_t            k, i, nunits;
@@ -1376,6 +1572,10 @@ build_cleanup(build_t *b)
     for (i = 0; b->units && i < b->n[ADSERVE_KIND_AD_UNITS]; i++) {
         free(b->units[i].cands);
         free(b->units[i].excl);
+    }
+
+    for (i = 0; b->crs && i < b->n[ADSERVE_KIND_CREATIVES]; i++) {
+        free(b->crs[i].native);
     }
 
     /* the parses of records without a slot; the others are kept */

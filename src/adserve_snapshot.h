@@ -134,8 +134,10 @@ typedef struct {
     uint32_t        li;               /* index in the snapshot's lis */
     uint32_t        weight;           /* LICA weight, for rotation */
     uint32_t        group;            /* same tier and priority: one group */
-    uint32_t        splices;          /* in response_head: a video's URLs,
-                                       * filled per request (adserve_vast.h) */
+    uint16_t        splices;          /* in response_head: a video's or a
+                                       * native ad's URLs, filled per
+                                       * request (adserve_vast.h) */
+    uint16_t        format;           /* adserve_format_e */
     uint64_t        bid_micros;       /* the line item's rate, or the unit's
                                        * default_cpc / default_cpa, x 1e6 */
     double          bid;
@@ -158,6 +160,11 @@ typedef enum {
     ADSERVE_EXCL_LINEARITY,           /* video: a non-linear placement */
     ADSERVE_EXCL_INTERSTITIAL,        /* an instl unit, a creative not made
                                        * to fill a screen */
+    ADSERVE_EXCL_ASSETS,              /* native: a required asset it lacks or
+                                       * that is out of the request's bounds,
+                                       * or no asset asked for at all */
+    ADSERVE_EXCL_STYLE,               /* native html mode: the unit has no
+                                       * valid native style */
     ADSERVE_EXCL_COUNT
 } adserve_excl_e;
 
@@ -192,7 +199,9 @@ typedef struct {
     adserve_str_t   impression_prefix;  /* ,"impression_url":"<base>...ad_log= */
     adserve_str_t   click_prefix;       /* ","click_url":"<base>...ad_log= */
     adserve_str_t   vast_base;          /* the base in a VAST: XML-escaped, */
-    adserve_str_t   vast_base_json;     /* and that as JSON string text */
+    adserve_str_t   vast_base_json;     /* and that as JSON string text; */
+    adserve_str_t   url_base_json;      /* the base as JSON string text alone
+                                         * (ADSERVE_SPLICE_JSON) */
 } adserve_unit_t;
 
 /* One ad the user was shown by a capped line item, from Redis. */

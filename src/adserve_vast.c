@@ -210,10 +210,9 @@ companions(adserve_jsonw_t *w, const cJSON *list, unsigned *n)
 
 
 char *
-adserve_vast_render(const cJSON *creative, const char *id, size_t *len,
+adserve_vast_render(const cJSON *v, const char *title, const char *id, size_t *len,
     unsigned *splices)
 {
-    const cJSON     *v = cJSON_GetObjectItemCaseSensitive(creative, "video");
     const cJSON     *files = cJSON_GetObjectItemCaseSensitive(v, "media_files");
     const char      *tag = string(v, "vast_tag_url");
     int              duration = (int) number(v, "duration", -1);
@@ -247,7 +246,7 @@ adserve_vast_render(const cJSON *creative, const char *id, size_t *len,
         adserve_jsonw_lit(&w, "<AdServingId>");
         adserve_xml_esc(&w, id);
         adserve_jsonw_lit(&w, "</AdServingId><AdTitle>");
-        adserve_xml_esc(&w, string(creative, "name"));
+        adserve_xml_esc(&w, title);
         adserve_jsonw_lit(&w, "</AdTitle>");
     }
 
@@ -306,7 +305,16 @@ adserve_vast_render(const cJSON *creative, const char *id, size_t *len,
 size_t
 adserve_splice_path(int kind, char *buf)
 {
-    int  e = kind - ADSERVE_SPLICE_EVENT, n;
+    int  e, n;
+
+    if (kind & ADSERVE_SPLICE_JSON) {
+        kind &= ~ADSERVE_SPLICE_JSON;
+        if (kind != ADSERVE_SPLICE_IMPRESSION && kind != ADSERVE_SPLICE_CLICK) {
+            return 0;                    /* only these two: no '&' to escape */
+        }
+    }
+
+    e = kind - ADSERVE_SPLICE_EVENT;
 
     if (kind == ADSERVE_SPLICE_IMPRESSION) {
         n = snprintf(buf, ADSERVE_SPLICE_PATH_MAX, "%s", ADSERVE_IMPRESSION_PATH);

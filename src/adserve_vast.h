@@ -27,17 +27,22 @@ struct cJSON;
 #define ADSERVE_SPLICE_IMPRESSION  'i'
 #define ADSERVE_SPLICE_CLICK       'c'
 #define ADSERVE_SPLICE_EVENT       'A'      /* + adserve_video_event_e */
+/* or'ed into a kind: the URL sits in JSON text, not XML (a native ad's
+ * link and tracker): its base is escaped for JSON alone, and so is its
+ * path */
+#define ADSERVE_SPLICE_JSON        0x80
 
 /* The longest path a splice writes after the base URL, and before the
  * ad_log. */
 #define ADSERVE_SPLICE_PATH_MAX    80
 
-/* The VAST document of a VIDEO creative (its "video" object, as the API
- * stores it): an InLine ad of its media files, or a Wrapper of its
- * vast_tag_url. malloc'd and NUL-terminated, its length in *len and its
- * splices in *splices; NULL when the creative cannot be one (no video
- * object, nothing to play), or out of memory. */
-char *adserve_vast_render(const struct cJSON *creative, const char *id,
+/* The VAST document of a video (a VIDEO creative's "video" object, or a
+ * NATIVE one's video asset, as the API stores it): an InLine ad of its
+ * media files, or a Wrapper of its vast_tag_url; title is the creative's
+ * name. malloc'd and NUL-terminated, its length in *len and its splices
+ * in *splices; NULL when the video cannot be one (no object, nothing to
+ * play), or out of memory. */
+char *adserve_vast_render(const struct cJSON *video, const char *title, const char *id,
     size_t *len, unsigned *splices);
 
 /* XML text or attribute value, into w: the five special characters as
@@ -46,8 +51,9 @@ char *adserve_vast_render(const struct cJSON *creative, const char *id,
 void adserve_xml_esc(adserve_jsonw_t *w, const char *s);
 
 /* The path a splice of kind writes after the base URL, up to the ad_log's
- * "=", XML-escaped (it sits in XML text): into buf (ADSERVE_SPLICE_PATH_MAX
- * bytes), its length returned; 0 for an unknown kind. */
+ * "=", XML-escaped (it sits in XML text) unless kind has
+ * ADSERVE_SPLICE_JSON: into buf (ADSERVE_SPLICE_PATH_MAX bytes), its
+ * length returned; 0 for an unknown kind. */
 size_t adserve_splice_path(int kind, char *buf);
 
 #endif

@@ -356,11 +356,11 @@ void ngx_http_adserve_resume(ngx_queue_t *q);
 ngx_int_t ngx_http_adserve_ad_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_adserve_vast_handler(ngx_http_request_t *r);
 
-/* a video's VAST: its splices filled with base, path and token
+/* a video's VAST or a native ad: its splices filled with base, path and token
  * (adserve_vast.h); _init makes the paths, once */
 void ngx_http_adserve_splice_init(void);
 u_char *ngx_http_adserve_splice(u_char *p, const u_char *text, size_t len,
-    const adserve_str_t *base, const u_char *tok, size_t n);
+    const adserve_str_t bases[2], const u_char *tok, size_t n);
 ngx_int_t ngx_http_adserve_preflight_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_adserve_explain_handler(ngx_http_request_t *r);
 

@@ -76,18 +76,21 @@ ngx_http_adserve_splice_init(void)
 
 
 /* The rendered text with each splice filled: the base, the splice's path,
- * the token. */
+ * the token. bases[1] is for splices in JSON text (ADSERVE_SPLICE_JSON),
+ * bases[0] for the others. */
 u_char *
 ngx_http_adserve_splice(u_char *p, const u_char *text, size_t len,
-    const adserve_str_t *base, const u_char *tok, size_t n)
+    const adserve_str_t bases[2], const u_char *tok, size_t n)
 {
-    const u_char  *end = text + len, *m;
-    ngx_str_t     *path;
+    const u_char         *end = text + len, *m;
+    const adserve_str_t  *base;
+    ngx_str_t            *path;
 
     /* memchr, not ngx_strlchr: glibc's looks at many bytes at a time, and
      * a VAST is some 3 KB between its 12 splices */
     while ((m = memchr(text, ADSERVE_SPLICE, end - text)) != NULL && m + 1 < end) {
         path = &ngx_http_adserve_splice_paths[m[1]];
+        base = &bases[(m[1] & ADSERVE_SPLICE_JSON) != 0];
         p = ngx_cpymem(p, text, m - text);
         p = ngx_cpymem(p, base->data, base->len);
         p = ngx_cpymem(p, path->data, path->len);
@@ -178,10 +181,13 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, const adserve_cand_t *c)
 {
     adserve_ad_log_t  log;
+    adserve_str_t     bases[2];
     u_char           *body, *p, *tok;
     size_t            n, room;
 
-    room = c->splices * (unit->vast_base_json.len + ADSERVE_SPLICE_PATH_MAX
+    bases[0] = unit->vast_base_json;
+    bases[1] = unit->url_base_json;
+    room = c->splices * (ngx_max(bases[0].len, bases[1].len) + ADSERVE_SPLICE_PATH_MAX
                          + ADSERVE_TOKEN_MAX);
 
     body = ngx_pnalloc(r->pool, c->response_head_len + room
@@ -206,7 +212,7 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     } else {
         p = ngx_http_adserve_splice(body, (const u_char *) c->response_head,
-                                    c->response_head_len, &unit->vast_base_json, tok, n);
+                                    c->response_head_len, bases, tok, n);
     }
 
     p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
@@ -233,6 +239,7 @@ ngx_http_adserve_send_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, const adserve_cand_t *c, const adserve_creative_t *cr)
 {
     adserve_ad_log_t  log;
+    adserve_str_t     bases[2];
     u_char           *body, *p, tok[ADSERVE_TOKEN_MAX];
     size_t            n;
 
@@ -240,6 +247,9 @@ ngx_http_adserve_send_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     if (n == 0) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    bases[0] = unit->vast_base;
+    bases[1] = unit->vast_base;          /* a VAST is XML throughout */
 
     body = ngx_pnalloc(r->pool, cr->vast.len
                                 + cr->splices * (unit->vast_base.len
@@ -249,7 +259,7 @@ ngx_http_adserve_send_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     }
 
     p = ngx_http_adserve_splice(body, (const u_char *) cr->vast.data, cr->vast.len,
-                                &unit->vast_base, tok, n);
+                                bases, tok, n);
 
     ngx_http_adserve_served(r, ctx, unit, c, &log);
 

@@ -38,7 +38,7 @@
  * (the sizes below catch the rest): the zone's name carries the layout,
  * so a reload that loads a new module gets a zone of its own, loaded
  * afresh, while the old workers go on reading the old one. */
-#define NGX_HTTP_ADSERVE_ZONE_LAYOUT   3
+#define NGX_HTTP_ADSERVE_ZONE_LAYOUT   4
 #define NGX_HTTP_ADSERVE_READERS       1024    /* workers of a node, old and new:
                                                 * a 96-core node with old workers
                                                 * of two reloads still exiting is
