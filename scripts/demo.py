@@ -23,12 +23,46 @@ DEMO = "http://127.0.0.1:%s" % os.environ["ADSERVE_DEMO_PORT"]
 OUT = os.path.join(os.environ["ADSERVE_VAR"], "demo")
 SOURCE = os.path.join(ROOT, "sdk", "demo")
 
-# the demo's inventory: code -> (name, width, height)
+# what a native ad of the demo carries: a title, a main image and the
+# sponsor's name, and a description when there is room (OpenRTB Native 1.2)
+NATIVE_ASSETS = [
+    {"id": 1, "required": 1, "title": {"len": 90}},
+    {"id": 2, "required": 1, "img": {"type": 3, "wmin": 200}},
+    {"id": 3, "required": 1, "data": {"type": 1}},
+    {"id": 4, "data": {"type": 2, "len": 140}},
+]
+
+
+def native(mode):
+    return {"ext": {"native": {"enabled": 1, "render_mode": mode}},
+            "native": {"plcmttype": 1, "assets": NATIVE_ASSETS}}
+
+
+# the demo's inventory: code -> (name, width, height, the ad unit's other fields)
 UNITS = {
-    "demo-rectangle": ("Demo: sidebar rectangle (image ad)", 300, 250),
-    "demo-leaderboard": ("Demo: leaderboard below the article (HTML ad)", 728, 90),
-    "demo-empty": ("Demo: sidebar slot without demand (collapses)", 300, 250),
+    "demo-rectangle": ("Demo: sidebar rectangle (image ad)", 300, 250, {}),
+    "demo-leaderboard": ("Demo: leaderboard below the article (HTML ad)", 728, 90, {}),
+    "demo-empty": ("Demo: sidebar slot without demand (collapses)", 300, 250, {}),
+    "demo-native-feed": ("Demo: native in-feed card (asset mode)", 600, 126, native("asset")),
+    "demo-native-html": ("Demo: native sidebar card (html mode, the unit's style)", 300, 250,
+                         native("html")),
+    "demo-video": ("Demo: in-article video (VAST)", 640, 360, {
+        "ext": {"video": {"enabled": 1}},
+        "video": {"w": 640, "h": 360, "mime": ["video/webm"], "mindur": 1, "maxdur": 30,
+                  "skip": 1}}),
 }
+
+# the html mode's style, checked by the API as every template is: text
+# between tags, URLs in quoted attributes, each value escaped by the server
+STYLE_HTML = """<a class="card" href="{{click_url}}"><img src="{{img.main}}" alt="">\
+<b>{{title}}</b><span>{{data.desc}}</span><small>Sponsored by {{data.sponsored}}</small></a>"""
+STYLE_CSS = """body{margin:0}.card{display:flex;flex-direction:column;gap:6px;height:250px;\
+padding:10px;box-sizing:border-box;text-decoration:none;color:#222;background:#f3f7f2;\
+font:14px/1.35 system-ui,sans-serif}.card img{width:100%;height:120px;object-fit:cover}\
+.card b{font-size:16px}.card small{color:#666;margin-top:auto}"""
+
+# the demo video: 3 seconds of WebM, shipped with the demo (scripts/demo-video.mjs)
+VIDEO_SECONDS = 3
 
 # the advertiser's HTML creative: %%CLICK_URL%% is where the SDK puts the
 # click URL (README "Web SDK")
@@ -119,10 +153,11 @@ class Api:
 
 def seed(api):
     units = {}
-    for code, (name, w, h) in UNITS.items():
+    for code, (name, w, h, more) in UNITS.items():
         units[code] = api.ensure("ad-units", {"code": code},
-                                 {"name": name, "status": "ACTIVE", "display": {"w": w, "h": h}},
-                                 q=code)
+                                 {"name": name, "status": "ACTIVE", "display": {"w": w, "h": h},
+                                  **more}, q=code)
+    seed_style(api, units["demo-native-html"])
 
     advertiser = api.ensure("advertisers", {"name": "Trail Runner Co. (demo)"},
                             {"domain": "trailrunner.example"}, q="demo")
@@ -138,12 +173,30 @@ def seed(api):
         ("demo-leaderboard", "Demo: leaderboard", {
             "type": "HTML", "w": 728, "h": 90, "html": BANNER_HTML,
             "landing_url": DEMO + "/landing.html?from=leaderboard"}),
+        (("demo-native-feed", "demo-native-html"), "Demo: native", {
+            "type": "NATIVE", "w": 240, "h": 126, "native": {
+                "title": "Trail Runner X: 210 g of grip for any mountain",
+                "images": [{"type": "main", "url": DEMO + "/assets/native-main.svg",
+                            "w": 240, "h": 126, "mime": "image/svg+xml"},
+                           {"type": "icon", "url": DEMO + "/assets/native-icon.svg",
+                            "w": 48, "h": 48, "mime": "image/svg+xml"}],
+                "data": [{"type": "sponsored", "value": "Trail Runner Co."},
+                         {"type": "desc", "value": "Light, quick and sure-footed in the mud."},
+                         {"type": "ctatext", "value": "Shop now"}]},
+            "landing_url": DEMO + "/landing.html?from=native"}),
+        ("demo-video", "Demo: video", {
+            "type": "VIDEO", "w": 640, "h": 360, "video": {
+                "duration": VIDEO_SECONDS, "skip_offset": 1, "media_files": [
+                    {"url": DEMO + "/assets/demo.webm", "mime": "video/webm",
+                     "w": 640, "h": 360}]},
+            "landing_url": DEMO + "/landing.html?from=video"}),
     ]
-    for code, name, creative_fields in chains:
+    for codes, name, creative_fields in chains:
+        codes = codes if isinstance(codes, tuple) else (codes,)
         line_item = api.ensure(
             "line-items", {"order_id": order["id"], "name": name},
             {"type": "STANDARD", "cost_type": "CPM", "rate": 2.5,
-             "targeting": {"ad_units": {"include": [units[code]["id"]]}}},
+             "targeting": {"ad_units": {"include": [units[c]["id"] for c in codes]}}},
             order_id=order["id"])
         api.status("line-items", line_item, "ACTIVE")
         creative = api.ensure("creatives", {"advertiser_id": advertiser["id"], "name": name},
@@ -153,6 +206,23 @@ def seed(api):
                           {}, line_item_id=line_item["id"])
         api.status("licas", lica, "ACTIVE")
     return units
+
+
+def seed_style(api, unit):
+    """The html-mode unit's native style, made from a template as an operator
+    would, and the unit's link to it."""
+    template = api.ensure("native-style-templates", {"name": "Demo: card"},
+                          {"html": STYLE_HTML, "css": STYLE_CSS}, q="Demo")
+    style = api.ensure("native-styles", {"name": "Demo: sidebar card"},
+                       {"native_style_template_id": template["id"], "html": template["html"],
+                        "css": template["css"]}, q="Demo")
+    link = api.find("ad-unit-native-styles", {"ad_unit_id": unit["id"]}, ad_unit_id=unit["id"])
+    if link is None:
+        api("POST", "/api/ad-unit-native-styles",
+            {"ad_unit_id": unit["id"], "native_style_id": style["id"]})
+        say("gave %s its native style" % unit["code"])
+    elif link["native_style_id"] != style["id"]:
+        api("PATCH", "/api/ad-unit-native-styles/" + link["id"], {"native_style_id": style["id"]})
 
 
 def write_page(units):

@@ -16,6 +16,11 @@
     var PROTOCOL = '0.1.0';              // the serving request's "version"
     var VIEW_RATIO = 0.5, VIEW_MS = 1000; // an impression: half the ad in view for 1 s
     var SANDBOX = 'allow-scripts allow-popups allow-popups-to-escape-sandbox';
+    // OpenRTB Native 1.2: image types 1 icon, 3 main; data types 1.. in this order
+    var IMG = {1: 'icon', 3: 'main'};
+    var DATA = ['sponsored', 'desc', 'rating', 'likes', 'downloads', 'price', 'saleprice',
+                'phone', 'address', 'desc2', 'displayurl', 'ctatext'];
+    var QUARTILES = ['firstQuartile', 'midpoint', 'thirdQuartile'];
 
     var prev = win.adserve;
     if (prev && prev.loaded) {
@@ -151,6 +156,10 @@
         if (responsive !== 'fixed' && responsive !== 'resized') {
             return warn('registerAd: responsive must be fixed or resized', responsive);
         }
+        var tpl = o.native && o.native.template;
+        if (o.native !== undefined && typeof tpl !== 'function' && typeof tpl !== 'string') {
+            return warn('registerAd: native.template must be a function or an HTML string');
+        }
         prune();
         for (var i = 0; i < slots.length; i++) {
             if (slots[i].el === el) {
@@ -160,7 +169,7 @@
         }
         var s = {
             tagid: o.tagid, el: el, w: o.width, h: o.height, responsive: responsive,
-            collapse: !!o.collapse_nobid, gen: 0, style: el.style.cssText
+            collapse: !!o.collapse_nobid, gen: 0, style: el.style.cssText, template: tpl
         };
         s.handle = Object.freeze({
             tagid: s.tagid, element: el,
@@ -234,7 +243,11 @@
             s.ro.disconnect();
         }
         clearTimeout(s.viewTimer);
-        s.abort = s.io = s.ro = s.viewTimer = s.inView = null;
+        if (s.video) {
+            s.video.pause();
+            s.video.removeAttribute('src');
+        }
+        s.abort = s.io = s.ro = s.viewTimer = s.inView = s.video = null;
         s.el.textContent = '';
         s.el.style.display = s.display;
         if (s.responsive === 'resized') {
@@ -306,7 +319,14 @@
     /* ---- rendering ------------------------------------------------------ */
 
     function render(s, json) {
-        var ad = json && json.ad || {}, d = ad.display || {};
+        var ad = json && json.ad || {};
+        if (ad.native) {
+            return renderNative(s, ad);
+        }
+        if (ad.video) {
+            return renderVideo(s, ad);
+        }
+        var d = ad.display || {};
         var click = httpUrl(ad.click_url);
         var img = d.banner && httpUrl(d.banner.img);
         var media, node;
@@ -336,14 +356,229 @@
             media.title = 'Advertisement';
             media.srcdoc = frameDoc(d.adm, click);
         }
+        var box = shown(s, node, ad);
+        place(s, box, node, media, d.w, d.h);
+        watch(s, box, httpUrl(ad.impression_url));
+    }
+
+    // the ad's node in the slot, in a box of its own
+    function shown(s, node, ad) {
         var box = doc.createElement('div');
         box.style.cssText = 'position:relative;overflow:hidden;margin:0 auto';
         box.appendChild(node);
         s.el.appendChild(box);
-        place(s, box, node, media, d.w, d.h);
-        watch(s, box, httpUrl(ad.impression_url));
         debug('ad in ' + s.tagid, ad.id);
         emit('render', {slot: s.handle, ad: ad});
+        return box;
+    }
+
+    /* ---- native: the publisher's template, filled ------------------------ */
+
+    // What a template names: {{title}}, {{img.icon}}, {{img.main}},
+    // {{data.<type>}}, {{click_url}}; a function also gets vasttag.
+    function nativeValues(n) {
+        var v = {title: '', img: {}, data: {}, click_url: httpUrl(n.link && n.link.url) || '',
+                 vasttag: null};
+        (Array.isArray(n.assets) ? n.assets : []).forEach(function (a) {
+            var img = a && a.img, data = a && a.data;
+            if (a && a.title && typeof a.title.text === 'string') {
+                v.title = a.title.text;
+            } else if (img && IMG[img.type] && httpUrl(img.url)) {
+                v.img[IMG[img.type]] = {url: httpUrl(img.url), w: img.w, h: img.h};
+            } else if (data && DATA[data.type - 1] && typeof data.value === 'string') {
+                v.data[DATA[data.type - 1]] = data.value;
+            } else if (a && a.video && typeof a.video.vasttag === 'string') {
+                v.vasttag = a.video.vasttag;
+            }
+        });
+        return v;
+    }
+
+    // A URL goes in as an escaped http(s) URL; a text as a text node, set
+    // after the markup is parsed: no value of the ad is ever parsed as HTML.
+    function fill(tpl, v) {
+        var texts = [], holder = doc.createElement('div');
+        holder.innerHTML = tpl.replace(/\{\{\s*([\w.]+)\s*\}\}/g, function (m, name) {
+            var p = name.split('.');
+            if (p[0] === 'click_url' || p[0] === 'img') {
+                return escapeHtml(p[0] === 'img' ? (v.img[p[1]] || {}).url || '' : v.click_url);
+            }
+            texts.push(p[0] === 'title' ? v.title : p[0] === 'data' && v.data[p[1]] || '');
+            return '<span data-adserve-text="' + (texts.length - 1) + '"></span>';
+        });
+        Array.prototype.forEach.call(holder.querySelectorAll('span[data-adserve-text]'),
+            function (e) { e.replaceWith(doc.createTextNode(texts[e.dataset.adserveText] || '')); });
+        Array.prototype.forEach.call(holder.querySelectorAll('a[href]'), function (a) {
+            a.target = '_blank';
+            a.rel = 'noopener';
+        });
+        return holder;
+    }
+
+    function renderNative(s, ad) {
+        var n = ad.native, v = nativeValues(n), node;
+        var tracker = (Array.isArray(n.eventtrackers) ? n.eventtrackers : []).filter(
+            function (e) { return e && e.event === 1 && e.method === 1 && httpUrl(e.url); })[0];
+        if (!s.template) {
+            return fail(s, 'a native ad needs the slot\'s native.template');
+        }
+        node = typeof s.template === 'function' ? s.template(v) : s.template;
+        node = typeof node === 'string' ? fill(node, v) : node;
+        if (!node || node.nodeType !== 1) {
+            return fail(s, 'native.template made no element');
+        }
+        var box = shown(s, node, ad);
+        box.style.width = box.style.height = '100%';
+        watch(s, box, tracker ? httpUrl(tracker.url) : null);
+    }
+
+    /* ---- video: a plain <video> that reads the VAST ---------------------- */
+
+    function seconds(t) {              // VAST's HH:MM:SS(.mmm), or null
+        var m = /^(\d+):(\d\d):(\d\d(?:\.\d+)?)$/.exec(t || '');
+        return m ? m[1] * 3600 + m[2] * 60 + +m[3] : null;
+    }
+
+    function parseVast(text) {
+        var xml = new DOMParser().parseFromString(String(text), 'application/xml');
+        var ad = xml.querySelector('InLine'), linear = ad && ad.querySelector('Linear');
+        if (!linear || xml.querySelector('parsererror')) {
+            return null;
+        }
+        function all(sel) {
+            return Array.prototype.slice.call(ad.querySelectorAll(sel));
+        }
+        function urls(sel) {        // the raw text: [ERRORCODE] is filled later
+            return all(sel).map(function (e) { return e.textContent.trim(); }).filter(httpUrl);
+        }
+        var x = {impressions: urls('Impression'), errors: urls('Error'), track: {},
+                 click: urls('VideoClicks ClickThrough')[0] || null,
+                 skip: seconds(linear.getAttribute('skipoffset')),
+                 duration: seconds((ad.querySelector('Duration') || {}).textContent),
+                 files: all('MediaFile').map(function (e) {
+                     return {url: httpUrl(e.textContent.trim()), type: e.getAttribute('type')};
+                 })};
+        all('Linear TrackingEvents Tracking').forEach(function (e) {
+            var name = e.getAttribute('event'), url = e.textContent.trim();
+            if (httpUrl(url)) {
+                (x.track[name] = x.track[name] || []).push(
+                    {url: url, at: seconds(e.getAttribute('offset'))});
+            }
+        });
+        return x;
+    }
+
+    function ping(urls) {
+        urls.forEach(function (u) {
+            fetch(u, {mode: 'no-cors', credentials: 'omit', keepalive: true, cache: 'no-store'})
+                .catch(function (e) { warn('a tracking request failed', e); });
+        });
+    }
+
+    function button(label, css) {
+        var b = doc.createElement('button');
+        b.type = 'button';
+        b.textContent = label;
+        b.style.cssText = 'position:absolute;z-index:1;border:0;border-radius:4px;padding:6px ' +
+            '10px;font:600 13px system-ui,sans-serif;color:#fff;background:rgba(0,0,0,.7);' +
+            'cursor:pointer;' + css;
+        return b;
+    }
+
+    function renderVideo(s, ad) {
+        var x = parseVast(ad.video.vast), video = doc.createElement('video');
+        if (!x) {
+            return fail(s, 'the VAST holds no InLine linear ad');
+        }
+        var file = x.files.filter(function (f) { return f.url && video.canPlayType(f.type); })[0];
+        if (!file) {
+            ping(x.errors.map(function (u) { return u.replace('[ERRORCODE]', '403'); }));
+            return fail(s, 'no media file this browser can play');
+        }
+        video.muted = video.playsInline = true;
+        video.preload = 'auto';
+        video.src = file.url;
+        video.setAttribute('aria-label', 'Advertisement');
+        s.video = video;
+        var box = shown(s, video, ad);
+        place(s, box, video, video, ad.video.w, ad.video.h);
+        play(s, box, video, x);
+    }
+
+    // Fires each tracking event at its moment; plays while half in view.
+    function play(s, box, video, x) {
+        var gen = s.gen, sent = {}, skip, sound = button('Sound on', 'left:8px;bottom:8px');
+        function fire(name, again) {
+            if (gen !== s.gen || (sent[name] && !again)) {
+                return;
+            }
+            sent[name] = true;
+            ping((x.track[name] || []).map(function (t) { return t.url; }));
+            emit('video', {slot: s.handle, event: name});
+        }
+        video.addEventListener('playing', function () {
+            if (!sent.start) {
+                ping(x.impressions);
+                emit('impression', {slot: s.handle, url: x.impressions[0] || null});
+                fire('start');
+            }
+        });
+        video.addEventListener('timeupdate', function () {
+            var d = isFinite(video.duration) ? video.duration : x.duration, t = video.currentTime;
+            QUARTILES.forEach(function (q, i) { if (d && t >= d * (i + 1) / 4) fire(q); });
+            (x.track.progress || []).forEach(function (p) {
+                if (!p.sent && p.at !== null && t >= p.at) {
+                    p.sent = true;
+                    ping([p.url]);
+                }
+            });
+            if (skip && t >= x.skip) {
+                skip.hidden = false;
+            }
+        });
+        video.addEventListener('ended', function () {
+            QUARTILES.forEach(function (q) { fire(q); });
+            fire('complete');
+        });
+        video.addEventListener('error', function () {
+            ping(x.errors.map(function (u) { return u.replace('[ERRORCODE]', '405'); }));
+            fail(s, 'the video could not be played');
+        });
+        video.addEventListener('click', function () {
+            if (x.click) {
+                win.open(x.click, '_blank', 'noopener');
+                video.pause();
+                fire('pause', true);
+            }
+        });
+        video.style.cursor = x.click ? 'pointer' : '';
+        sound.addEventListener('click', function () {
+            video.muted = !video.muted;
+            sound.textContent = video.muted ? 'Sound on' : 'Sound off';
+            if (video.muted) {
+                fire('mute', true);
+            }
+        });
+        box.appendChild(sound);
+        if (x.skip !== null) {
+            skip = button('Skip ad', 'right:8px;bottom:8px');
+            skip.hidden = true;
+            skip.addEventListener('click', function () {
+                fire('skip');
+                clear(s);
+            });
+            box.appendChild(skip);
+        }
+        // muted autoplay is allowed; playing only in view is what a viewer sees
+        var io = s.io = new IntersectionObserver(function (entries) {
+            var e = entries[entries.length - 1];
+            if (e.isIntersecting && e.intersectionRatio >= VIEW_RATIO) {
+                video.play().catch(function (err) { debug('play() refused', err); });
+            } else if (!video.ended) {
+                video.pause();
+            }
+        }, {threshold: [0, VIEW_RATIO]});
+        io.observe(box);
     }
 
     // The click URL goes where the markup asks for it, %%CLICK_URL%%, and

@@ -19,10 +19,15 @@ like($out, qr{^  SDK:\s+\Q${\ $t->base}\E/sdk/v0/adserve\.js$}m, '... and the SD
 like($out, qr{==> demo: created ad-units}, '... after seeding the demo through the API');
 
 my %unit = map { $_->{code} => $_ } @{ $t->api('GET', '/api/ad-units?q=demo-')->{json}{items} };
-is_deeply([ sort keys %unit ], [qw(demo-empty demo-leaderboard demo-rectangle)], 'three demo ad units');
-is_deeply([ map { $unit{$_}{status} } sort keys %unit ], [ ('ACTIVE') x 3 ], '... all ACTIVE');
-is_deeply([ map { "$_->{display}{w}x$_->{display}{h}" } @unit{qw(demo-rectangle demo-leaderboard demo-empty)} ],
-          [qw(300x250 728x90 300x250)], '... of the sizes the page registers');
+is_deeply([ sort keys %unit ], [qw(demo-empty demo-leaderboard demo-native-feed demo-native-html demo-rectangle demo-video)],
+          'six demo ad units');
+is_deeply([ map { $unit{$_}{status} } sort keys %unit ], [ ('ACTIVE') x 6 ], '... all ACTIVE');
+is_deeply([ map { "$_->{display}{w}x$_->{display}{h}" }
+            @unit{qw(demo-rectangle demo-leaderboard demo-empty demo-native-feed demo-native-html demo-video)} ],
+          [qw(300x250 728x90 300x250 600x126 300x250 640x360)], '... of the sizes the page registers');
+is_deeply([ map { $unit{$_}{ext}{native}{render_mode} } qw(demo-native-feed demo-native-html) ], [qw(asset html)],
+          '... a native unit in each render mode');
+is($unit{'demo-video'}{ext}{video}{enabled}, 1, '... and a video player');
 
 # scripts/demo saw one worker serve the demo; these requests may reach the other
 ok($t->wait_until(10, sub { $t->workers_at($t->revision) }), 'every worker has the demo');
@@ -32,6 +37,14 @@ is($ad->{json}{ad}{display}{banner}{img}, "$demo/assets/rectangle.svg", '... its
 $ad = $t->ad($unit{'demo-leaderboard'}{id});
 like($ad->{json}{ad}{display}{adm} // '', qr{href="%%CLICK_URL%%"}, 'the leaderboard serves markup with the click macro');
 is($t->ad($unit{'demo-empty'}{id})->{status}, 204, 'the empty slot has no demand');
+$ad = $t->ad($unit{'demo-native-feed'}{id});
+is($ad->{json}{ad}{native}{ver}, '1.2', 'the in-feed slot serves a native ad in asset mode');
+$ad = $t->ad($unit{'demo-native-html'}{id});
+like($ad->{json}{ad}{display}{adm} // '', qr{<a class="card" href="\Q$ad->{json}{ad}{click_url}\E">},
+     'the sidebar card serves it through the unit\'s style');
+$ad = $t->ad($unit{'demo-video'}{id});
+like($ad->{json}{ad}{video}{vast} // '', qr{<MediaFile [^>]*type="video/webm"[^>]*>\Q$demo\E/assets/demo\.webm</MediaFile>},
+     'the video slot serves a VAST of the shipped WebM');
 
 my $http = HTTP::Tiny->new(timeout => 10);
 my $page = $http->get("$demo/");
@@ -41,8 +54,8 @@ like($page->{content}, qr{<script async src="\Q${\ $t->base}\E/sdk/v0/adserve\.j
 for my $code (sort keys %unit) {
     like($page->{content}, qr{tagid: '\Q$unit{$code}{id}\E'}, "... registering $code by its id");
 }
-unlike($page->{content}, qr/\{\{/, '... with every placeholder filled');
-for my $file (qw(landing.html demo.css assets/rectangle.svg)) {
+unlike($page->{content}, qr/\{\{(?:SDK_URL|demo-)/, '... with every placeholder of the seed filled');
+for my $file (qw(landing.html demo.css assets/rectangle.svg assets/native-main.svg assets/demo.webm)) {
     is($http->get("$demo/$file")->{status}, 200, "$file is served");
 }
 
