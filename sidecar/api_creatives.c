@@ -48,13 +48,6 @@ static const struct resource_filter creative_filters[] = {
     { NULL, NULL, NULL, false },
 };
 
-static bool has(const cJSON *o, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-    return v != NULL && !cJSON_IsNull(v);
-}
-
 /* The content field of each type; the other types' must be null. */
 static const char *const content_fields[ADSERVE_CREATIVE_TYPE_COUNT] = {
     [ADSERVE_CREATIVE_IMAGE] = "image_url",
@@ -83,14 +76,14 @@ static enum store_status check_content(struct resource_write *w)
     for (int k = 0; k < ADSERVE_CREATIVE_TYPE_COUNT; k++) {
         bool need = k == type;
 
-        if (need && !has(w->after, content_fields[k]))
+        if (need && !json_has(w->after, content_fields[k]))
             return resource_refuse(w, 422, "%s: required for %s %s creative", content_fields[k],
                                    a, name);
-        if (!need && has(w->after, content_fields[k]))
+        if (!need && json_has(w->after, content_fields[k]))
             return resource_refuse(w, 422, "%s: must be null for %s %s creative",
                                    content_fields[k], a, name);
     }
-    if (type != ADSERVE_CREATIVE_NATIVE && has(w->after, "native_format_id"))
+    if (type != ADSERVE_CREATIVE_NATIVE && json_has(w->after, "native_format_id"))
         return resource_refuse(w, 422, "native_format_id: must be null for %s %s creative", a,
                                name);
     return type == ADSERVE_CREATIVE_VIDEO
@@ -129,7 +122,7 @@ static enum store_status check_approval(struct resource_write *w)
 
     if (advertiser && cJSON_GetObjectItemCaseSensitive(w->changes, "approval") != NULL)
         return resource_refuse(w, 403, "approval: only admins and operators review creatives");
-    if (w->before == NULL && !has(w->changes, "approval"))
+    if (w->before == NULL && !json_has(w->changes, "approval"))
         return set_approval(w->after, advertiser ? ADSERVE_APPROVAL_PENDING
                                                      : ADSERVE_APPROVAL_APPROVED) ? STORE_OK
                                                                             : STORE_ERROR;

@@ -17,13 +17,6 @@
 
 #define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 
-static bool has(const cJSON *o, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-    return v != NULL && !cJSON_IsNull(v);
-}
-
 static enum store_status template_check(struct resource_write *w)
 {
     const char *html = json_str_member(w->after, "html");
@@ -120,11 +113,11 @@ static enum store_status style_check(struct resource_write *w)
 {
     const cJSON *tpl = resource_loaded(w, "native_style_template_id");
 
-    if (!has(w->after, "html") && tpl != NULL) {
+    if (!json_has(w->after, "html") && tpl != NULL) {
         if (!copy_member(w->after, tpl, "html") || !copy_member(w->after, tpl, "css"))
             return STORE_ERROR;
     }
-    if (!has(w->after, "html"))
+    if (!json_has(w->after, "html"))
         return resource_refuse(w, 422, "html: required, or a native_style_template_id to "
                                        "copy it from");
     return template_check(w);

@@ -7,18 +7,11 @@
 
 #include <string.h>
 
-static bool has(const cJSON *o, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-    return v != NULL && !cJSON_IsNull(v);
-}
-
 enum store_status creative_video_check(struct resource_write *w, const cJSON *video,
                                        const char *path)
 {
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(video, "media_files");
-    bool tag = has(video, "vast_tag_url");
+    bool tag = json_has(video, "vast_tag_url");
     int n = cJSON_GetArraySize(files);
 
     if (!tag && n == 0)
@@ -75,9 +68,9 @@ enum store_status creative_native_check(struct resource_write *w)
     cJSON *format = NULL;
     enum store_status st;
 
-    if (!has(native, "title") && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+    if (!json_has(native, "title") && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
                                      native, "images")) == 0 &&
-        cJSON_GetArraySize(data) == 0 && !has(native, "video"))
+        cJSON_GetArraySize(data) == 0 && !json_has(native, "video"))
         return resource_refuse(w, 422, "native: a title, an image, a data asset or a video "
                                        "at least");
     cJSON_ArrayForEach(a, data) {
@@ -87,7 +80,7 @@ enum store_status creative_native_check(struct resource_write *w)
             if (type != NULL && strcmp(type, json_str_member(b, "type")) == 0)
                 return resource_refuse(w, 422, "native.data: one %s at most", type);
     }
-    if (has(native, "video") &&
+    if (json_has(native, "video") &&
         ((st = creative_video_check(w, video, "native.video")) != STORE_OK ||
          w->rep->status != 0))
         return st;

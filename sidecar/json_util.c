@@ -194,6 +194,13 @@ const char *json_str_member(const cJSON *o, const char *name)
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
 }
 
+bool json_has(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+    return v != NULL && !cJSON_IsNull(v);
+}
+
 void json_wipe_member(cJSON *o, const char *name)
 {
     char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));

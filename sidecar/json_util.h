@@ -9,6 +9,7 @@
 #include "store.h"
 
 #include <cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define REPLY_MAX_HEADERS 4
@@ -59,6 +60,9 @@ cJSON *json_apply_schema(const struct schema *s, const cJSON *in, enum schema_mo
 
 /* The string member name of o, or NULL (absent or not a string). */
 const char *json_str_member(const cJSON *o, const char *name);
+
+/* Whether o has member name, and it is not null. */
+bool json_has(const cJSON *o, const char *name);
 
 /* {items, total}: the page of the n sorted records that the checked list
  * query's limit and offset name, each in the output view of s; total is

@@ -401,16 +401,6 @@ adserve_native_match(const adserve_native_req_t *reqs, uint32_t nreqs,
 /* ---- asset mode ------------------------------------------------------------ */
 
 static void
-splice(adserve_jsonw_t *w, int kind, unsigned *n)
-{
-    char  s[2] = { ADSERVE_SPLICE, (char) kind };
-
-    adserve_jsonw_raw(w, s, 2);
-    (*n)++;
-}
-
-
-static void
 member_num(adserve_jsonw_t *w, const char *name, size_t len, uint32_t v)
 {
     adserve_jsonw_raw(w, name, len);
@@ -484,9 +474,9 @@ adserve_native_render_assets(adserve_jsonw_t *w, const adserve_native_req_t *req
 
     /* the click and the impression as URLs in JSON text, not XML */
     adserve_jsonw_lit(w, "],\"link\":{\"url\":\"");
-    splice(w, ADSERVE_SPLICE_CLICK | ADSERVE_SPLICE_JSON, &n);
+    adserve_splice_put(w, ADSERVE_SPLICE_CLICK | ADSERVE_SPLICE_JSON, &n);
     adserve_jsonw_lit(w, "\"},\"eventtrackers\":[{\"event\":1,\"method\":1,\"url\":\"");
-    splice(w, ADSERVE_SPLICE_IMPRESSION | ADSERVE_SPLICE_JSON, &n);
+    adserve_splice_put(w, ADSERVE_SPLICE_IMPRESSION | ADSERVE_SPLICE_JSON, &n);
     adserve_jsonw_lit(w, "\"}]}");
 
     return n;
@@ -575,7 +565,7 @@ adserve_native_render_html(adserve_jsonw_t *w, const char *html, const char *css
         type = placeholder(p + 2, (size_t) (end - p - 2), &kind, &ctx);
 
         if (type == PH_CLICK) {
-            splice(w, ADSERVE_SPLICE_CLICK, &n);
+            adserve_splice_put(w, ADSERVE_SPLICE_CLICK, &n);
 
         } else if (type >= 0) {
             adserve_xml_esc(w, value_of(assets, nassets, kind, type));

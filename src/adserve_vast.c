@@ -49,8 +49,8 @@ text(adserve_jsonw_t *w, const char *s)
 }
 
 
-static void
-splice(adserve_jsonw_t *w, int kind, unsigned *n)
+void
+adserve_splice_put(adserve_jsonw_t *w, int kind, unsigned *n)
 {
     char  s[2] = { ADSERVE_SPLICE, (char) kind };
 
@@ -117,7 +117,7 @@ tracking(adserve_jsonw_t *w, int duration, unsigned *n)
         }
 
         adserve_jsonw_lit(w, "\">");
-        splice(w, ADSERVE_SPLICE_EVENT + e, n);
+        adserve_splice_put(w, ADSERVE_SPLICE_EVENT + e, n);
         adserve_jsonw_lit(w, "</Tracking>");
     }
 
@@ -201,7 +201,7 @@ companions(adserve_jsonw_t *w, const cJSON *list, unsigned *n)
         adserve_jsonw_lit(w, "\">");
         adserve_xml_esc(w, string(c, "image_url"));
         adserve_jsonw_lit(w, "</StaticResource><CompanionClickThrough>");
-        splice(w, ADSERVE_SPLICE_CLICK, n);
+        adserve_splice_put(w, ADSERVE_SPLICE_CLICK, n);
         adserve_jsonw_lit(w, "</CompanionClickThrough></Companion>");
     }
 
@@ -232,9 +232,9 @@ adserve_vast_render(const cJSON *v, const char *title, const char *id, size_t *l
     adserve_xml_esc(&w, id);
     text(&w, tag ? "\"><Wrapper>" : "\"><InLine>");
     adserve_jsonw_lit(&w, "<AdSystem>adserve</AdSystem><Error>");
-    splice(&w, ADSERVE_SPLICE_EVENT + ADSERVE_VIDEO_ERROR, &n);
+    adserve_splice_put(&w, ADSERVE_SPLICE_EVENT + ADSERVE_VIDEO_ERROR, &n);
     adserve_jsonw_lit(&w, "</Error><Impression id=\"adserve\">");
-    splice(&w, ADSERVE_SPLICE_IMPRESSION, &n);
+    adserve_splice_put(&w, ADSERVE_SPLICE_IMPRESSION, &n);
     adserve_jsonw_lit(&w, "</Impression>");
 
     if (tag) {
@@ -273,7 +273,7 @@ adserve_vast_render(const cJSON *v, const char *title, const char *id, size_t *l
     /* a wrapper's ad brings its own ClickThrough: ours tracks the click */
     text(&w, tag ? "<VideoClicks><ClickTracking>"
                               : "<VideoClicks><ClickThrough>");
-    splice(&w, ADSERVE_SPLICE_CLICK, &n);
+    adserve_splice_put(&w, ADSERVE_SPLICE_CLICK, &n);
     text(&w, tag ? "</ClickTracking></VideoClicks>"
                               : "</ClickThrough></VideoClicks>");
 

@@ -50,6 +50,9 @@ char *adserve_vast_render(const struct cJSON *video, const char *title, const ch
  * lets none through a URL, but a name is free text). */
 void adserve_xml_esc(adserve_jsonw_t *w, const char *s);
 
+/* Writes a splice of kind into w and counts it in *n. */
+void adserve_splice_put(adserve_jsonw_t *w, int kind, unsigned *n);
+
 /* The path a splice of kind writes after the base URL, up to the ad_log's
  * "=", XML-escaped (it sits in XML text) unless kind has
  * ADSERVE_SPLICE_JSON: into buf (ADSERVE_SPLICE_PATH_MAX bytes), its
