@@ -69,6 +69,24 @@ struct report {
 
 /* ---- one bucket's rows ---------------------------------------------------------------- */
 
+/* The VAST errors by code, those counted only, each as fmt (code,
+ * count), sep between. */
+static void error_codes(struct stats_buf *b, const struct stats_counts *c, const char *fmt,
+                        const char *sep)
+{
+    const char *s = "";
+
+    for (int i = 0; i < ADSERVE_VAST_ERROR_CODES; i++) {
+        long long n = c->v[STATS_VAST_ERROR + i];
+
+        if (n != 0) {
+            stats_buf_str(b, s);
+            stats_buf_printf(b, fmt, (unsigned)adserve_vast_error_codes[i], n);
+            s = sep;
+        }
+    }
+}
+
 static void row_json(struct report *r, const char *time, const char *id, const char *name,
                      const struct stats_counts *c)
 {
@@ -108,7 +126,9 @@ static void row_json(struct report *r, const char *time, const char *id, const c
                      c->v[STATS_VIDEO + ADSERVE_VIDEO_ERROR]);
     stats_buf_str(b, ",\"video_completion_rate\":");
     stats_buf_num(b, f.video_completion_rate);
-    stats_buf_str(b, "}");
+    stats_buf_str(b, ",\"video_error_codes\":{");
+    error_codes(b, c, "\"%u\":%lld", ",");
+    stats_buf_str(b, "}}");
 }
 
 static void header_csv(struct report *r)
@@ -117,7 +137,7 @@ static void header_csv(struct report *r)
     stats_buf_str(&r->out, group_ids[r->group]);
     stats_buf_str(&r->out, ",name,requests,ads,impressions,clicks,conversions,ctr,spend,"
                            "conversion_value,fill_rate,video_starts,video_completes,"
-                           "video_errors,video_completion_rate\r\n");
+                           "video_errors,video_completion_rate,video_error_codes\r\n");
 }
 
 static void row_csv(struct report *r, const char *time, const char *id, const char *name,
@@ -150,6 +170,8 @@ static void row_csv(struct report *r, const char *time, const char *id, const ch
                      c->v[STATS_VIDEO + ADSERVE_VIDEO_COMPLETE],
                      c->v[STATS_VIDEO + ADSERVE_VIDEO_ERROR]);
     stats_buf_num(b, f.video_completion_rate);
+    stats_buf_str(b, ",");
+    error_codes(b, c, "%u:%lld", " ");
     stats_buf_str(b, "\r\n");
 }
 
@@ -502,6 +524,9 @@ static const struct schema count = { .type = SCHEMA_INTEGER, .has_min = true, .m
 static const struct schema count_n = { .type = SCHEMA_INTEGER, .nullable = true };
 static const struct schema money = { .type = SCHEMA_NUMBER };
 static const struct schema ratio = { .type = SCHEMA_NUMBER };
+static const struct schema error_codes_s = {
+    .type = SCHEMA_FREE_OBJECT, .description = "e.g. {\"405\": 2, \"403\": 1}",
+};
 static const struct schema ratio_n = { .type = SCHEMA_NUMBER, .nullable = true };
 static const struct schema_field row_fields[] = {
     { "ad_unit_id", &id_s, .description = "group_by=ad_unit" },
@@ -527,6 +552,9 @@ static const struct schema_field row_fields[] = {
     { "video_errors", &count, .required = true, .description = "VAST errors reported" },
     { "video_completion_rate", &ratio, .required = true,
       .description = "video_completes / video_starts, 6 decimals (0 without starts)" },
+    { "video_error_codes", &error_codes_s, .required = true,
+      .description = "VAST error code -> errors reported with it, the codes counted only "
+                     "(a code outside VAST 4.2's table counts as 900)" },
     { NULL },
 };
 static const struct schema metrics_row = {
@@ -549,7 +577,8 @@ static const struct route_doc metrics_doc = {
     .response = &metrics_report, .status = 200, .query = &metrics_query, .errors = metrics_errors,
     .csv = "Accept: text/csv or ?format=csv: a header line (time,<group_by>_id,name,requests,ads,"
            "impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate,video_starts,"
-           "video_completes,video_errors,video_completion_rate), then the same "
+           "video_completes,video_errors,video_completion_rate,video_error_codes: "
+           "code:count pairs, space-separated), then the same "
            "rows (RFC 4180, CRLF; null as an empty field)",
 };
 

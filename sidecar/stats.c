@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -148,8 +149,26 @@ static bool plain_id(const char *s, size_t n)
     return true;
 }
 
-/* {prefix}{id}:{metric}: the id's place and the metric; false for other
- * fields (another kind, opp, dup:*, invalid:*, dropped:*). */
+/* A VAST error's code at the end of a field, {id}:error:{code}: its
+ * metric, with *colon moved to the colon before "error"; -1 otherwise. */
+static int vast_error(const char *start, const char **colon, const char *name, size_t nlen)
+{
+    static const char error[] = ":" ADSERVE_V_VIDEO_ERROR;
+    size_t n = sizeof error - 1;
+    char digits[4];
+
+    if (nlen != 3 || strspn(name, "0123456789") < 3 || *colon - start < (ptrdiff_t)n ||
+        memcmp(*colon - n, error, n) != 0)
+        return -1;
+    memcpy(digits, name, 3);
+    digits[3] = '\0';
+    *colon -= n;
+    return STATS_VAST_ERROR + adserve_vast_error_index(strtol(digits, NULL, 10));
+}
+
+/* {prefix}{id}:{metric} (or {prefix}{id}:error:{code}): the id's place
+ * and the metric; false for other fields (another kind, opp, dup:*,
+ * invalid:*, dropped:*). */
 static bool parse_field(const redisReply *f, const char *prefix, const char **id, size_t *len,
                         int *metric)
 {
@@ -166,7 +185,7 @@ static bool parse_field(const redisReply *f, const char *prefix, const char **id
 
     if (m < 0 || m >= STATS_METRICS) {
         m = adserve_vocab(adserve_video_event_names, name, nlen);
-        m = m < 0 ? -1 : STATS_VIDEO + m;
+        m = m < 0 ? vast_error(f->str + plen, &colon, name, nlen) : STATS_VIDEO + m;
     }
     if (m < 0)
         return false;

@@ -38,7 +38,9 @@ enum stats_metric {
     STATS_METRICS = ADSERVE_METRIC_REPORTED,
     /* then a video's events, by their VAST names (adserve_video_event_e) */
     STATS_VIDEO = STATS_METRICS,
-    STATS_ALL = STATS_VIDEO + ADSERVE_VIDEO_EVENT_COUNT,
+    /* then the VAST errors by code (adserve_vast_error_codes' order) */
+    STATS_VAST_ERROR = STATS_VIDEO + ADSERVE_VIDEO_EVENT_COUNT,
+    STATS_ALL = STATS_VAST_ERROR + ADSERVE_VAST_ERROR_CODES,
 };
 
 struct stats_counts {

@@ -132,8 +132,33 @@ const char *const adserve_format_names[ADSERVE_FORMAT_COUNT + 1] = {
 
 const char *const adserve_video_event_names[ADSERVE_VIDEO_EVENT_COUNT + 1] = {
     "start", "firstQuartile", "midpoint", "thirdQuartile", "complete", "skip", "mute",
-    "pause", "progress", "error", NULL
+    "pause", "progress", ADSERVE_V_VIDEO_ERROR, NULL
 };
+
+const uint16_t  adserve_vast_error_codes[ADSERVE_VAST_ERROR_CODES] = {
+    100, 101, 102, 200, 201, 202, 203, 204, 205, 206, 300, 301, 302, 303, 304,
+    400, 401, 402, 403, 405, 406, 407, 408, 409, 410, 500, 501, 502, 503,
+    600, 601, 602, 603, 604, 900, 901
+};
+
+
+int
+adserve_vast_error_index(long code)
+{
+    int  i, undefined = 0;
+
+    for (i = 0; i < ADSERVE_VAST_ERROR_CODES; i++) {
+        if (adserve_vast_error_codes[i] == code) {
+            return i;
+        }
+
+        if (adserve_vast_error_codes[i] == ADSERVE_VAST_ERROR_UNDEFINED) {
+            undefined = i;
+        }
+    }
+
+    return undefined;
+}
 
 const char *
 adserve_event_name(adserve_event_e type)

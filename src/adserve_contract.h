@@ -397,6 +397,21 @@ typedef enum {
 
 extern const char *const adserve_video_event_names[ADSERVE_VIDEO_EVENT_COUNT + 1];
 
+#define ADSERVE_V_VIDEO_ERROR     "error"
+
+/* VAST 4.2's error codes (its table of them: 100 XML parsing ... 901
+ * undefined VPAID), what a player puts in [ERRORCODE]. Each is counted
+ * apart, as {dim}{id}:error:{code}; a code outside the table counts as
+ * ADSERVE_VAST_ERROR_UNDEFINED. */
+#define ADSERVE_VAST_ERROR_CODES      36
+#define ADSERVE_VAST_ERROR_UNDEFINED  900
+
+extern const uint16_t adserve_vast_error_codes[ADSERVE_VAST_ERROR_CODES];
+
+/* The index of code in adserve_vast_error_codes; that of 900 for a code
+ * not in it. */
+int adserve_vast_error_index(long code);
+
 #define ADSERVE_IMPRESSION_PATH   "/app/v0/event/impression?ad_log="
 #define ADSERVE_CLICK_PATH        "/app/v0/event/click?ad_log="
 #define ADSERVE_VIDEO_EVENT_PATH  "/app/v0/event/video/"   /* + event */

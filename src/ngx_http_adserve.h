@@ -284,11 +284,12 @@ void ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
 
 /* an authenticated tracking event, queued raw: deduplicated (once per
  * ad_log and type) and counted by the flush script. value: a conversion's
- * value in micros, else 0. NGX_OK, or NGX_DECLINED when the buffer is full
+ * value in micros, a VAST error's code, else 0. NGX_OK, or NGX_DECLINED
+ * when the buffer is full
  * (dropped and counted). */
 ngx_int_t ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
     adserve_event_e type, const adserve_ad_log_t *log, time_t now,
-    int64_t value_micros);
+    int64_t value);
 
 /* a forged, altered or expired token: counted as invalid, never as an event */
 void ngx_http_adserve_track_invalid(ngx_http_adserve_events_t *ev,

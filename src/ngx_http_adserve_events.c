@@ -180,7 +180,12 @@ static const char  ngx_http_adserve_flush_script[] =
     "      add(stats, '" ADSERVE_V_DIM_CREATIVE "' .. cr .. ':" ADSERVE_V_SPEND "', n)\n"
     "      add(delivery, li .. ':" ADSERVE_V_SPEND "', n)\n"
     "    end\n"
-    "    if value ~= '0' then\n"
+    /* a VAST error's value is its code, counted apart: error:{code} */
+    "    if value ~= '0' and t == '" ADSERVE_V_VIDEO_ERROR "' then\n"
+    "      add(stats, '" ADSERVE_V_DIM_UNIT "' .. unit .. ':' .. t .. ':' .. value, 1)\n"
+    "      add(stats, '" ADSERVE_V_DIM_LINE_ITEM "' .. li .. ':' .. t .. ':' .. value, 1)\n"
+    "      add(stats, '" ADSERVE_V_DIM_CREATIVE "' .. cr .. ':' .. t .. ':' .. value, 1)\n"
+    "    elseif value ~= '0' then\n"
     "      check(redis.pcall('HINCRBY', stats, '" ADSERVE_V_DIM_UNIT "' .. unit .. ':" ADSERVE_V_CONVVAL "', value))\n"
     "      check(redis.pcall('HINCRBY', stats, '" ADSERVE_V_DIM_LINE_ITEM "' .. li .. ':" ADSERVE_V_CONVVAL "', value))\n"
     "      check(redis.pcall('HINCRBY', stats, '" ADSERVE_V_DIM_CREATIVE "' .. cr .. ':" ADSERVE_V_CONVVAL "', value))\n"
@@ -235,7 +240,7 @@ typedef struct {
     time_t        ts;
     int64_t       issued;
     uint64_t      price_micros;
-    int64_t       value_micros;
+    int64_t       value;
     uint8_t       type;
     uint8_t       cost_type;
     uint8_t       unit_len;
@@ -456,7 +461,7 @@ ngx_http_adserve_copy_id(u_char *dst, uint8_t *len, const adserve_str_t *s)
 ngx_int_t
 ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
     adserve_event_e type, const adserve_ad_log_t *log, time_t now,
-    int64_t value_micros)
+    int64_t value)
 {
     ngx_http_adserve_event_t  *e;
     size_t                     n;
@@ -486,7 +491,7 @@ ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
     e->ts = now;
     e->issued = log->issued;
     e->price_micros = log->price_micros;
-    e->value_micros = value_micros;
+    e->value = value;
     e->type = (uint8_t) type;
     e->cost_type = log->cost_type;
     ngx_memcpy(e->rid, log->request_id, ADSERVE_TOKEN_NONCE);
@@ -748,7 +753,7 @@ ngx_http_adserve_seal_event(ngx_http_adserve_seal_t *s,
     name = e->cost_type < ADSERVE_COST_COUNT ? adserve_cost_names[e->cost_type] : "";
     ngx_http_adserve_arg(s, name, ngx_strlen(name));
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%uL", e->price_micros));
-    ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%L", e->value_micros));
+    ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%L", e->value));
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%uL",
                                              ngx_http_adserve_spend(e)));
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%L", e->issued));

@@ -172,38 +172,33 @@ ngx_http_adserve_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
 
 /* Copies the rendered response around a fresh ad_log token: the body is
- * the creative's head, the unit's impression URL, the token, the unit's
- * click URL, the token, and the token again as ext.ad_log. A video's head
- * has splices (its VAST's URLs): the token is sealed first, then the head
- * copied with them filled. */
+ * the creative's head (a video's or a native ad's with its splices
+ * filled), the unit's impression URL, the token, the unit's click URL, the
+ * token, and the token again as ext.ad_log. The token is sealed first, so
+ * the body is sized with its real length: a size that a token's maximum
+ * pushed past the pool's block cost a native ad 400 instructions more. */
 static ngx_int_t
 ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, const adserve_cand_t *c)
 {
     adserve_ad_log_t  log;
     adserve_str_t     bases[2];
-    u_char           *body, *p, *tok;
+    u_char           *body, *p, tok[ADSERVE_TOKEN_MAX];
     size_t            n, room;
-
-    bases[0] = unit->vast_base_json;
-    bases[1] = unit->url_base_json;
-    room = c->splices * (ngx_max(bases[0].len, bases[1].len) + ADSERVE_SPLICE_PATH_MAX
-                         + ADSERVE_TOKEN_MAX);
-
-    body = ngx_pnalloc(r->pool, c->response_head_len + room
-                                + unit->impression_prefix.len
-                                + unit->click_prefix.len + 3 * ADSERVE_TOKEN_MAX
-                                + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL));
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    /* display: the token goes straight where it belongs; a video's goes
-     * first past the room its splices may take */
-    tok = body + c->response_head_len + room + unit->impression_prefix.len;
 
     n = ngx_http_adserve_seal(r, ctx, unit, c, &log, tok);
     if (n == 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    bases[0] = unit->vast_base_json;
+    bases[1] = unit->url_base_json;
+    room = c->splices * (ngx_max(bases[0].len, bases[1].len) + ADSERVE_SPLICE_PATH_MAX + n);
+
+    body = ngx_pnalloc(r->pool, c->response_head_len + room + unit->impression_prefix.len
+                                + unit->click_prefix.len + 3 * n
+                                + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL));
+    if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -216,11 +211,8 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     }
 
     p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
-    if (p != tok) {
-        tok = ngx_movemem(p, tok, n) - n;
-    }
-
-    p = ngx_cpymem(tok + n, unit->click_prefix.data, unit->click_prefix.len);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, unit->click_prefix.data, unit->click_prefix.len);
     p = ngx_cpymem(p, tok, n);
     p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
     p = ngx_cpymem(p, tok, n);

@@ -178,6 +178,25 @@ ngx_http_adserve_track_redirect(ngx_http_request_t *r,
 }
 
 
+/* The VAST error code of ?code= (the player's [ERRORCODE]): one of VAST
+ * 4.2's, or 900 (undefined) for anything else, the macro left as it was
+ * included. */
+static int64_t
+ngx_http_adserve_vast_error(ngx_http_request_t *r)
+{
+    ngx_str_t  arg;
+    ngx_int_t  code = NGX_ERROR;
+
+    if (ngx_http_arg(r, (u_char *) "code", sizeof("code") - 1, &arg) == NGX_OK
+        && arg.len <= 3)
+    {
+        code = ngx_atoi(arg.data, arg.len);
+    }
+
+    return adserve_vast_error_codes[adserve_vast_error_index((long) code)];
+}
+
+
 /* GET|HEAD .../impression and .../click */
 static ngx_int_t
 ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
@@ -217,9 +236,12 @@ ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
         return ngx_http_adserve_track_send(r, NGX_HTTP_BAD_REQUEST, detail);
     }
 
-    /* an impression, or a video's event: counted, and nothing to show */
+    /* an impression, or a video's event: counted, and nothing to show; a
+     * VAST error with its code, in the event's value */
     if (type != ADSERVE_EVENT_CLICK) {
-        (void) ngx_http_adserve_track(amcf->events, type, &log, now, 0);
+        (void) ngx_http_adserve_track(amcf->events, type, &log, now,
+                                      type == ADSERVE_EVENT_VIDEO + ADSERVE_VIDEO_ERROR
+                                      ? ngx_http_adserve_vast_error(r) : 0);
         return ngx_http_adserve_track_send(r, NGX_HTTP_NO_CONTENT, NULL);
     }
 

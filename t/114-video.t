@@ -97,6 +97,8 @@ my $m = $t->api('GET', "/api/metrics?group_by=creative&granularity=day&creative_
 my ($mrow) = @{ $m->{json}{rows} // [] };
 is_deeply([ @{ $mrow // {} }{qw(video_starts video_completes video_errors video_completion_rate)} ], [ 1, 1, 1, 1 ],
           '/api/metrics: the creative\'s video starts, completes, errors and completion rate') or diag $m->{content};
+is_deeply($mrow && $mrow->{video_error_codes}, { 405 => 1 }, '... and its errors by VAST code');
+is($t->stat_sum("cr:$v->{creative}:error:405"), 1, 'the code counted apart, as error:405');
 my $dash = $t->api('GET', '/api/dashboard');
 ok(($dash->{json}{today}{video_starts} // 0) >= 1 && defined $dash->{json}{today}{video_completion_rate},
    '/api/dashboard: today\'s video starts and completion rate') or diag $dash->{content};
@@ -113,6 +115,10 @@ is(well_formed($vast), '', 'a VAST-tag creative: well-formed');
 like($vast, qr{<Wrapper>.*<VASTAdTagURI>https://dsp\.example/vast\?id=7&amp;x=&lt;1&gt;</VASTAdTagURI>}s, 'a Wrapper of its tag, escaped');
 like($vast, qr{<VideoClicks><ClickTracking>\Q$res->{json}{ad}{click_url}\E</ClickTracking></VideoClicks>}, 'our click as ClickTracking');
 unlike($vast, qr{<MediaFiles>}, 'no media files of its own');
+my ($werr) = $vast =~ m{<Error>([^<]+)</Error>};
+$werr =~ s/&amp;/&/;
+is($t->request('GET', $werr =~ s{^\Q$base\E}{}r)->{status}, 204, 'an error whose [ERRORCODE] the player left unfilled: 204');
+ok($t->wait_until(10, sub { $t->stat_sum("cr:$w->{creative}:error:900") == 1 }), '... counted as 900, undefined');
 
 # ---- GET /app/v0/vast/{tagid}: the VAST for players ------------------------------------------
 $res = $t->request('GET', "/app/v0/vast/$v->{unit}?uid=viewer%201&ua=Mozilla%2F5.0");
