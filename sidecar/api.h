@@ -30,5 +30,7 @@ ROUTE_GROUP(native_formats);
 ROUTE_GROUP(native_style_templates);
 ROUTE_GROUP(native_styles);
 ROUTE_GROUP(ad_unit_native_styles);
+ROUTE_GROUP(catalog_items);
+ROUTE_GROUP(item_pools);
 
 #endif

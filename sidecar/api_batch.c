@@ -1,4 +1,6 @@
-/* POST /api/line-items/batch, /api/licas/batch, /api/orders/batch.
+/* POST /api/line-items/batch, /api/licas/batch, /api/orders/batch, and
+ * for bulk uploads of the recommendation catalog, /api/catalog-items/batch
+ * and /api/associated-items-pools/batch (admins and operators).
  *
  * {"items": [{"op": "create" | "update" | "delete", "id"?, "data"?}]}, at
  * most BATCH_MAX_ITEMS (more: 422 for the whole batch). Items are applied
@@ -115,6 +117,16 @@ static void batch_orders(struct request *req, struct reply *rep)
     run_batch(&resource_orders, req, rep);
 }
 
+static void batch_catalog_items(struct request *req, struct reply *rep)
+{
+    run_batch(&resource_catalog_items, req, rep);
+}
+
+static void batch_item_pools(struct request *req, struct reply *rep)
+{
+    run_batch(&resource_item_pools, req, rep);
+}
+
 static const int batch_errors[] = { 400, 401, 415, 422, 503, 0 };
 #define BATCH_DOC(var, tag_, what)                                                            \
     static const struct route_doc var = {                                                     \
@@ -127,11 +139,17 @@ static const int batch_errors[] = { 400, 401, 415, 422, 503, 0 };
 BATCH_DOC(line_items_batch_doc, "LineItems", "line items");
 BATCH_DOC(licas_batch_doc, "LICAs", "LICAs");
 BATCH_DOC(orders_batch_doc, "Orders", "orders");
+BATCH_DOC(catalog_items_batch_doc, "AssociatedItemsPool", "catalog items");
+BATCH_DOC(item_pools_batch_doc, "AssociatedItemsPool", "associated items pools");
 
 const struct route batch_routes[] = {
     { "POST", "/api/line-items/batch", batch_line_items, ROLES_ANY, BODY_JSON,
       &line_items_batch_doc },
     { "POST", "/api/licas/batch", batch_licas, ROLES_ANY, BODY_JSON, &licas_batch_doc },
     { "POST", "/api/orders/batch", batch_orders, ROLES_ANY, BODY_JSON, &orders_batch_doc },
+    { "POST", "/api/catalog-items/batch", batch_catalog_items, ROLE_ADMIN | ROLE_OPERATOR,
+      BODY_JSON, &catalog_items_batch_doc },
+    { "POST", "/api/associated-items-pools/batch", batch_item_pools,
+      ROLE_ADMIN | ROLE_OPERATOR, BODY_JSON, &item_pools_batch_doc },
 };
 const size_t batch_routes_count = sizeof batch_routes / sizeof batch_routes[0];

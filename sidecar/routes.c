@@ -34,6 +34,8 @@ const struct route_table route_tables[] = {
     GROUP(native_style_templates),
     GROUP(native_styles),
     GROUP(ad_unit_native_styles),
+    GROUP(catalog_items),
+    GROUP(item_pools),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

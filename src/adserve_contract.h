@@ -41,6 +41,8 @@
 #define ADSERVE_KEY_NATIVE_FORMATS       ADSERVE_KEY("native_formats")
 #define ADSERVE_KEY_NATIVE_STYLE_TEMPLATES \
                                          ADSERVE_KEY("native_style_templates")
+#define ADSERVE_KEY_CATALOG_ITEMS        ADSERVE_KEY("catalog_items")
+#define ADSERVE_KEY_ITEM_POOLS           ADSERVE_KEY("associated_items_pools")
 
 /* what serving follows: INCR on every change it reads, and the change log
  * (a stream of {kind, id}) that lets a worker fetch just those records */
@@ -70,6 +72,8 @@
 #define ADSERVE_KEY_NATIVE_FORMAT_STYLES ADSERVE_KEY("native_format_styles:")
 #define ADSERVE_KEY_NATIVE_FORMAT_CREATIVES \
                                          ADSERVE_KEY("native_format_creatives:")
+#define ADSERVE_KEY_CATALOG_ITEM_IDS     ADSERVE_KEY("catalog_item_ids")
+#define ADSERVE_KEY_POOL_SOURCES         ADSERVE_KEY("pool_sources")
 
 /* users and sessions (the sidecar's alone) */
 #define ADSERVE_KEY_USERS                ADSERVE_KEY("users")
@@ -112,6 +116,8 @@ typedef enum {
     ADSERVE_KIND_TARGETING_KEYS,
     ADSERVE_KIND_NATIVE_FORMATS,
     ADSERVE_KIND_NATIVE_STYLE_TEMPLATES,
+    ADSERVE_KIND_CATALOG_ITEMS,
+    ADSERVE_KIND_ITEM_POOLS,
     ADSERVE_KIND_ALL
 } adserve_kind_e;
 
@@ -147,6 +153,8 @@ int adserve_kind_by_key(const char *key);
 #define ADSERVE_RECORD_AD_UNIT_NATIVE_STYLE "ad_unit_native_style"
 #define ADSERVE_RECORD_NATIVE_FORMAT     "native_format"
 #define ADSERVE_RECORD_NATIVE_STYLE_TEMPLATE "native_style_template"
+#define ADSERVE_RECORD_CATALOG_ITEM      "catalog_item"
+#define ADSERVE_RECORD_ITEM_POOL         "associated_items_pool"
 
 
 /* ---- vocabularies ---------------------------------------------------------
@@ -378,6 +386,18 @@ extern const char *const adserve_data_type_names[ADSERVE_DATA_TYPE_COUNT + 1];
  * Wrapper. Bit p is protocol p. */
 #define ADSERVE_PROTOCOLS_INLINE      ((1u << 7) | (1u << 11) | (1u << 13))
 #define ADSERVE_PROTOCOLS_WRAPPER     ((1u << 8) | (1u << 12) | (1u << 14))
+
+/* Choice: the recommendation catalog's bounds, the API's and serving's: a
+ * catalog item id (the spec's "catalog item id", the customer's own) is
+ * 1..128 bytes of [A-Za-z0-9._:~-]; an item has up to 16 serving contexts
+ * and 64 attributes; a pool ranks up to 100 associated items. */
+#define ADSERVE_ITEM_ID_MAX           128
+#define ADSERVE_ITEM_ID_CHARS         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" \
+                                      "0123456789._:~-"
+#define ADSERVE_ITEM_CONTEXTS_MAX     16
+#define ADSERVE_ITEM_ATTRIBUTES_MAX   64
+#define ADSERVE_POOL_ITEMS_MAX        100
+#define ADSERVE_V_CONTEXT_ALL         "all"    /* the spec's default context */
 
 /* The VAST tracking events a video ad reports through
  * /app/v0/event/video/{event}, and its errors (README "Video"). */
