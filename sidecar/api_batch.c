@@ -12,7 +12,9 @@
  * the others' outcome, but sees their effects (an update after a create
  * of the same batch needs the id the create returned, so comes in a
  * later batch). A malformed item (not an object, unknown op, missing id
- * or data) is a 422 result of its own. */
+ * or data) is a 422 result of its own. The catalog's batches also take
+ * op upsert: by item_id (source_item_id for pools), an update or a
+ * create, so a customer uploads a whole catalog again without our ids. */
 #include "api.h"
 
 #include "resource.h"
@@ -20,6 +22,35 @@
 
 #include <stdio.h>
 #include <string.h>
+
+/* upsert: by the resource's natural key (its one single-field, global
+ * unique), an update of the record that has it, else a create. Two
+ * uploads racing on one key: the later create is a 409 of its own. */
+static void upsert(const struct resource *res, struct request *req, struct reply *rep,
+                   const cJSON *data)
+{
+    const struct resource_unique *u = res->uniques;
+    char id[UUID_STR_LEN];
+
+    if (u == NULL || u->hash == NULL || u->per_parent || u->fields[1] != NULL) {
+        reply_error(rep, 422, "op: upsert is for resources with a natural key");
+        return;
+    }
+    const char *key = json_str_member(data, u->fields[0]);
+    if (key == NULL) {
+        reply_error(rep, 422, "data.%s: is required (op upsert)", u->fields[0]);
+        return;
+    }
+    const char *argv[] = { "HGET", u->hash, key, NULL };
+    enum store_status st = store_get_str(request_store(req), id, sizeof id, argv);
+
+    if (st == STORE_NOT_FOUND)
+        resource_create(res, req, rep, data);
+    else if (st == STORE_OK)
+        resource_update(res, req, rep, id, data);
+    else
+        reply_store_error(rep, st);
+}
 
 /* One item into rep, as its own request. */
 static void apply_item(const struct resource *res, struct request *req, struct reply *rep,
@@ -32,9 +63,14 @@ static void apply_item(const struct resource *res, struct request *req, struct r
     const char *op = json_str_member(item, "op"), *id = json_str_member(item, "id");
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(item, "data");
     bool create = strcmp(op, "create") == 0, del = strcmp(op, "delete") == 0;
+    bool put = strcmp(op, "upsert") == 0;
 
-    if (create && id != NULL)
-        reply_error(rep, 422, "id: not for a create (the server chooses it)");
+    if ((create || put) && id != NULL)
+        reply_error(rep, 422, "id: not for a %s (the server chooses it)", op);
+    else if (put && data == NULL)
+        reply_error(rep, 422, "data: is required (op upsert)");
+    else if (put)
+        upsert(res, req, rep, data);
     else if (!create && id == NULL)
         reply_error(rep, 422, "id: is required (op %s)", op);
     else if (!del && data == NULL)
@@ -132,7 +168,8 @@ static const int batch_errors[] = { 400, 401, 415, 422, 503, 0 };
     static const struct route_doc var = {                                                     \
         .tag = tag_, .request = &schema_batch_request, .response = &schema_batch_response,   \
         .status = 200, .errors = batch_errors,                                                \
-        .summary = "Create, update (status changes too) or delete up to 100 " what " in one " \
+        .summary = "Create, update (status changes too), delete (or, for the catalog, upsert) " \
+                   "up to 100 " what " in one "                                                 \
                    "request, one by one: a result per item, in order, with the status that "  \
                    "item alone would have had (partial failure allowed; more items: 422)",    \
     }

@@ -438,13 +438,14 @@ LIST_QUERY(targeting_value, targeting_value_query_fields);
 
 /* ---- batches -------------------------------------------------------------------------------- */
 
-static const char *const batch_ops[] = { "create", "update", "delete", NULL };
+static const char *const batch_ops[] = { "create", "update", "delete", "upsert", NULL };
 static const struct schema batch_op = { .type = SCHEMA_STRING, .enum_values = batch_ops };
 static const struct schema free_object = { .type = SCHEMA_FREE_OBJECT };
 static const struct schema any = { .type = SCHEMA_ANY };
 
 static const struct schema_field batch_item_fields[] = {
-    { "op", &batch_op, .required = true },
+    { "op", &batch_op, .required = true,
+      .description = "upsert: catalog items and pools only, by item_id / source_item_id" },
     { "id", &schema_uuid, .description = "update, delete: the resource's id" },
     { "data", &free_object,
       .description = "create: the POST body; update: the PATCH body (a status change is "

@@ -114,6 +114,44 @@ like($mixed->{json}{results}[1]{detail}, qr/^item_id/, '... each failure saying 
 $t->refused($t->api('POST', "$I/batch", json => { items => [ ({ op => 'delete', id => $shoe->{id} }) x 101 ] }), 422,
             qr/items/, '101 items in a batch');
 
+# ---- scripts/import-catalog: JSON Lines, upserts, progress, per-line errors ---------------------------
+use File::Temp qw(tempfile);
+sub import_catalog {
+    my ($lines, @args) = @_;
+    my ($fh, $path) = tempfile(UNLINK => 1);
+    print $fh map { "$_\n" } @$lines;
+    close $fh;
+    local %ENV = (%ENV, %{ $t->env });
+    my $out = qx{"$FindBin::Bin/../scripts/import-catalog" @args '$path' 2>&1};
+    return ($? >> 8, $out);
+}
+my $J = JSON::PP->new->canonical;
+my @file = map { $J->encode({ item_id => "imp:$_", title => "Imported $_", url => "https://shop.example/i/$_" }) } 1 .. 2500;
+my ($rc, $out) = import_catalog(\@file);
+is($rc, 0, 'import-catalog: 2,500 lines, exit 0') or diag $out;
+like($out, qr/==> import-catalog: 2500 lines sent, 0 failed \(\d+ a second\)/, '... its progress on stderr');
+note((split /\n/, $out)[-1]);
+is(scalar @{ $t->api('GET', "$I?q=Imported&limit=500")->{json}{items} }, 500, '... the items are there');
+is($t->api('GET', "$I?q=Imported&limit=1")->{json}{total}, 2500, '... all 2,500');
+$file[0] = $J->encode({ item_id => 'imp:1', title => 'Imported 1, renamed', url => 'https://shop.example/i/1' });
+push @file, 'not json', $J->encode({ item_id => 'bad id', title => 'x', url => 'https://shop.example/' }), '[1]';
+($rc, $out) = import_catalog(\@file);
+is($rc, 1, 'again, with three bad lines: exit 1');
+like($out, qr/^line 2501: not JSON/m, '... the line that is not JSON, by number');
+like($out, qr/^line 2502: 422 item_id: letters, digits/m, '... the one the API refused, with its status and why');
+like($out, qr/^line 2503: not a JSON object/m, '... and the one that is not an object');
+is($t->api('GET', "$I?item_id=imp:1")->{json}{items}[0]{title}, 'Imported 1, renamed',
+   'an item uploaded again: updated in place (upsert by item_id)');
+is($t->api('GET', "$I?q=Imported&limit=1")->{json}{total}, 2500, '... no duplicate made');
+($rc, $out) = import_catalog([ $J->encode({ source_item_id => 'imp:1', items => [ { item_id => 'imp:2', score => 1 } ] }),
+                               $J->encode({ source_item_id => 'imp:1', items => [ { item_id => 'imp:3', score => 1 } ] }) ],
+                             '--pools');
+is($rc, 0, 'import-catalog --pools: exit 0') or diag $out;
+is($t->api('GET', "$P?source_item_id=imp:1")->{json}{items}[0]{items}[0]{item_id}, 'imp:3',
+   '... a pool given twice: the second replaced the first');
+my $upsert = $t->api('POST', '/api/line-items/batch', json => { items => [ { op => 'upsert', data => { name => 'x' } } ] });
+is($upsert->{json}{results}[0]{status}, 422, 'upsert on line items (no natural key): 422');
+
 # ---- delete -------------------------------------------------------------------------------------
 is($t->api('DELETE', "$P/$pool->{id}")->{status}, 204, 'a pool: deleted');
 is($t->api('DELETE', "$I/$shoe->{id}")->{status}, 204, 'an item: deleted');
