@@ -4,7 +4,8 @@ BUILD    ?= build
 UNIT_CC  ?= cc
 UNIT_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Wpointer-arith \
               -Isrc -It/unit
-ASAN     = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN     = -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all \
+           -fno-omit-frame-pointer
 UNIT_LIBS = -lcjson -lcrypto -lm
 
 ENGINE   = src/adserve_contract.c src/adserve_arena.c src/adserve_json.c src/adserve_jsonw.c src/adserve_vast.c src/adserve_native.c src/adserve_parsed.c src/adserve_snapshot.c src/adserve_pacing.c \
@@ -12,10 +13,16 @@ ENGINE   = src/adserve_contract.c src/adserve_arena.c src/adserve_json.c src/ads
 # every unit test twice: plain, and under AddressSanitizer + UBSan
 UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c)) \
            $(patsubst t/unit/%_test.c,$(BUILD)/t/%-asan.t,$(wildcard t/unit/*_test.c))
+# libFuzzer harnesses of the parsers of untrusted bytes (t/fuzz/): make fuzz
+# runs each for FUZZ_SECONDS; make test replays their corpora
+FUZZ_CC  ?= clang
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Isrc -fno-omit-frame-pointer \
+              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZERS  = $(patsubst t/fuzz/fuzz_%.c,$(BUILD)/fuzz/%,$(wildcard t/fuzz/fuzz_*.c))
 # tools the black-box tests feed (not tests of their own)
 TOOLS    = $(BUILD)/t/tools/targeting-check $(BUILD)/t/tools/snapshot-profile
 
-.PHONY: all deps build module sidecar unit run stop test bench bench-scale simulate clean
+.PHONY: all deps build module sidecar unit fuzzers fuzz run stop test bench bench-scale simulate clean
 
 all: build
 
@@ -27,8 +34,18 @@ build: deps
 	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar
 	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar-asan SANITIZE=1
 	@$(MAKE) -s unit
+	@$(MAKE) -s fuzzers
 
 unit: $(UNIT) $(TOOLS)
+
+fuzzers: $(FUZZERS)
+
+$(BUILD)/fuzz/%: t/fuzz/fuzz_%.c $(ENGINE) $(wildcard src/adserve_*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(ENGINE) $< -o $@ $(UNIT_LIBS)
+
+fuzz: build
+	@scripts/fuzz
 
 $(BUILD)/t/%-asan.t: t/unit/%_test.c t/unit/tap.h $(ENGINE) $(wildcard src/adserve_*.h)
 	@mkdir -p $(@D)

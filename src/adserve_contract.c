@@ -10,7 +10,7 @@
 #include "adserve_contract.h"
 
 
-#define KIND(key, record)  { key, key + sizeof(ADSERVE_KEY_PREFIX) - 1, record }
+#define KIND(key, record)  { key, &(key)[sizeof(ADSERVE_KEY_PREFIX) - 1], record }
 
 const adserve_kind_t  adserve_kinds[ADSERVE_KIND_ALL] = {
     [ADSERVE_KIND_AD_UNITS]       = KIND(ADSERVE_KEY_AD_UNITS, ADSERVE_RECORD_AD_UNIT),

@@ -161,7 +161,9 @@ adserve_jsonw_num(adserve_jsonw_t *w, double v)
     if (isnan(v) || isinf(v)) {
         n = snprintf(buf, sizeof(buf), "null");
 
-    } else if (v == (double) (int64_t) v && fabs(v) < 1e15 && !(v == 0 && signbit(v))) {
+    } else if (fabs(v) < 1e15 && v == (double) (int64_t) v && !(v == 0 && signbit(v))) {
+        /* the bound first: casting a double out of int64_t's range is
+         * undefined (a record's "w": 6.4e116 found it) */
         /* what %1.15g prints of an integer under 10^15, without printf's
          * floating point (a creative's w and h, at 200,000 creatives) */
         n = fmt_int(buf, (int64_t) v);

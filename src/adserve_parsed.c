@@ -586,9 +586,11 @@ render_video(scratch_t *sc, const cJSON *o, adserve_parsed_t *p, int *oom)
 
     c->vast = s_dup(sc, vast, len);
     c->vast_len = len;
-    c->duration = (uint32_t) get_num(v, "duration", 0);
+    /* the VAST was rendered: its duration is in range; a skip offset
+     * past it (the API refuses those) is clamped, never cast as is */
+    c->duration = (uint32_t) clamp_int(get_num(v, "duration", 0), 0, ADSERVE_VIDEO_DURATION_MAX);
     skip = get_num(v, "skip_offset", -1);
-    c->skip_offset = skip >= 0 ? (int32_t) skip : -1;
+    c->skip_offset = skip >= 0 ? clamp_int(skip, 0, ADSERVE_VIDEO_DURATION_MAX) : -1;
     c->mimes = dup_strs_of(sc, cJSON_GetObjectItemCaseSensitive(v, "media_files"), "mime",
                            oom);
     *oom |= c->vast == NULL;

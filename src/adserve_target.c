@@ -151,8 +151,8 @@ adserve_ua_classify(const char *ua, size_t len, adserve_device_t *d)
 
     /* the second byte first: it rules out nearly every other candidate */
 #define TRY(lit, t)                                                          \
-    if (rest >= sizeof(lit) - 1 && p[1] == lit[1]                            \
-        && memcmp(p + 2, lit + 2, sizeof(lit) - 3) == 0)                     \
+    if (rest >= sizeof(lit) - 1 && p[1] == (lit)[1]                          \
+        && memcmp(p + 2, &(lit)[2], sizeof(lit) - 3) == 0)                   \
     {                                                                        \
         found |= TOK(t);                                                     \
     }
@@ -730,8 +730,10 @@ eval_cmp(const adserve_target_t *t, const tnode_t *n, const adserve_kv_t *kv)
 {
     const adserve_kv_key_t    *k;
     const adserve_kv_value_t  *v, *end;
-    const adserve_tstr_t      *strs = t->strs + n->str_first;
-    const double              *nums = t->nums + n->num_first;
+    /* a rule without strings or without numbers has no table of them:
+     * NULL plus an offset, even 0, is undefined */
+    const adserve_tstr_t      *strs = t->strs ? t->strs + n->str_first : NULL;
+    const double              *nums = t->nums ? t->nums + n->num_first : NULL;
     double                     rhs;
     int                        any = 0;
 

@@ -215,7 +215,9 @@ adserve_vast_render(const cJSON *v, const char *title, const char *id, size_t *l
 {
     const cJSON     *files = cJSON_GetObjectItemCaseSensitive(v, "media_files");
     const char      *tag = string(v, "vast_tag_url");
-    int              duration = (int) number(v, "duration", -1);
+    double           seconds = number(v, "duration", -1);
+    int              duration = seconds >= 0 && seconds <= ADSERVE_VIDEO_DURATION_MAX
+                                ? (int) seconds : -1;
     double           skip = number(v, "skip_offset", -1);
     adserve_jsonw_t  w;
     unsigned         n = 0;
