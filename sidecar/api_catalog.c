@@ -11,7 +11,8 @@
  *     or an array of up to 32 such strings;
  *   - a pool's items are distinct and not its source; they are stored
  *     ranked by score, highest first.
- * Serving does not read them yet: their writes leave the revision alone. */
+ * Serving reads both (README "Recommendation"): their writes bump the
+ * revision, and a change serves within a second. */
 #include "api.h"
 
 #include "resource.h"
@@ -87,7 +88,7 @@ const struct resource resource_catalog_items = {
     .name = ADSERVE_RECORD_CATALOG_ITEM, .label = "catalog item",
     .hash = ADSERVE_KEY_CATALOG_ITEMS, .location = "/api/catalog-items",
     .schema = &schema_catalog_item, .list_query = &schema_catalog_item_list_query,
-    .filters = item_filters, .serving = false, .owner = OWNER_NONE,
+    .filters = item_filters, .serving = true, .owner = OWNER_NONE,
     .immutable = item_immutable, .uniques = item_uniques, .check = item_check,
 };
 
@@ -198,7 +199,7 @@ const struct resource resource_item_pools = {
     .name = ADSERVE_RECORD_ITEM_POOL, .label = "associated items pool",
     .hash = ADSERVE_KEY_ITEM_POOLS, .location = "/api/associated-items-pools",
     .schema = &schema_item_pool, .list_query = &schema_item_pool_list_query,
-    .filters = pool_filters, .serving = false, .owner = OWNER_NONE,
+    .filters = pool_filters, .serving = true, .owner = OWNER_NONE,
     .immutable = pool_immutable, .uniques = pool_uniques, .check = pool_check,
 };
 

@@ -109,6 +109,10 @@ const char *const adserve_creative_type_names[ADSERVE_CREATIVE_TYPE_COUNT + 1] =
     ADSERVE_V_IMAGE, ADSERVE_V_HTML, ADSERVE_V_VIDEO, ADSERVE_V_NATIVE, NULL
 };
 
+const char *const adserve_rec_source_names[ADSERVE_SOURCE_COUNT + 1] = {
+    "algorithm", "popular", "preset", "snapshot", NULL
+};
+
 const char *const adserve_render_names[ADSERVE_RENDER_COUNT + 1] = {
     "html", "asset", NULL
 };

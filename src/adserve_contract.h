@@ -112,16 +112,16 @@ typedef enum {
     ADSERVE_KIND_LICAS,
     ADSERVE_KIND_NATIVE_STYLES,
     ADSERVE_KIND_AD_UNIT_NATIVE_STYLES,
+    ADSERVE_KIND_CATALOG_ITEMS,
+    ADSERVE_KIND_ITEM_POOLS,
     ADSERVE_KIND_ADVERTISERS,
     ADSERVE_KIND_TARGETING_KEYS,
     ADSERVE_KIND_NATIVE_FORMATS,
     ADSERVE_KIND_NATIVE_STYLE_TEMPLATES,
-    ADSERVE_KIND_CATALOG_ITEMS,
-    ADSERVE_KIND_ITEM_POOLS,
     ADSERVE_KIND_ALL
 } adserve_kind_e;
 
-#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_AD_UNIT_NATIVE_STYLES + 1)
+#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_ITEM_POOLS + 1)
 /* the kinds a snapshot is built from */
 #define ADSERVE_KIND_COUNT    ADSERVE_KIND_SERVING
 
@@ -398,6 +398,23 @@ extern const char *const adserve_data_type_names[ADSERVE_DATA_TYPE_COUNT + 1];
 #define ADSERVE_ITEM_ATTRIBUTES_MAX   64
 #define ADSERVE_POOL_ITEMS_MAX        100
 #define ADSERVE_V_CONTEXT_ALL         "all"    /* the spec's default context */
+#define ADSERVE_CONTEXT_MAX           64       /* bytes of a context's name */
+#define ADSERVE_TOPN_DEFAULT          10       /* the spec's topn */
+#define ADSERVE_TOPN_MAX              99
+
+/* What produced a recommended item (its "source" in the answer). */
+typedef enum {
+    ADSERVE_SOURCE_ALGORITHM = 0,
+    ADSERVE_SOURCE_POPULAR,
+    ADSERVE_SOURCE_PRESET,
+    ADSERVE_SOURCE_SNAPSHOT,
+    ADSERVE_SOURCE_COUNT
+} adserve_rec_source_e;
+
+extern const char *const adserve_rec_source_names[ADSERVE_SOURCE_COUNT + 1];
+
+/* the click URL's query argument naming the recommended item clicked */
+#define ADSERVE_ITEM_ARG              "item"
 
 /* The VAST tracking events a video ad reports through
  * /app/v0/event/video/{event}, and its errors (README "Video"). */

@@ -9,6 +9,7 @@
  * other) and the field the current value is meant for. This is enough to
  * recognise the few members serving needs without allocating anything. */
 
+#include "adserve_contract.h"
 #include "adserve_json.h"
 
 #include <stdint.h>
@@ -37,7 +38,9 @@ typedef enum {
     F_YOB,
     F_GENDER,
     F_UA,
-    F_KV
+    F_KV,
+    F_ITEM,
+    F_CONTEXT
 } field;
 
 typedef struct {
@@ -56,7 +59,9 @@ static const known_key known_keys[] = {
     { OBJ_USER,   "yob",     3, F_YOB },
     { OBJ_USER,   "gender",  6, F_GENDER },
     { OBJ_DEVICE, "ua",      2, F_UA },
-    { OBJ_EXT,    "kv",      2, F_KV }
+    { OBJ_EXT,    "kv",      2, F_KV },
+    { OBJ_EXT,    "item_id", 7, F_ITEM },
+    { OBJ_EXT,    "context", 7, F_CONTEXT }
 };
 
 /* Keys are decoded into a local buffer this big, so key bytes in the body
@@ -393,6 +398,8 @@ static int parse_string_value(scanner *s, field f) {
     case F_VERSION: return scan_string_in_place(s, &req->version, (size_t)-1);
     case F_USER_ID: return scan_string_in_place(s, &req->user_id, ADSERVE_USER_ID_MAX);
     case F_UA:      return scan_string_in_place(s, &req->ua, ADSERVE_UA_MAX);
+    case F_ITEM:    return scan_string_in_place(s, &req->item_id, ADSERVE_ITEM_ID_MAX);
+    case F_CONTEXT: return scan_string_in_place(s, &req->context, ADSERVE_CONTEXT_MAX);
     case F_GENDER:  return scan_gender(s);
     default:        return scan_string(s, NULL, 0, &n);
     }
@@ -487,12 +494,14 @@ static void reset_field(adserve_ad_request_t *req, field f) {
     case F_VERSION: req->version = none; break;
     case F_USER:    req->user_id = none; req->yob = 0; req->gender = 0; break;
     case F_DEVICE:  req->ua = none; break;
-    case F_EXT:     req->kv = none; break;
+    case F_EXT:     req->kv = none; req->item_id = none; req->context = none; break;
     case F_USER_ID: req->user_id = none; break;
     case F_YOB:     req->yob = 0; break;
     case F_GENDER:  req->gender = 0; break;
     case F_UA:      req->ua = none; break;
     case F_KV:      req->kv = none; break;
+    case F_ITEM:    req->item_id = none; break;
+    case F_CONTEXT: req->context = none; break;
     default:        break;
     }
 }

@@ -40,6 +40,8 @@ typedef struct {
     char           gender;    /* "user": {"gender": "M"|"F"|"O"}; 0 when absent or ignored */
     adserve_str_t  ua;        /* "device": {"ua": ...} */
     adserve_str_t  kv;        /* "ext": {"kv": {...}}: the raw JSON text of the kv object, for later use */
+    adserve_str_t  item_id;   /* "ext": {"item_id": ...}: the item the user looks at */
+    adserve_str_t  context;   /* "ext": {"context": ...}: the serving context */
 } adserve_ad_request_t;
 
 /* Validates buf[0..len) as one JSON value that must be an object, and fills req.

@@ -313,7 +313,10 @@ parse_unit_ext(scratch_t *sc, adserve_parsed_t *p, const cJSON *o, int *oom)
     v = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(ext, "recommendation"), "enabled");
     rec = cJSON_GetObjectItemCaseSensitive(o, "recommendation");
-    u->on_response = ((cJSON_IsNumber(v) && v->valuedouble != 0) || cJSON_IsTrue(v))
+    u->rec = (cJSON_IsNumber(v) && v->valuedouble != 0) || cJSON_IsTrue(v);
+    u->topn = (uint32_t) clamp_int(get_num(rec, "topn", ADSERVE_TOPN_DEFAULT), 0,
+                                   ADSERVE_TOPN_MAX);
+    u->on_response = u->rec
                      && adserve_vocab_str(adserve_tracking_names,
                                           get_str(rec, "ad_log_tracking_mode"))
                         == ADSERVE_TRACKING_ON_AD_RESPONSE;
@@ -720,6 +723,62 @@ parse_lica(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 }
 
 
+/* An item's part of a recommendation: rendered once, per item. An item
+ * id that could not be a catalog item's (the API's rule) never serves. */
+static int
+parse_item(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_item_t  *it = &p->u.item;
+    adserve_jsonw_t         w;
+    const char             *id = get_str(o, "item_id"), *url = get_str(o, "url");
+    int                     oom = 0;
+
+    if (id == NULL || url == NULL || id[0] == '\0' || strlen(id) > ADSERVE_ITEM_ID_MAX
+        || strspn(id, ADSERVE_ITEM_ID_CHARS) != strlen(id))
+    {
+        return 0;
+    }
+
+    adserve_jsonw_init(&w);
+    adserve_jsonw_lit(&w, "{\"id\":");
+    adserve_jsonw_str(&w, id);
+    adserve_jsonw_lit(&w, ",\"title\":");
+    adserve_jsonw_str(&w, get_str(o, "title"));
+    adserve_jsonw_lit(&w, ",\"url\":");
+    adserve_jsonw_str(&w, url);
+    adserve_jsonw_lit(&w, ",\"image\":");
+    adserve_jsonw_str(&w, get_str(o, "image"));
+
+    if (w.oom) {
+        adserve_jsonw_free(&w);
+        return -1;
+    }
+
+    it->head = s_dup(sc, w.data, w.len);
+    it->head_len = w.len;
+    adserve_jsonw_free(&w);
+    it->item_id = dup_str(sc, o, "item_id", &oom);
+    it->item_hash = hash_of(it->item_id);
+    it->url = dup_str(sc, o, "url", &oom);
+
+    return oom || it->head == NULL ? -1 : 0;
+}
+
+
+static int
+parse_pool(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_pool_t  *pl = &p->u.pool;
+    int                     oom = 0;
+
+    pl->source = dup_str(sc, o, "source_item_id", &oom);
+    pl->source_hash = hash_of(pl->source);
+    pl->items = dup_strs_of(sc, cJSON_GetObjectItemCaseSensitive(o, "items"), "item_id", &oom);
+
+    return oom ? -1 : 0;
+}
+
+
 /* A style that fails the API's check never serves: a record written past
  * the API must not put markup where a value goes. */
 static int
@@ -788,7 +847,8 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
 {
     static const parse_kind_pt  parsers[ADSERVE_KIND_COUNT] = {
         parse_unit, parse_placement, parse_order,
-        parse_li, parse_creative, parse_lica, parse_style, parse_unit_style
+        parse_li, parse_creative, parse_lica, parse_style, parse_unit_style,
+        parse_item, parse_pool
     };
     /* a parse is as long as its own kind's member of the union: a LICA's
      * is a fifth of a line item's */
@@ -796,7 +856,8 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
         sizeof(adserve_parsed_unit_t), sizeof(adserve_parsed_placement_t),
         sizeof(adserve_parsed_order_t), sizeof(adserve_parsed_li_t),
         sizeof(adserve_parsed_creative_t), sizeof(adserve_parsed_lica_t),
-        sizeof(adserve_parsed_style_t), sizeof(adserve_parsed_unit_style_t)
+        sizeof(adserve_parsed_style_t), sizeof(adserve_parsed_unit_style_t),
+        sizeof(adserve_parsed_item_t), sizeof(adserve_parsed_pool_t)
     };
     adserve_parsed_t  *p;
     const char        *id;
@@ -926,6 +987,15 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
     case ADSERVE_KIND_AD_UNIT_NATIVE_STYLES:
         MOVE(p->u.unit_style.ad_unit_id);
         MOVE(p->u.unit_style.native_style_id);
+        break;
+    case ADSERVE_KIND_CATALOG_ITEMS:
+        MOVE(p->u.item.item_id);
+        MOVE(p->u.item.head);
+        MOVE(p->u.item.url);
+        break;
+    case ADSERVE_KIND_ITEM_POOLS:
+        MOVE(p->u.pool.source);
+        move_strs(&p->u.pool.items, delta);
         break;
     default:
         break;

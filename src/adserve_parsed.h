@@ -67,6 +67,9 @@ typedef struct {
     uint32_t        nnative_reqs;
     uint64_t        native_key;       /* the same for units whose native ads
                                        * render alike (mode and requests) */
+    int             rec;              /* ext.recommendation.enabled: it
+                                       * recommends catalog items */
+    uint32_t        topn;             /* recommendation.topn */
 } adserve_parsed_unit_t;
 
 typedef struct {
@@ -134,6 +137,23 @@ typedef struct {
                                        * weight below 1) */
 } adserve_parsed_lica_t;
 
+/* A catalog item: its natural key, and its part of an answer rendered
+ * once: {"id":…,"title":…,"url":…,"image":… without the closing brace. */
+typedef struct {
+    const char     *item_id;          /* NULL: not a usable item */
+    uint64_t        item_hash;
+    const char     *head;
+    size_t          head_len;
+    const char     *url;              /* where a click on it goes */
+} adserve_parsed_item_t;
+
+/* An associated items pool: the source item's ranked items. */
+typedef struct {
+    const char     *source;           /* NULL: not a usable pool */
+    uint64_t        source_hash;
+    adserve_strs_t  items;
+} adserve_parsed_pool_t;
+
 /* A native style: its template, checked (adserve_native_template_check). */
 typedef struct {
     const char     *html;             /* NULL: not a valid style */
@@ -162,6 +182,8 @@ typedef struct {
         adserve_parsed_lica_t       lica;
         adserve_parsed_style_t      style;
         adserve_parsed_unit_style_t unit_style;
+        adserve_parsed_item_t       item;
+        adserve_parsed_pool_t       pool;
     } u;
 } adserve_parsed_t;
 

@@ -127,6 +127,8 @@ typedef struct {
     creative_rec_t     *crs;
     lica_rec_t         *licas;
     const adserve_parsed_style_t **styles;
+    adserve_parsed_t  **item_ps;      /* the catalog's and the pools' parses */
+    adserve_parsed_t  **pool_ps;
     uint32_t            n[ADSERVE_KIND_COUNT];
     idmap_t             map[ADSERVE_KIND_COUNT];
     uint32_t           *stamp;        /* per unit: last line item that included it */
@@ -635,6 +637,23 @@ link_unit_styles(build_t *b, adserve_parsed_t **ps)
         }
     }
 
+    return 0;
+}
+
+
+/* the catalog and the pools: tabled after the join (build_catalog) */
+static int
+link_items(build_t *b, adserve_parsed_t **ps)
+{
+    b->item_ps = ps;
+    return 0;
+}
+
+
+static int
+link_pools(build_t *b, adserve_parsed_t **ps)
+{
+    b->pool_ps = ps;
     return 0;
 }
 
@@ -1253,6 +1272,27 @@ cand_bid(const adserve_parsed_unit_t *u, const adserve_parsed_li_t *li)
 }
 
 
+/* A recommendation unit's answer up to its first item: "ad.id" is the
+ * unit's (there is no creative). */
+static int
+render_rec_head(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
+{
+    static const char  pre[] = "{\"version\":\"" ADSERVE_RESPONSE_VERSION "\",\"ad\":{\"id\":";
+    adserve_jsonw_t    w;
+
+    adserve_jsonw_init(&w);
+    adserve_jsonw_raw(&w, pre, sizeof(pre) - 1);
+    adserve_jsonw_str(&w, u->id);
+    adserve_jsonw_lit(&w, ",\"recommendation\":{\"items\":[");
+
+    out->rec_head.len = w.len;
+    out->rec_head.data = w.oom ? NULL : adserve_arena_memdup(&b->snap->arena, w.data, w.len);
+    adserve_jsonw_free(&w);
+
+    return out->rec_head.data ? 0 : -1;
+}
+
+
 /* The unit's video candidates, apart: a VAST request takes no banner. */
 static int
 video_cands(adserve_arena_t *a, adserve_unit_t *out)
@@ -1378,6 +1418,11 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     }
 
     out->floor = u->p->target_ecpm;
+    out->rec = u->p->rec ? 1 : 0;
+    out->topn = (uint8_t) u->p->topn;
+    if (out->rec && render_rec_head(b, u, out) != 0) {
+        return -1;
+    }
     out->impression_on_response = u->p->on_response ? 1 : 0;
     b->snap->stats.candidates += u->ncands;
 
@@ -1509,6 +1554,109 @@ build_creatives(build_t *b)
 }
 
 
+/* The catalog's items by item_id (the first of duplicate ids wins), and
+ * each pool's items resolved to them: ids the catalog lacks are dropped,
+ * so serving only copies. */
+static int
+build_items(build_t *b)
+{
+    adserve_snapshot_t           *s = b->snap;
+    const adserve_parsed_item_t  *p;
+    adserve_item_t               *it;
+    uint32_t                      i, j, n = b->n[ADSERVE_KIND_CATALOG_ITEMS];
+
+    s->item_mask = table_size(n) - 1;
+    s->items = adserve_arena_calloc(&s->arena, (s->item_mask + 1) * sizeof(adserve_item_t));
+    if (s->items == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        p = &b->item_ps[i]->u.item;
+        if (p->item_id == NULL
+            || adserve_snapshot_item(s, p->item_id, strlen(p->item_id)) != NULL)
+        {
+            continue;
+        }
+
+        for (j = (uint32_t) p->item_hash & s->item_mask; s->items[j].id.data != NULL;
+             j = (j + 1) & s->item_mask)
+        {
+            /* probe */
+        }
+
+        it = &s->items[j];
+        it->hash = p->item_hash;
+        it->id.len = strlen(p->item_id);
+        it->id.data = adserve_arena_memdup(&s->arena, p->item_id, it->id.len);
+        it->head.len = p->head_len;
+        it->head.data = adserve_arena_memdup(&s->arena, p->head, p->head_len);
+        it->url.len = strlen(p->url);
+        it->url.data = adserve_arena_memdup(&s->arena, p->url, it->url.len);
+        if (it->id.data == NULL || it->head.data == NULL || it->url.data == NULL) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+build_pools(build_t *b)
+{
+    adserve_snapshot_t           *s = b->snap;
+    const adserve_parsed_pool_t  *p;
+    const adserve_item_t         *it;
+    adserve_pool_t               *pl;
+    uint32_t                      i, j, k, *v, n = b->n[ADSERVE_KIND_ITEM_POOLS];
+
+    s->pool_mask = table_size(n) - 1;
+    s->pools = adserve_arena_calloc(&s->arena, (s->pool_mask + 1) * sizeof(adserve_pool_t));
+    if (s->pools == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        p = &b->pool_ps[i]->u.pool;
+        if (p->source == NULL || adserve_snapshot_pool(s, p->source, strlen(p->source)) != NULL)
+        {
+            continue;
+        }
+
+        v = adserve_arena_alloc(&s->arena, (p->items.n + 1) * sizeof(uint32_t));
+        if (v == NULL) {
+            return -1;
+        }
+
+        for (k = 0, j = 0; j < p->items.n; j++) {
+            it = adserve_snapshot_item(s, p->items.v[j], strlen(p->items.v[j]));
+            if (it != NULL) {
+                v[k++] = (uint32_t) (it - s->items);
+            }
+        }
+
+        for (j = (uint32_t) p->source_hash & s->pool_mask; s->pools[j].source.data != NULL;
+             j = (j + 1) & s->pool_mask)
+        {
+            /* probe */
+        }
+
+        pl = &s->pools[j];
+        pl->hash = p->source_hash;
+        pl->source.len = strlen(p->source);
+        pl->source.data = adserve_arena_memdup(&s->arena, p->source, pl->source.len);
+        pl->items = v;
+        pl->n = k;
+        if (pl->source.data == NULL) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
 /* ---- the build --------------------------------------------------------- */
 
 typedef int (*link_pt)(build_t *b, adserve_parsed_t **ps);
@@ -1519,7 +1667,8 @@ build(build_t *b, const adserve_input_t *in)
     /* order matters: each kind resolves references to the kinds before it */
     static const link_pt  linkers[ADSERVE_KIND_COUNT] = {
         link_units, link_placements, link_orders,
-        link_line_items, link_creatives, link_licas, link_styles, link_unit_styles
+        link_line_items, link_creatives, link_licas, link_styles, link_unit_styles,
+        link_items, link_pools
     };
     adserve_parsed_t  **ps;
     uint32_t            k, i, nunits;
@@ -1555,7 +1704,9 @@ build(build_t *b, const adserve_input_t *in)
         }
     }
 
-    if (build_table(b) != 0 || build_creatives(b) != 0) {
+    if (build_table(b) != 0 || build_creatives(b) != 0 || build_items(b) != 0
+        || build_pools(b) != 0)
+    {
         build_error(b, "out of memory ranking candidates");
         return -1;
     }
@@ -1662,6 +1813,58 @@ adserve_snapshot_free(adserve_snapshot_t *s)
         arena = s->arena;           /* s is in it */
         adserve_arena_free(&arena);
     }
+}
+
+
+const adserve_item_t *
+adserve_snapshot_item(const adserve_snapshot_t *s, const char *id, size_t len)
+{
+    uint64_t  h;
+    uint32_t  j;
+
+    if (s == NULL || s->items == NULL) {
+        return NULL;
+    }
+
+    h = adserve_hash(id, len);
+
+    for (j = (uint32_t) h & s->item_mask; s->items[j].id.data != NULL;
+         j = (j + 1) & s->item_mask)
+    {
+        if (s->items[j].hash == h && s->items[j].id.len == len
+            && memcmp(s->items[j].id.data, id, len) == 0)
+        {
+            return &s->items[j];
+        }
+    }
+
+    return NULL;
+}
+
+
+const adserve_pool_t *
+adserve_snapshot_pool(const adserve_snapshot_t *s, const char *id, size_t len)
+{
+    uint64_t  h;
+    uint32_t  j;
+
+    if (s == NULL || s->pools == NULL) {
+        return NULL;
+    }
+
+    h = adserve_hash(id, len);
+
+    for (j = (uint32_t) h & s->pool_mask; s->pools[j].source.data != NULL;
+         j = (j + 1) & s->pool_mask)
+    {
+        if (s->pools[j].hash == h && s->pools[j].source.len == len
+            && memcmp(s->pools[j].source.data, id, len) == 0)
+        {
+            return &s->pools[j];
+        }
+    }
+
+    return NULL;
 }
 
 

@@ -202,7 +202,30 @@ typedef struct {
     adserve_str_t   vast_base_json;     /* and that as JSON string text; */
     adserve_str_t   url_base_json;      /* the base as JSON string text alone
                                          * (ADSERVE_SPLICE_JSON) */
+    unsigned        rec:1;              /* recommends catalog items (README
+                                         * "Recommendation") */
+    adserve_str_t   rec_head;           /* its answer up to the first item:
+                                         * {"version":…,"ad":{"id":"<unit>",
+                                         * "recommendation":{"items":[ */
+    uint8_t         topn;               /* at most this many items */
 } adserve_unit_t;
+
+/* A catalog item, for a recommendation's answer and its clicks. */
+typedef struct {
+    adserve_str_t   id;               /* item_id */
+    uint64_t        hash;
+    adserve_str_t   head;             /* {"id":…,"title":…,"url":…,"image":…
+                                       * without the closing brace */
+    adserve_str_t   url;              /* where a click goes */
+} adserve_item_t;
+
+/* A source item's associated items, ranked: indexes in the items. */
+typedef struct {
+    adserve_str_t   source;
+    uint64_t        hash;
+    const uint32_t *items;
+    uint32_t        n;
+} adserve_pool_t;
 
 /* One ad the user was shown by a capped line item, from Redis. */
 typedef struct {
@@ -269,6 +292,10 @@ typedef struct adserve_snapshot_s {
     uint32_t        mask;             /* table size - 1 */
     adserve_creative_t *creatives;    /* open addressing, every creative */
     uint32_t        creative_mask;
+    adserve_item_t *items;            /* open addressing by item_id */
+    uint32_t        item_mask;
+    adserve_pool_t *pools;            /* open addressing by source item id */
+    uint32_t        pool_mask;
     adserve_arena_t arena;
 } adserve_snapshot_t;
 
@@ -288,6 +315,14 @@ void adserve_snapshot_free(adserve_snapshot_t *s);
  * before a change still lands), or NULL. */
 const adserve_creative_t *adserve_snapshot_creative(const adserve_snapshot_t *s,
     const char *id, size_t len);
+
+/* A catalog item by its item_id, or NULL. */
+const adserve_item_t *adserve_snapshot_item(const adserve_snapshot_t *s, const char *id,
+    size_t len);
+
+/* The pool of a source item, or NULL. */
+const adserve_pool_t *adserve_snapshot_pool(const adserve_snapshot_t *s, const char *id,
+    size_t len);
 
 /* The ACTIVE ad unit with this id, or NULL. */
 const adserve_unit_t *adserve_snapshot_unit(const adserve_snapshot_t *s,

@@ -357,6 +357,14 @@ void ngx_http_adserve_resume(ngx_queue_t *q);
 ngx_int_t ngx_http_adserve_ad_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_adserve_vast_handler(ngx_http_request_t *r);
 
+/* Seals log (its fields set) into tok (ADSERVE_TOKEN_MAX bytes): the
+ * token's length, or 0 (logged). */
+size_t ngx_http_adserve_encode(ngx_http_request_t *r, adserve_ad_log_t *log, u_char *tok);
+
+/* A recommendation ad unit's answer (src/ngx_http_adserve_recommend.c). */
+ngx_int_t ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit);
+
 /* a video's VAST or a native ad: its splices filled with base, path and token
  * (adserve_vast.h); _init makes the paths, once */
 void ngx_http_adserve_splice_init(void);

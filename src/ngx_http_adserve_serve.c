@@ -111,7 +111,6 @@ ngx_http_adserve_seal(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 {
     ngx_http_adserve_main_conf_t  *amcf;
     const adserve_li_t            *li;
-    size_t                         n;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     li = &amcf->loader->snapshot->lis[c->li];
@@ -127,6 +126,18 @@ ngx_http_adserve_seal(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     if (log->user.data == NULL) {
         log->user.len = 0;
     }
+
+    return ngx_http_adserve_encode(r, log, tok);
+}
+
+
+size_t
+ngx_http_adserve_encode(ngx_http_request_t *r, adserve_ad_log_t *log, u_char *tok)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    size_t                         n;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
 
     n = adserve_token_encode(amcf->tokens, log, (char *) tok);
     if (n == 0) {
@@ -283,6 +294,10 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_cand_t          *c;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    if (unit->rec) {
+        return ngx_http_adserve_answer_rec(r, ctx, unit);
+    }
 
     c = adserve_decide(amcf->loader->snapshot, unit, d);
     if (c == NULL) {

@@ -34,6 +34,8 @@ static ngx_str_t  ngx_http_adserve_expired = ngx_http_adserve_detail("expired ad
 static ngx_str_t  ngx_http_adserve_missing = ngx_http_adserve_detail("missing ad_log");
 static ngx_str_t  ngx_http_adserve_unknown_creative =
     ngx_http_adserve_detail("unknown creative");
+static ngx_str_t  ngx_http_adserve_unknown_item =
+    ngx_http_adserve_detail("unknown item");
 static ngx_str_t  ngx_http_adserve_bad_landing =
     ngx_http_adserve_detail("the creative has no valid landing page");
 static ngx_str_t  ngx_http_adserve_not_found =
@@ -153,21 +155,20 @@ ngx_http_adserve_landing_ok(const adserve_str_t *url)
 }
 
 
-/* 302 to the creative's stored landing page, never to anything the
- * request says */
+/* 302 to a stored landing page (a creative's, a catalog item's), never to
+ * anything the request says */
 static ngx_int_t
-ngx_http_adserve_track_redirect(ngx_http_request_t *r,
-    const adserve_creative_t *cr)
+ngx_http_adserve_track_redirect(ngx_http_request_t *r, const adserve_str_t *landing)
 {
     ngx_str_t  url;
 
-    url.len = cr->landing_url.len;
+    url.len = landing->len;
     url.data = ngx_pnalloc(r->pool, url.len);
     if (url.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_memcpy(url.data, cr->landing_url.data, url.len);
+    ngx_memcpy(url.data, landing->data, url.len);
 
     r->headers_out.location = ngx_http_adserve_header(r, "Location", &url);
     if (r->headers_out.location == NULL) {
@@ -175,6 +176,44 @@ ngx_http_adserve_track_redirect(ngx_http_request_t *r,
     }
 
     return ngx_http_adserve_send(r, NGX_HTTP_MOVED_TEMPORARILY, NULL, 0);
+}
+
+
+/* Where a click goes: an ad's creative's landing page (any creative of the
+ * inventory, approved or not: an ad served just before a change still
+ * lands), or for a recommendation (a token without a line item) the
+ * catalog item that ?item= names. NULL, or the 404's detail. */
+static ngx_str_t *
+ngx_http_adserve_landing(ngx_http_request_t *r, const adserve_snapshot_t *s,
+    const adserve_ad_log_t *log, adserve_str_t *landing)
+{
+    const adserve_creative_t  *cr;
+    const adserve_item_t      *it;
+    ngx_str_t                  arg;
+
+    if (log->line_item.len == 0) {
+        it = NULL;
+        if (ngx_http_arg(r, (u_char *) ADSERVE_ITEM_ARG, sizeof(ADSERVE_ITEM_ARG) - 1, &arg)
+            == NGX_OK)
+        {
+            it = adserve_snapshot_item(s, (const char *) arg.data, arg.len);
+        }
+
+        if (it == NULL) {
+            return &ngx_http_adserve_unknown_item;
+        }
+
+        *landing = it->url;
+        return NULL;
+    }
+
+    cr = adserve_snapshot_creative(s, log->creative.data, log->creative.len);
+    if (cr == NULL) {
+        return &ngx_http_adserve_unknown_creative;
+    }
+
+    *landing = cr->landing_url;
+    return NULL;
 }
 
 
@@ -202,9 +241,9 @@ static ngx_int_t
 ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
 {
     ngx_http_adserve_main_conf_t  *amcf;
-    const adserve_creative_t      *cr;
     adserve_snapshot_t            *s;
     adserve_ad_log_t               log;
+    adserve_str_t                  landing = { NULL, 0 };
     ngx_str_t                      arg, *detail;
     u_char                         buf[ADSERVE_TOKEN_BUF];
     time_t                         now;
@@ -245,27 +284,24 @@ ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
         return ngx_http_adserve_track_send(r, NGX_HTTP_NO_CONTENT, NULL);
     }
 
-    /* any creative of the inventory, approved or not: an ad served just
-     * before a change still lands */
     s = amcf->loader ? amcf->loader->snapshot : NULL;
-    cr = adserve_snapshot_creative(s, log.creative.data, log.creative.len);
 
-    if (cr == NULL) {
-        return ngx_http_adserve_track_send(r, NGX_HTTP_NOT_FOUND,
-                                           &ngx_http_adserve_unknown_creative);
+    detail = ngx_http_adserve_landing(r, s, &log, &landing);
+    if (detail != NULL) {
+        return ngx_http_adserve_track_send(r, NGX_HTTP_NOT_FOUND, detail);
     }
 
-    if (ngx_http_adserve_landing_ok(&cr->landing_url) != NGX_OK) {
+    if (ngx_http_adserve_landing_ok(&landing) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      NGX_HTTP_ADSERVE_LOG "creative \"%*s\" has a landing_url that cannot "
-                      "be sent in a Location header", cr->id.len, cr->id.data);
+                      NGX_HTTP_ADSERVE_LOG "the landing page \"%*s\" cannot be sent in a "
+                      "Location header", landing.len, landing.data);
         return ngx_http_adserve_track_send(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                            &ngx_http_adserve_bad_landing);
     }
 
     (void) ngx_http_adserve_track(amcf->events, type, &log, now, 0);
 
-    return ngx_http_adserve_track_redirect(r, cr);
+    return ngx_http_adserve_track_redirect(r, &landing);
 }
 
 

@@ -774,7 +774,31 @@ static void test_fuzz(void) {
     ok(accepted > 0 && accepted < ITERATIONS, "fuzz: both outcomes exercised");
 }
 
+/* A recommendation's facts: ext.item_id and ext.context, strings within
+ * their bounds; anything else ignored, a duplicate ext clears them. */
+static void test_recommendation_fields(void) {
+    adserve_ad_request_t r;
+    char long_id[300];
+
+    is_int(parse("{\"ext\":{\"item_id\":\"art:a\",\"context\":\"blog\",\"kv\":{}}}", &r), 0,
+           "ext.item_id and ext.context parse");
+    is_field(r.item_id, "art:a", "ext.item_id");
+    is_field(r.context, "blog", "ext.context");
+    is_int(parse("{\"ext\":{\"item_id\":7,\"context\":null}}", &r), 0, "of the wrong types");
+    ok(r.item_id.data == NULL && r.context.data == NULL, "... ignored");
+    snprintf(long_id, sizeof(long_id), "{\"ext\":{\"item_id\":\"%0129d\"}}", 0);
+    is_int(parse(long_id, &r), 0, "an item_id of 129 bytes");
+    ok(r.item_id.data == NULL, "... ignored (128 at most)");
+    is_int(parse("{\"ext\":{\"item_id\":\"a\"},\"ext\":{\"context\":\"c\"}}", &r), 0,
+           "ext twice");
+    ok(r.item_id.data == NULL, "... the last one wins whole");
+    is_field(r.context, "c", "... with its own context");
+    is_int(parse("{\"user\":{\"item_id\":\"a\"}}", &r), 0, "item_id outside ext");
+    ok(r.item_id.data == NULL, "... is not the item");
+}
+
 int main(void) {
+    test_recommendation_fields();
     test_spec_example();
     test_minimal_and_whitespace();
     test_unknown_members();

@@ -1,0 +1,116 @@
+# Recommendation serving on the real stack (README "Recommendation"): an ad
+# unit with ext.recommendation.enabled answers with up to topn catalog items,
+# the associated items pool of the item the request names (axa0), in rank
+# order, each with its own click URL landing on the item's url; a change of
+# the catalog or a pool serves within a second; both tracking modes count
+# the impression exactly; no ad answer is touched.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Adserve::Test;
+
+my $t = Adserve::Test->new;
+sub current { ok($t->wait_until(5, sub { $t->workers_at($t->revision) }), 'every worker has the change') }
+sub body { my (%ext) = @_; return { version => '0.1.0', user => { id => 'reader-1' }, device => { ua => 'Mozilla/5.0' },
+                                    %ext ? (ext => { %ext }) : () } }
+sub ids { my ($res) = @_; [ map { $_->{id} } @{ $res->{json}{ad}{recommendation}{items} // [] } ] }
+
+# ---- the catalog, a pool, a recommendation unit: all through the API --------------------------------
+my @ids = map { "art:$_" } 'a' .. 'l';
+for my $id (@ids) {
+    $t->created('/api/catalog-items', { item_id => $id, title => "Article $id <b>", url => "https://news.example/$id",
+                                        image => ($id eq 'art:c' ? undef : "https://cdn.example/$id.jpg") });
+}
+my $pool = $t->created('/api/associated-items-pools', { source_item_id => 'art:a', items => [
+    map { { item_id => $ids[$_], score => 20 - $_ } } 1 .. 7 ] });
+$t->created('/api/associated-items-pools', { source_item_id => 'art:b',
+    items => [ { item_id => 'art:ghost', score => 9 }, { item_id => 'art:c', score => 1 } ] });
+my $unit = $t->created('/api/ad-units', { code => "rec-$$", name => 'Related articles', status => 'ACTIVE',
+                                          recommendation => { topn => 5 }, ext => { recommendation => { enabled => 1 } } });
+my $U = $unit->{id};
+current();
+
+# ---- the answer -------------------------------------------------------------------------------------
+my $res = $t->ad($U, body(item_id => 'art:a'));
+is($res->{status}, 200, 'a recommendation unit, the item a reader looks at: 200') or diag $res->{content};
+my $ad = $res->{json}{ad};
+is($ad->{id}, $U, 'ad.id: the ad unit (no creative)');
+is_deeply(ids($res), [ @ids[1 .. 5] ], 'topn 5 of the pool\'s 7 items, in its rank');
+my $first = $ad->{recommendation}{items}[0];
+is_deeply([ @$first{qw(title url image source)} ],
+          [ 'Article art:b <b>', 'https://news.example/art:b', 'https://cdn.example/art:b.jpg', 'algorithm' ],
+          'an item: its catalog fields (the title as the JSON string it is) and its source');
+is($ad->{recommendation}{items}[1]{image}, undef, '... an item without an image: null');
+my $log = $res->{json}{ext}{ad_log};
+my $base = $t->base;
+is($first->{click_url}, "$base/app/v0/event/click?ad_log=$log&item=art:b", 'its own click URL: the token, then the item');
+is($ad->{click_url}, $first->{click_url}, 'ad.click_url: the first item\'s');
+is($ad->{impression_url}, "$base/app/v0/event/impression?ad_log=$log", 'ad.impression_url, as for an ad');
+is($res->{json}{ext}{message}, 'ok', 'ext.message');
+
+# clicks land on the item
+my $click = $t->request('GET', $ad->{recommendation}{items}[2]{click_url} =~ s{^\Q$base\E}{}r, redirect => 0);
+is($click->{status}, 302, 'an item\'s click: 302');
+is($click->{headers}{location}, 'https://news.example/art:d', '... to that item\'s url');
+is($t->request('GET', "/app/v0/event/click?ad_log=$log&item=art:zzz", redirect => 0)->{status}, 404,
+   'an item the catalog lacks: 404');
+is($t->request('GET', "/app/v0/event/click?ad_log=$log", redirect => 0)->{status}, 404, 'no item at all: 404');
+is($t->request('GET', "/app/v0/event/click?ad_log=$log&item=" . ('x' x 300), redirect => 0)->{status}, 404,
+   'an item id longer than any: 404');
+ok($t->wait_until(10, sub { $t->stat_sum("u:$U:clk") == 1 && $t->stat_sum("u:$U:ads") == 1 }),
+   'the unit counted its ad and one click (one per answer, like an ad\'s)');
+
+# ---- what gives no items ----------------------------------------------------------------------------
+is($t->ad($U, body())->{status}, 204, 'no ext.item_id: 204');
+is($t->ad($U, body(item_id => 'art:l'))->{status}, 204, 'an item without a pool: 204');
+is_deeply(ids($t->ad($U, body(item_id => 'art:b'))), [ 'art:c' ], 'ids the catalog lacks are skipped');
+is($t->ad($U, body(item_id => 'x' x 129))->{status}, 204, 'an item_id over 128 bytes is ignored: 204');
+is($t->ad($U, body(item_id => 7))->{status}, 204, 'an item_id that is not a string is ignored');
+
+# ---- changes serve ----------------------------------------------------------------------------------
+is($t->api('PATCH', "/api/associated-items-pools/$pool->{id}",
+           json => { items => [ { item_id => 'art:k', score => 2 }, { item_id => 'art:j', score => 3 } ] })->{status}, 200,
+   'the pool changes');
+current();
+is_deeply(ids($t->ad($U, body(item_id => 'art:a'))), [ 'art:j', 'art:k' ], '... and serves, ranked by score');
+is($t->api('PATCH', "/api/ad-units/$U", json => { recommendation => { topn => 1 } })->{status}, 200, 'topn 1');
+current();
+is_deeply(ids($t->ad($U, body(item_id => 'art:a'))), [ 'art:j' ], '... one item');
+my ($jid) = map { $_->{id} } @{ $t->api('GET', '/api/catalog-items?item_id=art:j')->{json}{items} };
+is($t->api('PATCH', "/api/catalog-items/$jid", json => { title => 'Renamed' })->{status}, 200, 'an item changes');
+current();
+is($t->ad($U, body(item_id => 'art:a'))->{json}{ad}{recommendation}{items}[0]{title}, 'Renamed', '... and serves');
+
+# ---- tracking modes ---------------------------------------------------------------------------------
+my %units;
+for my $mode (qw(on_ad_response on_event_tracker)) {
+    $units{$mode} = $t->created('/api/ad-units', { code => "rec-$mode-$$", name => "Related, $mode", status => 'ACTIVE',
+                                                   recommendation => { topn => 3, ad_log_tracking_mode => $mode },
+                                                   ext => { recommendation => { enabled => 1 } } })->{id};
+}
+current();
+my %answers;
+for my $mode (keys %units) {
+    $answers{$mode} = [ map { $t->ad($units{$mode}, body(item_id => 'art:a')) } 1 .. 3 ];
+}
+ok($t->wait_until(10, sub { $t->stat_sum("u:$units{on_ad_response}:imp") == 3 }),
+   'on_ad_response: each answer counted its impression when it was made');
+is($t->stat_sum("u:$units{on_event_tracker}:imp"), 0, 'on_event_tracker: none yet');
+$t->request('GET', $_->{json}{ad}{impression_url} =~ s{^\Q$base\E}{}r) for @{ $answers{on_event_tracker} }[0, 1];
+ok($t->wait_until(10, sub { $t->stat_sum("u:$units{on_event_tracker}:imp") == 2 }),
+   '... two when two trackers were called');
+$t->request('GET', $answers{on_event_tracker}[0]{json}{ad}{impression_url} =~ s{^\Q$base\E}{}r);
+ok($t->wait_until(10, sub { $t->stat_sum('dup:imp') == 1 }), '... a tracker called again is a repeat');
+is($t->stat_sum("u:$units{on_event_tracker}:imp"), 2, '... and counts once');
+my @stray = grep { /^(?:li|cr)::/ } map { split /\n/, $t->redis('HKEYS', $_) } split /\n/, $t->redis('--scan', '--pattern', 'adserve:stats:*');
+is_deeply(\@stray, [], 'no counter of an empty line item or creative id');
+
+# ---- ads are untouched: a display unit beside ------------------------------------------------------------
+my $d = $t->chain;
+ok($t->wait_until(5, sub { $t->workers_at($d->{rev}) }), 'a display chain');
+is($t->ad($d->{unit})->{json}{ad}{id}, $d->{creative}, 'a display unit still serves its ad');
+unlike($t->log_text('nginx-error.log'), qr/\[(?:alert|crit|emerg)\]/, 'no alert, crit or emerg in the error log');
+
+done_testing;
