@@ -179,16 +179,13 @@ static const struct schema candidate_filtering_method = {
     .enum_values = candidate_filtering_methods,
 };
 
-static const char *const fallback_activations[] = {
-    "always", "except_timeout", "timeout_only", NULL,
-};
 static const struct schema fallback_activation = {
-    .name = "FallbackActivation", .type = SCHEMA_STRING, .enum_values = fallback_activations,
+    .name = "FallbackActivation", .type = SCHEMA_STRING,
+    .enum_values = adserve_activation_names,
 };
 
-static const char *const fallback_orders[] = { "sequential", "random", NULL };
 static const struct schema fallback_order = {
-    .name = "FallbackOrder", .type = SCHEMA_STRING, .enum_values = fallback_orders,
+    .name = "FallbackOrder", .type = SCHEMA_STRING, .enum_values = adserve_order_names,
 };
 
 static const struct schema op = { .name = "Op", .type = SCHEMA_STRING,
@@ -651,33 +648,35 @@ static const struct schema_field fallback_item_fields[] = {
 static const struct schema fallback_item = {
     .name = "FallbackItem", .type = SCHEMA_OBJECT, .fields = fallback_item_fields,
 };
-static const struct schema fallback_item_array = { .type = SCHEMA_ARRAY, .items = &fallback_item };
+static const struct schema fallback_item_array = { .type = SCHEMA_ARRAY, .items = &fallback_item,
+                                                   .max_items = ADSERVE_PRESET_ITEMS_MAX };
 
-static const char *const tag_popular[] = { "popular", NULL }, *const tag_preset[] = { "preset", NULL },
-                  *const tag_snapshot[] = { "snapshot", NULL };
+static const char *const tag_popular[] = { ADSERVE_V_POPULAR, NULL },
+                  *const tag_preset[] = { ADSERVE_V_PRESET, NULL },
+                  *const tag_snapshot[] = { ADSERVE_V_SNAPSHOT, NULL };
 static const struct schema type_popular = { .type = SCHEMA_STRING, .enum_values = tag_popular };
 static const struct schema type_preset = { .type = SCHEMA_STRING, .enum_values = tag_preset };
 static const struct schema type_snapshot = { .type = SCHEMA_STRING, .enum_values = tag_snapshot };
 
 static const struct schema_field fallback_popular_fields[] = {
     { "type", &type_popular, .required = true },
-    { "activation", &fallback_activation, .dflt = "\"except_timeout\"" },
+    { "activation", &fallback_activation, .dflt = SCHEMA_JSON_STR(ADSERVE_V_EXCEPT_TIMEOUT) },
     { "serving_context", &str, .dflt = "\"all\"",
       .description = "the context queried within the popularity pool" },
     { NULL },
 };
 static const struct schema_field fallback_preset_fields[] = {
     { "type", &type_preset, .required = true },
-    { "activation", &fallback_activation, .dflt = "\"always\"" },
-    { "order", &fallback_order, .dflt = "\"sequential\"" },
+    { "activation", &fallback_activation, .dflt = SCHEMA_JSON_STR(ADSERVE_V_ALWAYS) },
+    { "order", &fallback_order, .dflt = SCHEMA_JSON_STR(ADSERVE_V_SEQUENTIAL) },
     { "items", &fallback_item_array, .dflt = "[]" },
     { NULL },
 };
 static const struct schema_field fallback_snapshot_fields[] = {
     { "type", &type_snapshot, .required = true },
     { "path", &str, .required = true, .description = "path of the snapshot file" },
-    { "activation", &fallback_activation, .dflt = "\"always\"" },
-    { "order", &fallback_order, .dflt = "\"sequential\"" },
+    { "activation", &fallback_activation, .dflt = SCHEMA_JSON_STR(ADSERVE_V_ALWAYS) },
+    { "order", &fallback_order, .dflt = SCHEMA_JSON_STR(ADSERVE_V_SEQUENTIAL) },
     { NULL },
 };
 static const struct schema fallback_popular = { .name = "FallbackPopular", .type = SCHEMA_OBJECT,
@@ -687,8 +686,8 @@ static const struct schema fallback_preset = { .name = "FallbackPreset", .type =
 static const struct schema fallback_snapshot = { .name = "FallbackSnapshot", .type = SCHEMA_OBJECT,
                                                  .fields = fallback_snapshot_fields };
 static const struct schema_variant fallback_variants[] = {
-    { "popular", &fallback_popular }, { "preset", &fallback_preset },
-    { "snapshot", &fallback_snapshot }, { NULL },
+    { ADSERVE_V_POPULAR, &fallback_popular }, { ADSERVE_V_PRESET, &fallback_preset },
+    { ADSERVE_V_SNAPSHOT, &fallback_snapshot }, { NULL },
 };
 static const struct schema recommendation_fallback = {
     .name = "RecommendationFallback", .type = SCHEMA_UNION, .discriminator = "type",
@@ -696,6 +695,7 @@ static const struct schema recommendation_fallback = {
 };
 static const struct schema recommendation_fallback_array_n = {
     .type = SCHEMA_ARRAY, .items = &recommendation_fallback, .nullable = true,
+    .max_items = ADSERVE_FALLBACKS_MAX,
     .description = "a chain tried in order until every slot is filled",
 };
 

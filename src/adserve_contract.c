@@ -110,7 +110,19 @@ const char *const adserve_creative_type_names[ADSERVE_CREATIVE_TYPE_COUNT + 1] =
 };
 
 const char *const adserve_rec_source_names[ADSERVE_SOURCE_COUNT + 1] = {
-    "algorithm", "popular", "preset", "snapshot", NULL
+    "algorithm", ADSERVE_V_POPULAR, ADSERVE_V_PRESET, ADSERVE_V_SNAPSHOT, NULL
+};
+
+const char *const adserve_fallback_names[ADSERVE_FALLBACK_COUNT + 1] = {
+    ADSERVE_V_POPULAR, ADSERVE_V_PRESET, ADSERVE_V_SNAPSHOT, NULL
+};
+
+const char *const adserve_activation_names[ADSERVE_ACTIVATION_COUNT + 1] = {
+    ADSERVE_V_ALWAYS, ADSERVE_V_EXCEPT_TIMEOUT, ADSERVE_V_TIMEOUT_ONLY, NULL
+};
+
+const char *const adserve_order_names[ADSERVE_ORDER_COUNT + 1] = {
+    ADSERVE_V_SEQUENTIAL, ADSERVE_V_RANDOM, NULL
 };
 
 const char *const adserve_render_names[ADSERVE_RENDER_COUNT + 1] = {

@@ -413,6 +413,46 @@ typedef enum {
 
 extern const char *const adserve_rec_source_names[ADSERVE_SOURCE_COUNT + 1];
 
+/* A RecommendationFallback's type (the union's tag: a source's name too),
+ * its activation, and its order. */
+#define ADSERVE_V_POPULAR             "popular"
+#define ADSERVE_V_PRESET              "preset"
+#define ADSERVE_V_SNAPSHOT            "snapshot"
+#define ADSERVE_V_ALWAYS              "always"
+#define ADSERVE_V_EXCEPT_TIMEOUT      "except_timeout"
+#define ADSERVE_V_TIMEOUT_ONLY        "timeout_only"
+#define ADSERVE_V_SEQUENTIAL          "sequential"
+#define ADSERVE_V_RANDOM              "random"
+
+typedef enum {
+    ADSERVE_FALLBACK_POPULAR = 0,
+    ADSERVE_FALLBACK_PRESET,
+    ADSERVE_FALLBACK_SNAPSHOT,
+    ADSERVE_FALLBACK_COUNT
+} adserve_fallback_e;
+
+extern const char *const adserve_fallback_names[ADSERVE_FALLBACK_COUNT + 1];
+
+typedef enum {
+    ADSERVE_ACTIVATION_ALWAYS = 0,
+    ADSERVE_ACTIVATION_EXCEPT_TIMEOUT,
+    ADSERVE_ACTIVATION_TIMEOUT_ONLY,
+    ADSERVE_ACTIVATION_COUNT
+} adserve_activation_e;
+
+extern const char *const adserve_activation_names[ADSERVE_ACTIVATION_COUNT + 1];
+
+typedef enum {
+    ADSERVE_ORDER_SEQUENTIAL = 0,
+    ADSERVE_ORDER_RANDOM,
+    ADSERVE_ORDER_COUNT
+} adserve_order_e;
+
+extern const char *const adserve_order_names[ADSERVE_ORDER_COUNT + 1];
+
+#define ADSERVE_FALLBACKS_MAX         8        /* Choice: a chain's length */
+#define ADSERVE_PRESET_ITEMS_MAX      100      /* Choice: a preset's items */
+
 /* the click URL's query argument naming the recommended item clicked */
 #define ADSERVE_ITEM_ARG              "item"
 

@@ -287,6 +287,96 @@ parse_unit_native(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *o, const
 }
 
 
+/* A preset's items: the ids, and each one's expiry (absent or null:
+ * never; one that is not a date-time: already expired, as never shown
+ * is the safe reading of a date that cannot be read). */
+static void
+parse_preset(scratch_t *sc, adserve_parsed_fallback_t *f, const cJSON *items, int *oom)
+{
+    const cJSON  *it;
+    const char   *id, *t;
+    int           n = cJSON_GetArraySize(items);
+
+    if (n <= 0) {
+        return;
+    }
+
+    n = n > ADSERVE_PRESET_ITEMS_MAX ? ADSERVE_PRESET_ITEMS_MAX : n;
+    f->items.v = s_alloc(sc, (size_t) n * sizeof(char *));
+    f->expire = s_alloc(sc, (size_t) n * sizeof(int64_t));
+    if (f->items.v == NULL || f->expire == NULL) {
+        *oom = 1;
+        return;
+    }
+
+    cJSON_ArrayForEach(it, items) {
+        id = get_str(it, "id");
+        if (id == NULL || f->items.n == (uint32_t) n) {
+            continue;
+        }
+
+        t = get_str(it, "expire");
+        f->expire[f->items.n] = INT64_MAX;
+        if (t != NULL && adserve_parse_time(t, &f->expire[f->items.n]) != 0) {
+            f->expire[f->items.n] = INT64_MIN;
+        }
+
+        f->items.v[f->items.n] = s_dup(sc, id, strlen(id));
+        if (f->items.v[f->items.n++] == NULL) {
+            *oom = 1;
+            return;
+        }
+    }
+}
+
+
+/* recommendation.fallback: the chain, in order; an entry of an unknown
+ * type is dropped */
+static void
+parse_fallbacks(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *rec, int *oom)
+{
+    adserve_parsed_fallback_t  *f;
+    const cJSON                *chain, *it;
+    int                         n, type, v;
+
+    chain = cJSON_GetObjectItemCaseSensitive(rec, "fallback");
+    n = cJSON_GetArraySize(chain);
+    if (n <= 0) {
+        return;
+    }
+
+    n = n > ADSERVE_FALLBACKS_MAX ? ADSERVE_FALLBACKS_MAX : n;
+    u->fallbacks = s_alloc(sc, (size_t) n * sizeof(adserve_parsed_fallback_t));
+    if (u->fallbacks == NULL) {
+        *oom = 1;
+        return;
+    }
+
+    cJSON_ArrayForEach(it, chain) {
+        type = adserve_vocab_str(adserve_fallback_names, get_str(it, "type"));
+        if (type < 0 || u->nfallbacks == (uint32_t) n) {
+            continue;
+        }
+
+        f = &u->fallbacks[u->nfallbacks++];
+        memset(f, 0, sizeof(*f));
+        f->type = (uint8_t) type;
+
+        /* the spec's defaults: popular except_timeout, the others always */
+        v = adserve_vocab_str(adserve_activation_names, get_str(it, "activation"));
+        f->activation = (uint8_t) (v >= 0 ? v : type == ADSERVE_FALLBACK_POPULAR
+                                                ? ADSERVE_ACTIVATION_EXCEPT_TIMEOUT
+                                                : ADSERVE_ACTIVATION_ALWAYS);
+        v = adserve_vocab_str(adserve_order_names, get_str(it, "order"));
+        f->order = (uint8_t) (v >= 0 ? v : ADSERVE_ORDER_SEQUENTIAL);
+
+        if (type == ADSERVE_FALLBACK_PRESET) {
+            parse_preset(sc, f, cJSON_GetObjectItemCaseSensitive(it, "items"), oom);
+        }
+    }
+}
+
+
 /* ---- the kinds --------------------------------------------------------- */
 
 static void
@@ -316,6 +406,9 @@ parse_unit_ext(scratch_t *sc, adserve_parsed_t *p, const cJSON *o, int *oom)
     u->rec = (cJSON_IsNumber(v) && v->valuedouble != 0) || cJSON_IsTrue(v);
     u->topn = (uint32_t) clamp_int(get_num(rec, "topn", ADSERVE_TOPN_DEFAULT), 0,
                                    ADSERVE_TOPN_MAX);
+    if (u->rec) {
+        parse_fallbacks(sc, u, rec, oom);
+    }
     u->on_response = u->rec
                      && adserve_vocab_str(adserve_tracking_names,
                                           get_str(rec, "ad_log_tracking_mode"))
@@ -931,6 +1024,11 @@ move_native(adserve_parsed_t *p, uintptr_t delta)
         MOVE(u->native_reqs);
         for (i = 0; i < u->nnative_reqs; i++) {
             move_nstrs(&u->native_reqs[i].mimes, delta);
+        }
+        MOVE(u->fallbacks);
+        for (i = 0; i < u->nfallbacks; i++) {
+            move_strs(&u->fallbacks[i].items, delta);
+            MOVE(u->fallbacks[i].expire);
         }
         return;
     }

@@ -42,6 +42,17 @@ typedef struct {
     uint32_t        seconds;          /* in any window this long */
 } adserve_cap_t;
 
+/* A recommendation placement's fallback: its kind, when and how it is
+ * tried, and a preset's items with their expiry. */
+typedef struct {
+    uint8_t         type;             /* adserve_fallback_e */
+    uint8_t         activation;       /* adserve_activation_e */
+    uint8_t         order;            /* adserve_order_e */
+    adserve_strs_t  items;            /* preset: catalog item ids */
+    int64_t        *expire;           /* preset: unix seconds per item;
+                                       * INT64_MAX: never */
+} adserve_parsed_fallback_t;
+
 typedef struct {
     const char     *parent_id;
     uint64_t        parent_hash;      /* adserve_hash of each id, once: */
@@ -70,6 +81,8 @@ typedef struct {
     int             rec;              /* ext.recommendation.enabled: it
                                        * recommends catalog items */
     uint32_t        topn;             /* recommendation.topn */
+    adserve_parsed_fallback_t *fallbacks;  /* recommendation.fallback */
+    uint32_t        nfallbacks;
 } adserve_parsed_unit_t;
 
 typedef struct {

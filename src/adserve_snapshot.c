@@ -1293,6 +1293,59 @@ render_rec_head(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 }
 
 
+/* A recommendation unit's fallback chain, its presets' ids resolved to
+ * the catalog's items (the build made their table first). */
+static int
+build_fallbacks(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
+{
+    adserve_arena_t                  *a = &b->snap->arena;
+    const adserve_parsed_fallback_t  *pf;
+    const adserve_item_t             *it;
+    adserve_fallback_t               *f;
+    uint32_t                          i, j, *items;
+    int64_t                          *expire;
+
+    if (u->p->nfallbacks == 0) {
+        return 0;
+    }
+
+    f = adserve_arena_alloc(a, u->p->nfallbacks * sizeof(adserve_fallback_t));
+    if (f == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < u->p->nfallbacks; i++) {
+        pf = &u->p->fallbacks[i];
+        items = adserve_arena_alloc(a, (pf->items.n + 1) * sizeof(uint32_t));
+        expire = adserve_arena_alloc(a, (pf->items.n + 1) * sizeof(int64_t));
+        if (items == NULL || expire == NULL) {
+            return -1;
+        }
+
+        f[i].type = pf->type;
+        f[i].activation = pf->activation;
+        f[i].order = pf->order;
+        f[i].n = 0;
+
+        for (j = 0; j < pf->items.n; j++) {
+            it = adserve_snapshot_item(b->snap, pf->items.v[j], strlen(pf->items.v[j]));
+            if (it != NULL) {
+                items[f[i].n] = (uint32_t) (it - b->snap->items);
+                expire[f[i].n++] = pf->expire[j];
+            }
+        }
+
+        f[i].items = items;
+        f[i].expire = expire;
+    }
+
+    out->fallbacks = f;
+    out->nfallbacks = (uint8_t) u->p->nfallbacks;
+
+    return 0;
+}
+
+
 /* The unit's video candidates, apart: a VAST request takes no banner. */
 static int
 video_cands(adserve_arena_t *a, adserve_unit_t *out)
@@ -1420,7 +1473,7 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     out->floor = u->p->target_ecpm;
     out->rec = u->p->rec ? 1 : 0;
     out->topn = (uint8_t) u->p->topn;
-    if (out->rec && render_rec_head(b, u, out) != 0) {
+    if (out->rec && (render_rec_head(b, u, out) != 0 || build_fallbacks(b, u, out) != 0)) {
         return -1;
     }
     out->impression_on_response = u->p->on_response ? 1 : 0;
@@ -1704,8 +1757,9 @@ build(build_t *b, const adserve_input_t *in)
         }
     }
 
-    if (build_table(b) != 0 || build_creatives(b) != 0 || build_items(b) != 0
-        || build_pools(b) != 0)
+    /* the catalog first: recommendation units resolve their presets in it */
+    if (build_items(b) != 0 || build_pools(b) != 0 || build_table(b) != 0
+        || build_creatives(b) != 0)
     {
         build_error(b, "out of memory ranking candidates");
         return -1;

@@ -177,6 +177,17 @@ typedef struct {
     uint8_t         reason;           /* adserve_excl_e */
 } adserve_excl_t;
 
+/* A recommendation unit's fallback: a preset's items resolved to the
+ * catalog (those it lacks dropped), each with its expiry. */
+typedef struct {
+    uint8_t         type;             /* adserve_fallback_e */
+    uint8_t         activation;       /* adserve_activation_e */
+    uint8_t         order;            /* adserve_order_e */
+    uint32_t        n;
+    const uint32_t *items;            /* indexes in the snapshot's items */
+    const int64_t  *expire;           /* unix seconds; INT64_MAX: never */
+} adserve_fallback_t;
+
 typedef struct {
     const char     *id;
     size_t          id_len;
@@ -208,6 +219,8 @@ typedef struct {
                                          * {"version":…,"ad":{"id":"<unit>",
                                          * "recommendation":{"items":[ */
     uint8_t         topn;               /* at most this many items */
+    uint8_t         nfallbacks;
+    const adserve_fallback_t *fallbacks;  /* the chain, in order */
 } adserve_unit_t;
 
 /* A catalog item, for a recommendation's answer and its clicks. */

@@ -4,9 +4,11 @@
  * its topn catalog items, in place of an ad.
  *
  * axa0, the default algorithm: the associated items pool of the item the
- * request names (ext.item_id), in its rank. Everything was resolved by the
- * snapshot build (the pool's ids to catalog items, each item's part of the
- * answer rendered): a request looks the pool up and copies.
+ * request names (ext.item_id), in its rank; then the placement's fallback
+ * chain, in order, until topn items are there (presets: their items not
+ * expired, in order or shuffled). Everything was resolved by the snapshot
+ * build (the pool's and the presets' ids to catalog items, each item's part
+ * of the answer rendered): a request looks the pool up and copies.
  *
  * One ad_log token serves the answer. It names the ad unit and the user,
  * no line item and no creative; each item's click URL adds ?item= with its
@@ -27,40 +29,118 @@
 #define NGX_HTTP_ADSERVE_ITEMS_END    "]}"
 
 
-/* The items of the answer: the pool of the request's item, topn at most;
- * their number, 0 for none. */
-static ngx_uint_t
-ngx_http_adserve_rec_items(const adserve_snapshot_t *s, ngx_http_adserve_ctx_t *ctx,
-    const adserve_unit_t *unit, const adserve_pool_t **pool)
+/* What an answer shows: topn items at most, each with its source. */
+typedef struct {
+    const adserve_item_t  *item[ADSERVE_TOPN_MAX];
+    uint8_t                source[ADSERVE_TOPN_MAX];
+    ngx_uint_t             n, topn;
+    const adserve_str_t   *viewed;      /* the request's item: never shown */
+} ngx_http_adserve_picks_t;
+
+
+static void
+ngx_http_adserve_pick(ngx_http_adserve_picks_t *pk, const adserve_item_t *it,
+    adserve_rec_source_e source)
 {
-    const adserve_str_t  *item = &ctx->req.item_id;
+    ngx_uint_t  i;
 
-    *pool = item->data ? adserve_snapshot_pool(s, item->data, item->len) : NULL;
+    if (pk->n == pk->topn
+        || (pk->viewed->data != NULL && it->id.len == pk->viewed->len
+            && ngx_memcmp(it->id.data, pk->viewed->data, it->id.len) == 0))
+    {
+        return;
+    }
 
-    return *pool ? ngx_min((*pool)->n, (ngx_uint_t) unit->topn) : 0;
+    for (i = 0; i < pk->n; i++) {
+        if (pk->item[i] == it) {
+            return;                     /* an item once, from its first source */
+        }
+    }
+
+    pk->item[pk->n] = it;
+    pk->source[pk->n++] = (uint8_t) source;
 }
 
 
-/* The bytes the answer takes with n items of pool and a token of tn. */
-static size_t
-ngx_http_adserve_rec_size(const adserve_snapshot_t *s, const adserve_unit_t *unit,
-    const adserve_pool_t *pool, ngx_uint_t n, size_t tn, size_t source)
+/* A preset: its items not expired, in order or shuffled (Fisher-Yates
+ * over their indexes: a preset holds ADSERVE_PRESET_ITEMS_MAX at most). */
+static void
+ngx_http_adserve_preset(ngx_http_adserve_picks_t *pk, const adserve_snapshot_t *s,
+    const adserve_fallback_t *f, time_t now)
 {
-    const adserve_item_t  *it;
+    uint8_t     order[ADSERVE_PRESET_ITEMS_MAX];
+    ngx_uint_t  i, j, n = 0;
+    uint8_t     t;
+
+    for (i = 0; i < f->n && n < ADSERVE_PRESET_ITEMS_MAX; i++) {
+        if (f->expire[i] > (int64_t) now) {
+            order[n++] = (uint8_t) i;
+        }
+    }
+
+    for (i = 0; i < n && pk->n < pk->topn; i++) {
+        if (f->order == ADSERVE_ORDER_RANDOM) {
+            j = i + (ngx_uint_t) ngx_random() % (n - i);
+            t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+
+        ngx_http_adserve_pick(pk, &s->items[f->items[order[i]]], ADSERVE_SOURCE_PRESET);
+    }
+}
+
+
+/* The algorithm's items (axa0: the pool of the request's item, in its
+ * rank), then the fallback chain in order until topn are there. No
+ * target service is called yet, so no answer times out: a fallback
+ * activated only on a timeout never runs, the others always do. */
+static void
+ngx_http_adserve_rec_items(ngx_http_adserve_picks_t *pk, const adserve_snapshot_t *s,
+    ngx_http_adserve_ctx_t *ctx, const adserve_unit_t *unit)
+{
+    const adserve_str_t   *item = &ctx->req.item_id;
+    const adserve_pool_t  *pool;
     ngx_uint_t             i;
-    size_t                 len;
+
+    pk->n = 0;
+    pk->topn = unit->topn;
+    pk->viewed = item;
+
+    pool = item->data ? adserve_snapshot_pool(s, item->data, item->len) : NULL;
+    for (i = 0; pool != NULL && i < pool->n && pk->n < pk->topn; i++) {
+        ngx_http_adserve_pick(pk, &s->items[pool->items[i]], ADSERVE_SOURCE_ALGORITHM);
+    }
+
+    for (i = 0; i < unit->nfallbacks && pk->n < pk->topn; i++) {
+        if (unit->fallbacks[i].activation != ADSERVE_ACTIVATION_TIMEOUT_ONLY
+            && unit->fallbacks[i].type == ADSERVE_FALLBACK_PRESET)
+        {
+            ngx_http_adserve_preset(pk, s, &unit->fallbacks[i], ctx->now);
+        }
+    }
+}
+
+
+/* The bytes the answer takes with a token of tn. */
+static size_t
+ngx_http_adserve_rec_size(const adserve_unit_t *unit, const ngx_http_adserve_picks_t *pk,
+    size_t tn)
+{
+    ngx_uint_t  i;
+    size_t      len;
 
     len = unit->rec_head.len + sizeof(NGX_HTTP_ADSERVE_ITEMS_END)
           + unit->impression_prefix.len + unit->click_prefix.len + 3 * tn
           + sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) + ADSERVE_ITEM_ID_MAX
           + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL);
 
-    for (i = 0; i < n; i++) {
-        it = &s->items[pool->items[i]];
-        len += 1 + it->head.len + sizeof(NGX_HTTP_ADSERVE_ITEM_CLICK)
+    for (i = 0; i < pk->n; i++) {
+        len += 1 + pk->item[i]->head.len + sizeof(NGX_HTTP_ADSERVE_ITEM_CLICK)
                + unit->url_base_json.len + sizeof(ADSERVE_CLICK_PATH) + tn
-               + sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) + it->id.len
-               + sizeof(NGX_HTTP_ADSERVE_ITEM_SOURCE) + source + 2;
+               + sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) + pk->item[i]->id.len
+               + sizeof(NGX_HTTP_ADSERVE_ITEM_SOURCE)
+               + ngx_strlen(adserve_rec_source_names[pk->source[i]]) + 2;
     }
 
     return len;
@@ -70,7 +150,7 @@ ngx_http_adserve_rec_size(const adserve_snapshot_t *s, const adserve_unit_t *uni
 /* One item: its rendered part, its own click URL, its source. */
 static u_char *
 ngx_http_adserve_rec_item(u_char *p, const adserve_unit_t *unit, const adserve_item_t *it,
-    const u_char *tok, size_t tn, const char *source, size_t slen)
+    const u_char *tok, size_t tn, const char *source)
 {
     p = ngx_cpymem(p, it->head.data, it->head.len);
     p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEM_CLICK, sizeof(NGX_HTTP_ADSERVE_ITEM_CLICK) - 1);
@@ -81,7 +161,7 @@ ngx_http_adserve_rec_item(u_char *p, const adserve_unit_t *unit, const adserve_i
     p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEM_ARG, sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) - 1);
     p = ngx_cpymem(p, it->id.data, it->id.len);
     p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEM_SOURCE, sizeof(NGX_HTTP_ADSERVE_ITEM_SOURCE) - 1);
-    p = ngx_cpymem(p, source, slen);
+    p = ngx_cpymem(p, source, ngx_strlen(source));
     *p++ = '"';
     *p++ = '}';
 
@@ -94,20 +174,19 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit)
 {
     ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_picks_t       pk;
     const adserve_snapshot_t      *s;
-    const adserve_pool_t          *pool;
     const adserve_item_t          *first;
-    const char                    *source;
     adserve_ad_log_t               log;
     u_char                        *body, *p, tok[ADSERVE_TOKEN_MAX];
-    ngx_uint_t                     i, n;
-    size_t                         tn, slen;
+    ngx_uint_t                     i;
+    size_t                         tn;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     s = amcf->loader->snapshot;
 
-    n = ngx_http_adserve_rec_items(s, ctx, unit, &pool);
-    if (n == 0) {
+    ngx_http_adserve_rec_items(&pk, s, ctx, unit);
+    if (pk.n == 0) {
         return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
     }
 
@@ -125,27 +204,24 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    source = adserve_rec_source_names[ADSERVE_SOURCE_ALGORITHM];
-    slen = ngx_strlen(source);
-
-    body = ngx_pnalloc(r->pool, ngx_http_adserve_rec_size(s, unit, pool, n, tn, slen));
+    body = ngx_pnalloc(r->pool, ngx_http_adserve_rec_size(unit, &pk, tn));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     p = ngx_cpymem(body, unit->rec_head.data, unit->rec_head.len);
 
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < pk.n; i++) {
         if (i > 0) {
             *p++ = ',';
         }
-        p = ngx_http_adserve_rec_item(p, unit, &s->items[pool->items[i]], tok, tn,
-                                      source, slen);
+        p = ngx_http_adserve_rec_item(p, unit, pk.item[i], tok, tn,
+                                      adserve_rec_source_names[pk.source[i]]);
     }
 
     /* the answer's own URLs: the impression, and the click of its first
      * item (a recommendation's click names the item it lands on) */
-    first = &s->items[pool->items[0]];
+    first = pk.item[0];
     p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEMS_END, sizeof(NGX_HTTP_ADSERVE_ITEMS_END) - 1);
     p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
     p = ngx_cpymem(p, tok, tn);
@@ -158,7 +234,7 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   NGX_HTTP_ADSERVE_LOG "recommendation: %ui items of \"%*s\"", n,
+                   NGX_HTTP_ADSERVE_LOG "recommendation: %ui items of \"%*s\"", pk.n,
                    ctx->req.item_id.len, ctx->req.item_id.data);
 
     ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,

@@ -83,6 +83,43 @@ is($t->api('PATCH', "/api/catalog-items/$jid", json => { title => 'Renamed' })->
 current();
 is($t->ad($U, body(item_id => 'art:a'))->{json}{ad}{recommendation}{items}[0]{title}, 'Renamed', '... and serves');
 
+# ---- the fallback chain: presets fill what the algorithm leaves -------------------------------------------
+sub rec_unit {
+    my ($name, %rec) = @_;
+    my $u = $t->created('/api/ad-units', { code => "rec-$name-$$", name => "Related, $name", status => 'ACTIVE',
+                                           recommendation => { %rec }, ext => { recommendation => { enabled => 1 } } });
+    return $u->{id};
+}
+sub preset { my ($items, %o) = @_; return { type => 'preset', items => [ map { ref $_ ? $_ : { id => $_ } } @$items ], %o } }
+sub sources { my ($res) = @_; [ map { "$_->{id}/$_->{source}" } @{ $res->{json}{ad}{recommendation}{items} // [] } ] }
+my %fu;
+$fu{chain} = rec_unit('chain', topn => 5, fallback => [
+    preset([ { id => 'art:b', expire => '2020-01-01T00:00:00Z' }, 'art:c', 'art:j', 'art:zz', 'art:a' ]),
+    { type => 'popular' },
+    preset([ 'art:d', { id => 'art:e', expire => '2099-01-01T00:00:00Z' }, 'art:f' ]) ]);
+$fu{timeout_only} = rec_unit('timeout-only', topn => 3, fallback => [ preset([ 'art:c' ], activation => 'timeout_only') ]);
+$fu{random} = rec_unit('random', topn => 3, fallback => [ preset([ map { "art:$_" } 'b' .. 'i' ], order => 'random') ]);
+current();
+is_deeply(sources($t->ad($fu{chain}, body(item_id => 'art:a'))),
+          [ 'art:j/algorithm', 'art:k/algorithm', 'art:c/preset', 'art:d/preset', 'art:e/preset' ],
+          'the pool first, then the presets in chain order: expired, repeated, unknown and viewed items skipped');
+is_deeply(sources($t->ad($fu{chain}, body(item_id => 'art:l'))),
+          [ map { "art:$_/preset" } qw(c j a d e) ], 'no pool for the item: the presets alone, topn of them');
+is_deeply(sources($t->ad($fu{chain}, body())), [ map { "art:$_/preset" } qw(c j a d e) ],
+          '... nor an item at all');
+is($t->ad($fu{timeout_only}, body(item_id => 'art:l'))->{status}, 204,
+   'a preset activated only on a timeout: never used without a target service (204)');
+my (%first, $dups);
+for (1 .. 40) {
+    my $got = ids($t->ad($fu{random}, body(item_id => 'art:l')));
+    $first{ $got->[0] // '' }++;
+    my %seen;
+    $dups++ if grep { $seen{$_}++ } @$got;
+    $dups++ if @$got != 3 || grep { !/^art:[b-i]$/ } @$got;
+}
+cmp_ok(scalar keys %first, '>=', 4, 'order random: 40 answers begin with ' . join(', ', sort keys %first));
+ok(!$dups, '... each three distinct items of the preset');
+
 # ---- tracking modes ---------------------------------------------------------------------------------
 my %units;
 for my $mode (qw(on_ad_response on_event_tracker)) {
