@@ -585,9 +585,28 @@ adserve_native_render_html(adserve_jsonw_t *w, const char *html, const char *css
 typedef struct {
     const char    *start, *p;
     int            in_tag;              /* inside < ... > */
+    int            after_eq;            /* in a tag, after an attribute's '=' */
     char           quote;               /* in a quoted attribute value */
     const char    *raw_end;             /* inside <script> or <style>: "</script" */
 } scan_t;
+
+
+/* Control bytes have no business in markup, and the build's splice byte
+ * (ADSERVE_SPLICE) among them would be filled as one when serving. */
+static const char *
+control_byte(const char *s, size_t *at)
+{
+    const char  *p;
+
+    for (p = s; *p; p++) {
+        if ((unsigned char) *p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') {
+            *at = (size_t) (p - s);
+            return p;
+        }
+    }
+
+    return NULL;
+}
 
 
 static int
@@ -621,7 +640,8 @@ tag_begin(scan_t *s)
     }
 
     if (strncmp(p, "!--", 3) == 0) {
-        p = strstr(p + 3, "-->");
+        /* as a browser reads it: <!--> and <!---> are whole comments */
+        p = p[3] == '>' ? p + 1 : (p[3] == '-' && p[4] == '>') ? p + 2 : strstr(p + 3, "-->");
         if (p == NULL) {
             return "an HTML comment is not closed";
         }
@@ -640,6 +660,7 @@ tag_begin(scan_t *s)
     }
 
     s->in_tag = 1;
+    s->after_eq = 0;
     s->p++;
 
     return NULL;
@@ -705,7 +726,7 @@ skip_raw(scan_t *s)
 const char *
 adserve_native_template_check(const char *html, const char *css, size_t *at)
 {
-    scan_t       s = { html, html, 0, 0, NULL };
+    scan_t       s = { html, html, 0, 0, 0, NULL };
     const char  *why = NULL;
     const char  *c;
 
@@ -719,6 +740,14 @@ adserve_native_template_check(const char *html, const char *css, size_t *at)
         return "css: up to 65536 bytes, without '<' (it goes in a <style> element)";
     }
 
+    if (css != NULL && control_byte(css, at) != NULL) {
+        return "css: a control character";
+    }
+
+    if (control_byte(html, at) != NULL) {
+        return "html: a control character";
+    }
+
     while (why == NULL && *s.p) {
         c = s.p;
 
@@ -726,9 +755,11 @@ adserve_native_template_check(const char *html, const char *css, size_t *at)
             why = check_placeholder(&s);
 
         } else if (s.in_tag) {
+            /* a quote opens a value only right after '=' (spaces aside): in
+             * an unquoted value it is a character of the value */
             if (s.quote) {
                 s.quote = *c == s.quote ? 0 : s.quote;
-            } else if (*c == '"' || *c == '\'') {
+            } else if ((*c == '"' || *c == '\'') && s.after_eq) {
                 s.quote = *c;
             } else if (*c == '>') {
                 s.in_tag = 0;
@@ -738,6 +769,8 @@ adserve_native_template_check(const char *html, const char *css, size_t *at)
                     continue;
                 }
             }
+            s.after_eq = !s.quote && (*c == '=' || (s.after_eq && (*c == ' ' || *c == '\t'
+                                                                  || *c == '\n' || *c == '\r')));
             s.p++;
 
         } else if (*c == '<') {

@@ -293,7 +293,7 @@ parse_unit_native(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *o, const
 static void
 parse_preset(scratch_t *sc, adserve_parsed_fallback_t *f, const cJSON *items, int *oom)
 {
-    const cJSON  *it;
+    const cJSON  *it, *x;
     const char   *id, *t;
     int           n = cJSON_GetArraySize(items);
 
@@ -316,8 +316,11 @@ parse_preset(scratch_t *sc, adserve_parsed_fallback_t *f, const cJSON *items, in
         }
 
         t = get_str(it, "expire");
+        x = cJSON_GetObjectItemCaseSensitive(it, "expire");
         f->expire[f->items.n] = INT64_MAX;
-        if (t != NULL && adserve_parse_time(t, &f->expire[f->items.n]) != 0) {
+        if ((x != NULL && !cJSON_IsNull(x) && t == NULL)
+            || (t != NULL && adserve_parse_time(t, &f->expire[f->items.n]) != 0))
+        {
             f->expire[f->items.n] = INT64_MIN;
         }
 
@@ -429,8 +432,11 @@ parse_unit(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
                 == ADSERVE_UNIT_ACTIVE;
     u->instl = get_num(o, "instl", 0) != 0;
 
-    /* the spec's DisplayPlacement defaults: 300 x 250 */
+    /* the spec's DisplayPlacement defaults: 300 x 250; a size the API
+     * would refuse (negative, NaN, beyond any screen) fits nothing: 0 */
     read_size(cJSON_GetObjectItemCaseSensitive(o, "display"), &u->display, 300, 250);
+    u->display.w = u->display.w >= 0 && u->display.w <= 100000 ? u->display.w : 0;
+    u->display.h = u->display.h >= 0 && u->display.h <= 100000 ? u->display.h : 0;
 
     sizes = cJSON_GetObjectItemCaseSensitive(o, "ad_unit_sizes");
     if (cJSON_IsArray(sizes) && cJSON_GetArraySize(sizes) > 0) {

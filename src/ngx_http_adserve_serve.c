@@ -149,8 +149,9 @@ ngx_http_adserve_encode(ngx_http_request_t *r, adserve_ad_log_t *log, u_char *to
 }
 
 
-/* What serving c costs once its answer is made: the counts, the user's
- * capped ad, the impression of a placement that records it now. */
+/* What serving c costs once its answer is made: the counts and the
+ * user's capped ad. (An impression recorded with the answer is a
+ * recommendation placement's: ngx_http_adserve_answer_rec.) */
 static void
 ngx_http_adserve_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, const adserve_cand_t *c, const adserve_ad_log_t *log)
@@ -173,11 +174,6 @@ ngx_http_adserve_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     if (li->ncaps && log->user.len) {
         ngx_http_adserve_caps_record(li, log, now,
                                      amcf->loader->snapshot->max_cap_seconds);
-    }
-
-    if (unit->impression_on_response) {
-        (void) ngx_http_adserve_track(amcf->events, ADSERVE_EVENT_IMPRESSION,
-                                      log, now, 0);
     }
 }
 
@@ -327,8 +323,9 @@ ngx_http_adserve_answer_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     s = amcf->loader->snapshot;
 
+    /* a recommendation unit serves no ad, a VAST included */
     d->video_only = 1;
-    c = adserve_decide(s, unit, d);
+    c = unit->rec ? NULL : adserve_decide(s, unit, d);
     cr = c ? adserve_snapshot_creative(s, c->creative_id.data, c->creative_id.len)
            : NULL;
 

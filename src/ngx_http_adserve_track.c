@@ -190,13 +190,19 @@ ngx_http_adserve_landing(ngx_http_request_t *r, const adserve_snapshot_t *s,
     const adserve_creative_t  *cr;
     const adserve_item_t      *it;
     ngx_str_t                  arg;
+    u_char                     id[3 * ADSERVE_ITEM_ID_MAX], *dst, *src;
 
     if (log->line_item.len == 0) {
         it = NULL;
+        /* %-escaped by some clients (a ':' as %3A): unescaped, and never
+         * longer than its escaped form */
         if (ngx_http_arg(r, (u_char *) ADSERVE_ITEM_ARG, sizeof(ADSERVE_ITEM_ARG) - 1, &arg)
-            == NGX_OK)
+            == NGX_OK && arg.len <= 3 * ADSERVE_ITEM_ID_MAX)
         {
-            it = adserve_snapshot_item(s, (const char *) arg.data, arg.len);
+            dst = id;
+            src = arg.data;
+            ngx_unescape_uri(&dst, &src, arg.len, 0);
+            it = adserve_snapshot_item(s, (const char *) id, dst - id);
         }
 
         if (it == NULL) {

@@ -171,29 +171,8 @@ ok($t->wait_until(5, sub { served($unit, 'even-x') eq cr('even') }), 'EVEN, 100 
 
 set_status(even => 'PAUSED');
 
-# ---- recommendation placements: when the impression is recorded --------------------------------
-for my $mode ('on_ad_response', 'on_event_tracker', undef) {
-    my $c = $t->chain(unit => { ext => { recommendation => { enabled => 1 } },
-                                recommendation => { topn => 10, ext => {}, ad_log_tracking_mode => $mode } });
-    ok($t->wait_until(5, sub { $t->workers_at($c->{rev}) }), 'a recommendation placement, ' . ($mode // 'mode null'));
-    my $url;
-    is(served($c->{unit}, 'rec-user', keep => sub { $url = $_[0]{ad}{impression_url} }), $c->{creative}, '... serves');
-    my $field = "u:$c->{unit}:imp";
-    if (($mode // '') eq 'on_ad_response') {
-        ok($t->wait_until(5, sub { $t->stat_sum($field) == 1 }),
-           'on_ad_response: the impression is counted with the response, no tracker called');
-        is(HTTP::Tiny->new->get($url, { headers => { 'x-adserve-clock' => $clock } })->{status}, 204,
-           '... the tracker still answers 204');
-        sleep 1.5;
-        is($t->stat_sum($field), 1, '... and does not count it twice');
-    } else {
-        sleep 1.5;
-        is($t->stat_sum($field), 0, ($mode // 'null') . ': nothing counted before the tracker');
-        is(HTTP::Tiny->new->get($url, { headers => { 'x-adserve-clock' => $clock } })->{status}, 204, '... the tracker');
-        ok($t->wait_until(5, sub { $t->stat_sum($field) == 1 }),
-           '... counts it');
-    }
-}
+# (recommendation placements and their tracking modes: t/117, since such a
+# unit recommends catalog items instead of serving ads)
 
 done_testing;
 

@@ -56,6 +56,8 @@ is($click->{status}, 302, 'an item\'s click: 302');
 is($click->{headers}{location}, 'https://news.example/art:d', '... to that item\'s url');
 is($t->request('GET', "/app/v0/event/click?ad_log=$log&item=art:zzz", redirect => 0)->{status}, 404,
    'an item the catalog lacks: 404');
+is($t->request('GET', "/app/v0/event/click?ad_log=$log&item=art%3Ae", redirect => 0)->{headers}{location},
+   'https://news.example/art:e', 'an item id %-escaped: unescaped');
 is($t->request('GET', "/app/v0/event/click?ad_log=$log", redirect => 0)->{status}, 404, 'no item at all: 404');
 is($t->request('GET', "/app/v0/event/click?ad_log=$log&item=" . ('x' x 300), redirect => 0)->{status}, 404,
    'an item id longer than any: 404');
@@ -97,15 +99,22 @@ $fu{chain} = rec_unit('chain', topn => 5, fallback => [
     preset([ { id => 'art:b', expire => '2020-01-01T00:00:00Z' }, 'art:c', 'art:j', 'art:zz', 'art:a' ]),
     { type => 'popular' },
     preset([ 'art:d', { id => 'art:e', expire => '2099-01-01T00:00:00Z' }, 'art:f' ]) ]);
+# written past the API: an expire that is not a date-time counts as past
+my $odd = $t->api('GET', "/api/ad-units/$fu{chain}")->{json};
+$odd->{recommendation}{fallback}[0]{items}[1]{expire} = 12345;
+$t->put(ad_units => $odd);
 $fu{timeout_only} = rec_unit('timeout-only', topn => 3, fallback => [ preset([ 'art:c' ], activation => 'timeout_only') ]);
 $fu{random} = rec_unit('random', topn => 3, fallback => [ preset([ map { "art:$_" } 'b' .. 'i' ], order => 'random') ]);
 current();
 is_deeply(sources($t->ad($fu{chain}, body(item_id => 'art:a'))),
-          [ 'art:j/algorithm', 'art:k/algorithm', 'art:c/preset', 'art:d/preset', 'art:e/preset' ],
+          [ 'art:j/algorithm', 'art:k/algorithm', 'art:d/preset', 'art:e/preset', 'art:f/preset' ],
           'the pool first, then the presets in chain order: expired, repeated, unknown and viewed items skipped');
+is($t->request('GET', "/app/v0/vast/$fu{chain}")->{content}, '<VAST version="4.2"/>',
+   'GET /app/v0/vast on a recommendation unit: no ad');
 is_deeply(sources($t->ad($fu{chain}, body(item_id => 'art:l'))),
-          [ map { "art:$_/preset" } qw(c j a d e) ], 'no pool for the item: the presets alone, topn of them');
-is_deeply(sources($t->ad($fu{chain}, body())), [ map { "art:$_/preset" } qw(c j a d e) ],
+          [ map { "art:$_/preset" } qw(j a d e f) ],
+          'no pool for the item: the presets alone, topn of them (art:c\'s expire, 12345, is no date: past)');
+is_deeply(sources($t->ad($fu{chain}, body())), [ map { "art:$_/preset" } qw(j a d e f) ],
           '... nor an item at all');
 is($t->ad($fu{timeout_only}, body(item_id => 'art:l'))->{status}, 204,
    'a preset activated only on a timeout: never used without a target service (204)');
@@ -141,6 +150,10 @@ ok($t->wait_until(10, sub { $t->stat_sum("u:$units{on_event_tracker}:imp") == 2 
 $t->request('GET', $answers{on_event_tracker}[0]{json}{ad}{impression_url} =~ s{^\Q$base\E}{}r);
 ok($t->wait_until(10, sub { $t->stat_sum('dup:imp') == 1 }), '... a tracker called again is a repeat');
 is($t->stat_sum("u:$units{on_event_tracker}:imp"), 2, '... and counts once');
+is($t->request('POST', '/app/v0/event', json => { ad_log => $answers{on_event_tracker}[2]{json}{ext}{ad_log},
+                                                type => 'conversion', value => 5 })->{status}, 204,
+   'a conversion on a recommendation\'s token');
+ok($t->wait_until(10, sub { $t->stat_sum("u:$units{on_event_tracker}:convval") == 5_000_000 }), '... counted for the unit');
 my @stray = grep { /^(?:li|cr)::/ } map { split /\n/, $t->redis('HKEYS', $_) } split /\n/, $t->redis('--scan', '--pattern', 'adserve:stats:*');
 is_deeply(\@stray, [], 'no counter of an empty line item or creative id');
 

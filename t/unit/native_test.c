@@ -162,6 +162,18 @@ test_check(void)
     ok(adserve_native_template_check("<p class=\"a\"", NULL, &at) != NULL, "an unclosed tag");
     ok(adserve_native_template_check("<p></p>", "a{}</style><script>", &at) != NULL,
        "css that would close its <style>");
+    why = adserve_native_template_check("<p>\x01" "c</p>", NULL, &at);
+    ok(why && strstr(why, "control") && at == 3, "a control byte (the splice byte), at 3");
+    ok(adserve_native_template_check("<p></p>", "a{}\x01", &at) != NULL, "... in css too");
+    ok(adserve_native_template_check("<p>\t\r\n</p>", NULL, &at) == NULL, "tab, CR, LF are fine");
+    ok(adserve_native_template_check("<!--><a onclick=\"-->{{title}}\">x</a>", NULL, &at) != NULL,
+       "<!--> ends at once, as a browser reads it");
+    ok(adserve_native_template_check("<!---><a onclick=\"-->{{title}}\">x</a>", NULL, &at)
+       != NULL, "... and so does <!--->");
+    ok(adserve_native_template_check("<img alt=it\"s src={{img.main}} x=\">", NULL, &at) != NULL,
+       "a quote inside an unquoted value opens nothing");
+    ok(adserve_native_template_check("<img src = \"{{img.main}}\" alt=x>", NULL, &at) == NULL,
+       "spaces around '=' are fine");
 }
 
 
