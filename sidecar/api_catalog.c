@@ -25,11 +25,6 @@
 #define ATTRIBUTE_TEXT_MAX 256
 #define ATTRIBUTE_LIST_MAX 32
 
-static bool item_id_ok(const char *s)
-{
-    return s != NULL && s[0] != '\0' && strspn(s, ADSERVE_ITEM_ID_CHARS) == strlen(s);
-}
-
 static bool attribute_text(const cJSON *v)
 {
     return cJSON_IsString(v) && strlen(v->valuestring) <= ATTRIBUTE_TEXT_MAX;
@@ -59,7 +54,7 @@ static enum store_status item_check(struct resource_write *w)
     const cJSON *a;
     const char *why;
 
-    if (!item_id_ok(json_str_member(w->after, "item_id")))
+    if (!adserve_item_id_ok(json_str_member(w->after, "item_id")))
         return resource_refuse(w, 422, "item_id: letters, digits and . _ : ~ - only");
     if (cJSON_GetArraySize(attrs) > ADSERVE_ITEM_ATTRIBUTES_MAX)
         return resource_refuse(w, 422, "attributes: up to %d members",
@@ -166,12 +161,12 @@ static enum store_status pool_check(struct resource_write *w)
     const cJSON *a, *b;
     int i = 0;
 
-    if (!item_id_ok(source))
+    if (!adserve_item_id_ok(source))
         return resource_refuse(w, 422, "source_item_id: letters, digits and . _ : ~ - only");
     cJSON_ArrayForEach(a, items) {
         const char *id = json_str_member(a, "item_id");
 
-        if (!item_id_ok(id))
+        if (!adserve_item_id_ok(id))
             return resource_refuse(w, 422, "items[%d].item_id: letters, digits and . _ : ~ - "
                                            "only", i);
         if (strcmp(id, source) == 0)

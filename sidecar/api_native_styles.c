@@ -24,11 +24,7 @@ static enum store_status template_check(struct resource_write *w)
     size_t at;
     const char *why = adserve_native_template_check(html, css, &at);
 
-    if (why == NULL)
-        return STORE_OK;
-    if (why[0] == 'c' || why[0] == 'h')     /* "css: ...", "html: ..." name their field */
-        return resource_refuse(w, 422, "%s", why);
-    return resource_refuse(w, 422, "html: %s (at byte %zu)", why, at);
+    return why == NULL ? STORE_OK : resource_refuse(w, 422, "%s (at byte %zu)", why, at);
 }
 
 /* ---- templates ---------------------------------------------------------------------- */

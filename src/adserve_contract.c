@@ -161,6 +161,15 @@ const uint16_t  adserve_vast_error_codes[ADSERVE_VAST_ERROR_CODES] = {
 
 
 int
+adserve_item_id_ok(const char *s)
+{
+    size_t  n = s ? strlen(s) : 0;
+
+    return n > 0 && n <= ADSERVE_ITEM_ID_MAX && strspn(s, ADSERVE_ITEM_ID_CHARS) == n;
+}
+
+
+int
 adserve_vast_error_index(long code)
 {
     int  i, undefined = 0;

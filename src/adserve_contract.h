@@ -22,6 +22,9 @@
 
 /* ---- keys ---------------------------------------------------------------- */
 
+/* What both programs' log lines start with: a name, not a key. */
+#define ADSERVE_LOG_PREFIX               "adserve: "
+
 /* Every key of ours starts with this: one Redis may serve other programs. */
 #define ADSERVE_KEY_PREFIX               "adserve:"
 #define ADSERVE_KEY(name)                ADSERVE_KEY_PREFIX name
@@ -394,6 +397,10 @@ extern const char *const adserve_data_type_names[ADSERVE_DATA_TYPE_COUNT + 1];
 #define ADSERVE_ITEM_ID_MAX           128
 #define ADSERVE_ITEM_ID_CHARS         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" \
                                       "0123456789._:~-"
+
+/* Whether s (NUL-terminated, may be NULL) can be a catalog item id: the
+ * API's rule, and serving's before it puts one in JSON or a URL. */
+int adserve_item_id_ok(const char *s);
 #define ADSERVE_ITEM_CONTEXTS_MAX     16
 #define ADSERVE_ITEM_ATTRIBUTES_MAX   64
 #define ADSERVE_POOL_ITEMS_MAX        100

@@ -643,10 +643,10 @@ tag_begin(scan_t *s)
         /* as a browser reads it: <!--> and <!---> are whole comments */
         p = p[3] == '>' ? p + 1 : (p[3] == '-' && p[4] == '>') ? p + 2 : strstr(p + 3, "-->");
         if (p == NULL) {
-            return "an HTML comment is not closed";
+            return "html: an HTML comment is not closed";
         }
         if (has_placeholder(s->p, p)) {
-            return "a placeholder in an HTML comment";
+            return "html: a placeholder in an HTML comment";
         }
         s->p = p + 3;
         return NULL;
@@ -675,24 +675,24 @@ check_placeholder(scan_t *s)
     int            kind;
 
     if (end == NULL) {
-        return "a placeholder is not closed with }}";
+        return "html: a placeholder is not closed with }}";
     }
 
     if (s->raw_end != NULL) {
-        return "a placeholder inside <script> or <style>";
+        return "html: a placeholder inside <script> or <style>";
     }
 
     if (placeholder(s->p + 2, (size_t) (end - s->p - 2), &kind, &ctx) < 0) {
-        return "an unknown placeholder (title, img.icon, img.main, data.<type>, "
+        return "html: an unknown placeholder (title, img.icon, img.main, data.<type>, "
                "click_url)";
     }
 
     if (ctx == PH_TEXT && s->in_tag) {
-        return "a text placeholder stands between tags, not inside one";
+        return "html: a text placeholder stands between tags, not inside one";
     }
 
     if (ctx == PH_URL && !(s->in_tag && s->quote)) {
-        return "a URL placeholder stands in a quoted attribute value";
+        return "html: a URL placeholder stands in a quoted attribute value";
     }
 
     s->p = end + 2;
@@ -713,7 +713,7 @@ skip_raw(scan_t *s)
     }
 
     if (has_placeholder(p, end)) {
-        return "a placeholder inside <script> or <style>";
+        return "html: a placeholder inside <script> or <style>";
     }
 
     s->p = end;
@@ -733,10 +733,12 @@ adserve_native_template_check(const char *html, const char *css, size_t *at)
     *at = 0;
 
     if (html == NULL || strlen(html) > ADSERVE_NATIVE_TEMPLATE_MAX) {
+        *at = ADSERVE_NATIVE_TEMPLATE_MAX;
         return "html: a template of up to 65536 bytes";
     }
 
     if (css != NULL && (strlen(css) > ADSERVE_NATIVE_TEMPLATE_MAX || strchr(css, '<'))) {
+        *at = strchr(css, '<') ? (size_t) (strchr(css, '<') - css) : ADSERVE_NATIVE_TEMPLATE_MAX;
         return "css: up to 65536 bytes, without '<' (it goes in a <style> element)";
     }
 

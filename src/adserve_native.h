@@ -102,8 +102,9 @@ unsigned adserve_native_render_assets(adserve_jsonw_t *w,
 unsigned adserve_native_render_html(adserve_jsonw_t *w, const char *html,
     const char *css, const adserve_native_asset_t *assets, uint32_t nassets);
 
-/* NULL when html and css make a valid style, else why not (a static
- * message; *at the byte offset in html where it went wrong). Placeholders
+/* NULL when html and css make a valid style, else why not: a static
+ * message naming its field ("html: ...", "css: ..."), and in *at the byte
+ * offset in that field where it went wrong. Placeholders
  * are {{title}}, {{img.icon}}, {{img.main}}, {{data.<type>}} and
  * {{click_url}}; text values may stand only between tags, URLs only in
  * quoted attribute values, and none inside <script> or <style>. */

@@ -832,9 +832,7 @@ parse_item(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     const char             *id = get_str(o, "item_id"), *url = get_str(o, "url");
     int                     oom = 0;
 
-    if (id == NULL || url == NULL || id[0] == '\0' || strlen(id) > ADSERVE_ITEM_ID_MAX
-        || strspn(id, ADSERVE_ITEM_ID_CHARS) != strlen(id))
-    {
+    if (!adserve_item_id_ok(id) || url == NULL) {
         return 0;
     }
 

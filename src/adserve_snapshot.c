@@ -969,7 +969,7 @@ cand_cmp(const void *pa, const void *pb)
 static const char *
 render_head(build_t *b, creative_rec_t *cr, size_t *len)
 {
-    static const char  pre[] = "{\"version\":\"" ADSERVE_RESPONSE_VERSION "\",\"ad\":";
+    static const char  pre[] = ADSERVE_RESPONSE_HEAD;
     size_t             n;
     char              *p;
 
@@ -1000,8 +1000,7 @@ static char *
 render_native(build_t *b, const unit_rec_t *u, const creative_rec_t *cr, size_t *len,
     unsigned *splices)
 {
-    static const char                 pre[] = "{\"version\":\"" ADSERVE_RESPONSE_VERSION
-                                              "\",\"ad\":{\"id\":";
+    static const char                 pre[] = ADSERVE_RESPONSE_HEAD "{\"id\":";
     const adserve_parsed_unit_t      *p = u->p;
     const adserve_parsed_creative_t  *c = cr->p;
     const adserve_parsed_style_t     *st;
@@ -1277,7 +1276,7 @@ cand_bid(const adserve_parsed_unit_t *u, const adserve_parsed_li_t *li)
 static int
 render_rec_head(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 {
-    static const char  pre[] = "{\"version\":\"" ADSERVE_RESPONSE_VERSION "\",\"ad\":{\"id\":";
+    static const char  pre[] = ADSERVE_RESPONSE_HEAD "{\"id\":";
     adserve_jsonw_t    w;
 
     adserve_jsonw_init(&w);

@@ -318,6 +318,8 @@ typedef struct adserve_snapshot_s {
 #define ADSERVE_RESPONSE_MIDDLE    "\"},\"ext\":{\"message\":\"ok\",\"ad_log\":\""
 #define ADSERVE_RESPONSE_TAIL      "\"}}"
 #define ADSERVE_RESPONSE_VERSION   "0.1.0"
+/* and before the "ad" object */
+#define ADSERVE_RESPONSE_HEAD      "{\"version\":\"" ADSERVE_RESPONSE_VERSION "\",\"ad\":"
 
 
 adserve_snapshot_t *adserve_snapshot_build(const adserve_input_t *in,

@@ -25,7 +25,7 @@
 
 
 /* Every line the module logs starts with it: one grep finds them all. */
-#define NGX_HTTP_ADSERVE_LOG  "adserve: "
+#define NGX_HTTP_ADSERVE_LOG  ADSERVE_LOG_PREFIX
 
 
 /* one Redis connection of a worker, on the nginx event loop */
