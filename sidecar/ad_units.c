@@ -4,6 +4,8 @@
 #include "schemas.h"
 #include "util.h"
 
+#include "adserve_target.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -82,8 +84,27 @@ cJSON *ad_unit_finish(cJSON *unit)
     return out;
 }
 
+/* A recommendation's content_filter_rule is judged by serving's own
+ * compiler, as a line item's targeting is: what is stored is evaluated. */
+static bool filter_compiles(const cJSON *unit, struct reply *rep)
+{
+    const cJSON *rule = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(unit, "recommendation"), "content_filter_rule");
+    adserve_target_err_t err;
+    int rc = adserve_target_check_filter(cJSON_IsNull(rule) ? NULL : rule, &err);
+
+    if (rc < 0)
+        reply_error(rep, 500, "internal error");
+    else if (rc > 0)
+        reply_error(rep, 422, "recommendation.%s: %s", err.path, err.reason);
+    return rc == 0;
+}
+
 bool ad_unit_fits(const cJSON *unit, struct reply *rep)
 {
+    if (!filter_compiles(unit, rep))
+        return false;
+
     char *json = cJSON_PrintUnformatted(unit);
 
     if (json == NULL) {

@@ -45,8 +45,9 @@ cJSON *ad_unit_finish(cJSON *unit);
  * (free-form members such as ext.passback could otherwise fill Redis). */
 #define AD_UNIT_MAX_BYTES 65536
 
-/* True when the normalised unit fits AD_UNIT_MAX_BYTES; else a 422 (or a
- * 500 out of memory) in rep. */
+/* True when the normalised unit can be stored: its recommendation's
+ * content_filter_rule compiles as serving compiles it, and it fits
+ * AD_UNIT_MAX_BYTES; else a 422 (or a 500 out of memory) in rep. */
 bool ad_unit_fits(const cJSON *unit, struct reply *rep);
 
 /* Adds the HSET of unit and its audit record to t. */

@@ -22,12 +22,10 @@
 #include <string.h>
 
 #define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
-#define ATTRIBUTE_TEXT_MAX 256
-#define ATTRIBUTE_LIST_MAX 32
 
 static bool attribute_text(const cJSON *v)
 {
-    return cJSON_IsString(v) && strlen(v->valuestring) <= ATTRIBUTE_TEXT_MAX;
+    return cJSON_IsString(v) && strlen(v->valuestring) <= ADSERVE_ITEM_ATTR_TEXT_MAX;
 }
 
 /* NULL when v is a value content filters can compare, else why not */
@@ -39,7 +37,7 @@ static const char *attribute_bad(const cJSON *v)
         return NULL;
     if (!cJSON_IsArray(v))
         return "a string of up to 256 bytes, a number, a boolean or an array of strings";
-    if (cJSON_GetArraySize(v) > ATTRIBUTE_LIST_MAX)
+    if (cJSON_GetArraySize(v) > ADSERVE_ITEM_ATTR_VALUES_MAX)
         return "an array of up to 32 strings";
     cJSON_ArrayForEach(e, v) {
         if (!attribute_text(e))

@@ -171,12 +171,9 @@ static const struct schema ad_log_tracking_mode_n = {
     .description = "When an impression is recorded; missing or null means on_event_tracker.",
 };
 
-static const char *const candidate_filtering_methods[] = {
-    "NoFilter", "ViewPenalty", "ViewOut", NULL,
-};
 static const struct schema candidate_filtering_method = {
     .name = "CandidateFilteringMethod", .type = SCHEMA_STRING,
-    .enum_values = candidate_filtering_methods,
+    .enum_values = adserve_filtering_names,
 };
 
 static const struct schema fallback_activation = {
@@ -702,7 +699,7 @@ static const struct schema recommendation_fallback_array_n = {
 /* ---- RecommendationPlacement ------------------------------------------------------ */
 
 static const struct schema_field candidate_filtering_fields[] = {
-    { "method", &candidate_filtering_method, .dflt = "\"NoFilter\"" },
+    { "method", &candidate_filtering_method, .dflt = "\"" ADSERVE_V_NO_FILTER "\"" },
     { NULL },
 };
 static const struct schema candidate_filtering_n = {

@@ -121,6 +121,10 @@ const char *const adserve_activation_names[ADSERVE_ACTIVATION_COUNT + 1] = {
     ADSERVE_V_ALWAYS, ADSERVE_V_EXCEPT_TIMEOUT, ADSERVE_V_TIMEOUT_ONLY, NULL
 };
 
+const char *const adserve_filtering_names[ADSERVE_FILTERING_COUNT + 1] = {
+    ADSERVE_V_NO_FILTER, ADSERVE_V_VIEW_PENALTY, ADSERVE_V_VIEW_OUT, NULL
+};
+
 const char *const adserve_order_names[ADSERVE_ORDER_COUNT + 1] = {
     ADSERVE_V_SEQUENTIAL, ADSERVE_V_RANDOM, NULL
 };

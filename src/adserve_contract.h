@@ -101,6 +101,20 @@
 #define ADSERVE_KEY_FLUSH                ADSERVE_KEY("flush:")     /* + instance */
 #define ADSERVE_KEY_FC                   ADSERVE_KEY("fc:")        /* + user id */
 
+/* A user's recommendation history (README "Recommendation"): a sorted set
+ * per user, each member an entry's kind then a catalog item id, scored by
+ * its unix time. Shown: recommended to the user; viewed: the item a
+ * request said the user looks at (ext.item_id), or one they clicked.
+ * candidate_filtering reads both kinds, the co-view algorithm the views.
+ * Bounded: the latest ADSERVE_HISTORY_MAX entries within
+ * ADSERVE_HISTORY_SECONDS. */
+#define ADSERVE_KEY_HISTORY              ADSERVE_KEY("rh:")        /* + user id */
+#define ADSERVE_HISTORY_SHOWN            "s:"
+#define ADSERVE_HISTORY_VIEWED           "v:"
+#define ADSERVE_HISTORY_KIND_LEN         2
+#define ADSERVE_HISTORY_MAX              200
+#define ADSERVE_HISTORY_SECONDS          (7 * 86400)
+
 
 /* ---- record kinds -------------------------------------------------------- */
 
@@ -403,6 +417,11 @@ extern const char *const adserve_data_type_names[ADSERVE_DATA_TYPE_COUNT + 1];
 int adserve_item_id_ok(const char *s);
 #define ADSERVE_ITEM_CONTEXTS_MAX     16
 #define ADSERVE_ITEM_ATTRIBUTES_MAX   64
+#define ADSERVE_ITEM_ATTR_TEXT_MAX    256      /* bytes of a string attribute */
+#define ADSERVE_ITEM_ATTR_VALUES_MAX  32       /* strings of an array attribute */
+/* a content_filter_rule's lhs [ADSERVE_FILTER_KV, key] reads the request's
+ * ext.kv; lhs [name] reads the item's attribute */
+#define ADSERVE_FILTER_KV             "kv"
 #define ADSERVE_POOL_ITEMS_MAX        100
 #define ADSERVE_V_CONTEXT_ALL         "all"    /* the spec's default context */
 #define ADSERVE_CONTEXT_MAX           64       /* bytes of a context's name */
@@ -456,6 +475,21 @@ typedef enum {
 } adserve_order_e;
 
 extern const char *const adserve_order_names[ADSERVE_ORDER_COUNT + 1];
+
+/* A recommendation placement's candidate_filtering.method: what the
+ * user's view history does to an item (README "Recommendation"). */
+#define ADSERVE_V_NO_FILTER           "NoFilter"
+#define ADSERVE_V_VIEW_PENALTY        "ViewPenalty"
+#define ADSERVE_V_VIEW_OUT            "ViewOut"
+
+typedef enum {
+    ADSERVE_FILTERING_NONE = 0,       /* NoFilter */
+    ADSERVE_FILTERING_PENALTY,        /* ViewPenalty: ranked after the others */
+    ADSERVE_FILTERING_OUT,            /* ViewOut: not recommended */
+    ADSERVE_FILTERING_COUNT
+} adserve_filtering_e;
+
+extern const char *const adserve_filtering_names[ADSERVE_FILTERING_COUNT + 1];
 
 #define ADSERVE_FALLBACKS_MAX         8        /* Choice: a chain's length */
 #define ADSERVE_PRESET_ITEMS_MAX      100      /* Choice: a preset's items */

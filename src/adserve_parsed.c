@@ -411,6 +411,12 @@ parse_unit_ext(scratch_t *sc, adserve_parsed_t *p, const cJSON *o, int *oom)
                                    ADSERVE_TOPN_MAX);
     if (u->rec) {
         parse_fallbacks(sc, u, rec, oom);
+        u->filtering = adserve_vocab_str(adserve_filtering_names,
+                           get_str(cJSON_GetObjectItemCaseSensitive(rec, "candidate_filtering"),
+                                   "method"));
+        u->filtering = u->filtering >= 0 ? u->filtering : ADSERVE_FILTERING_NONE;
+        v = cJSON_GetObjectItemCaseSensitive(rec, "content_filter_rule");
+        u->filter = v != NULL && !cJSON_IsNull(v) ? (cJSON *) v : NULL;
     }
     u->on_response = u->rec
                      && adserve_vocab_str(adserve_tracking_names,
@@ -858,6 +864,13 @@ parse_item(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     it->item_hash = hash_of(it->item_id);
     it->url = dup_str(sc, o, "url", &oom);
 
+    if (adserve_attrs_read(cJSON_GetObjectItemCaseSensitive(o, "attributes"), s_alloc_cb, sc,
+                           &it->attrs)
+        != 0)
+    {
+        return -1;
+    }
+
     return oom || it->head == NULL ? -1 : 0;
 }
 
@@ -1094,6 +1107,9 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         MOVE(p->u.item.item_id);
         MOVE(p->u.item.head);
         MOVE(p->u.item.url);
+        MOVE(p->u.item.attrs.base);
+        MOVE(p->u.item.attrs.keys);
+        MOVE(p->u.item.attrs.values);
         break;
     case ADSERVE_KIND_ITEM_POOLS:
         MOVE(p->u.pool.source);
@@ -1155,6 +1171,11 @@ adserve_parse(adserve_kind_e kind, const char *text, size_t len)
         cJSON_DeleteItemFromObjectCaseSensitive(out->u.li.targeting, "placements");
     }
 
+    if (out != NULL && kind == ADSERVE_KIND_AD_UNITS && out->u.unit.filter != NULL) {
+        cJSON_DetachItemViaPointer(cJSON_GetObjectItemCaseSensitive(o, "recommendation"),
+                                   out->u.unit.filter);
+    }
+
     cJSON_Delete(o);
 
     return out;
@@ -1170,6 +1191,10 @@ adserve_parsed_free(adserve_parsed_t *p)
 
     if (p->kind == ADSERVE_KIND_LINE_ITEMS) {
         cJSON_Delete(p->u.li.targeting);
+    }
+
+    if (p->kind == ADSERVE_KIND_AD_UNITS) {
+        cJSON_Delete(p->u.unit.filter);
     }
 
     free(p);

@@ -22,6 +22,7 @@
 #include "adserve_arena.h"
 #include "adserve_contract.h"
 #include "adserve_native.h"
+#include "adserve_target.h"
 
 
 struct cJSON;
@@ -83,6 +84,9 @@ typedef struct {
     uint32_t        topn;             /* recommendation.topn */
     adserve_parsed_fallback_t *fallbacks;  /* recommendation.fallback */
     uint32_t        nfallbacks;
+    struct cJSON   *filter;           /* recommendation.content_filter_rule,
+                                       * compiled by each build; NULL: none */
+    int             filtering;        /* adserve_filtering_e */
 } adserve_parsed_unit_t;
 
 typedef struct {
@@ -158,6 +162,7 @@ typedef struct {
     const char     *head;
     size_t          head_len;
     const char     *url;              /* where a click on it goes */
+    adserve_attrs_t attrs;            /* what content filters read */
 } adserve_parsed_item_t;
 
 /* An associated items pool: the source item's ranked items. */

@@ -1345,6 +1345,22 @@ build_fallbacks(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 }
 
 
+/* A recommendation unit's candidate filtering and content filter. A rule
+ * that does not compile (written past the API) lets no item through. */
+static int
+build_filter(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
+{
+    int  rc;
+
+    out->filtering = (uint8_t) u->p->filtering;
+
+    rc = adserve_target_compile_filter(&b->tb, u->p->filter, &out->filter);
+    out->filter_refuses = rc == 1;
+
+    return rc < 0 ? -1 : 0;
+}
+
+
 /* The unit's video candidates, apart: a VAST request takes no banner. */
 static int
 video_cands(adserve_arena_t *a, adserve_unit_t *out)
@@ -1472,7 +1488,9 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     out->floor = u->p->target_ecpm;
     out->rec = u->p->rec ? 1 : 0;
     out->topn = (uint8_t) u->p->topn;
-    if (out->rec && (render_rec_head(b, u, out) != 0 || build_fallbacks(b, u, out) != 0)) {
+    if (out->rec && (render_rec_head(b, u, out) != 0 || build_fallbacks(b, u, out) != 0
+                     || build_filter(b, u, out) != 0))
+    {
         return -1;
     }
     out->impression_on_response = u->p->on_response ? 1 : 0;
@@ -1606,6 +1624,37 @@ build_creatives(build_t *b)
 }
 
 
+/* An item's attributes into the snapshot: the parse goes with its record. */
+static int
+copy_attrs(adserve_arena_t *a, const adserve_attrs_t *from, adserve_attrs_t *to)
+{
+    const adserve_kv_key_t  *k;
+    size_t                   bytes = 0, nvalues = 0, end;
+    uint32_t                 i;
+
+    *to = *from;
+    if (from->nkeys == 0) {
+        return 0;
+    }
+
+    for (i = 0; i < from->nkeys; i++) {
+        k = &from->keys[i];
+        nvalues = k->first + k->n > nvalues ? k->first + k->n : nvalues;
+        end = (size_t) from->values[k->first + k->n - 1].off
+              + from->values[k->first + k->n - 1].len;
+        bytes = end > bytes ? end : bytes;
+    }
+
+    to->base = adserve_arena_memdup(a, from->base, bytes);
+    to->keys = (void *) adserve_arena_memdup(a, from->keys,
+                                             from->nkeys * sizeof(adserve_kv_key_t));
+    to->values = (void *) adserve_arena_memdup(a, from->values,
+                                               nvalues * sizeof(adserve_kv_value_t));
+
+    return to->base && to->keys && to->values ? 0 : -1;
+}
+
+
 /* The catalog's items by item_id (the first of duplicate ids wins), and
  * each pool's items resolved to them: ids the catalog lacks are dropped,
  * so serving only copies. */
@@ -1645,7 +1694,9 @@ build_items(build_t *b)
         it->head.data = adserve_arena_memdup(&s->arena, p->head, p->head_len);
         it->url.len = strlen(p->url);
         it->url.data = adserve_arena_memdup(&s->arena, p->url, it->url.len);
-        if (it->id.data == NULL || it->head.data == NULL || it->url.data == NULL) {
+        if (it->id.data == NULL || it->head.data == NULL || it->url.data == NULL
+            || copy_attrs(&s->arena, &p->attrs, &it->attrs) != 0)
+        {
             return -1;
         }
     }

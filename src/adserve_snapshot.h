@@ -219,6 +219,10 @@ typedef struct {
                                          * {"version":…,"ad":{"id":"<unit>",
                                          * "recommendation":{"items":[ */
     uint8_t         topn;               /* at most this many items */
+    uint8_t         filtering;          /* adserve_filtering_e */
+    unsigned        filter_refuses:1;   /* its content filter does not
+                                         * compile: no item passes */
+    const adserve_target_t *filter;     /* content_filter_rule; NULL: none */
     uint8_t         nfallbacks;
     const adserve_fallback_t *fallbacks;  /* the chain, in order */
 } adserve_unit_t;
@@ -230,6 +234,7 @@ typedef struct {
     adserve_str_t   head;             /* {"id":…,"title":…,"url":…,"image":…
                                        * without the closing brace */
     adserve_str_t   url;              /* where a click goes */
+    adserve_attrs_t attrs;            /* what content filters read */
 } adserve_item_t;
 
 /* A source item's associated items, ranked: indexes in the items. */

@@ -22,6 +22,10 @@ struct adserve_tstr_s {
     uint32_t        hash;
 };
 
+/* where a comparison's key is looked up: the request's ext.kv, or the
+ * catalog item a content filter judges */
+enum { SRC_REQUEST = 0, SRC_ITEM, SRC_COUNT };
+
 /* kv node types: and, or, not, then the comparisons */
 enum {
     OP_AND = 0, OP_OR, OP_NOT,
@@ -32,6 +36,7 @@ enum {
  * follow it, and end is the index past its whole subtree. */
 typedef struct {
     uint8_t         op;
+    uint8_t         src;              /* comparisons: SRC_REQUEST, SRC_ITEM */
     uint32_t        end;
     adserve_tstr_t  key;              /* comparisons: the key name */
     uint32_t        str_first, nstrs; /* rhs strings, sorted (len, bytes) */
@@ -49,6 +54,7 @@ struct adserve_target_s {
     uint8_t          genders;         /* M 1, F 2, O 4; 0: any */
     uint8_t          has_yob;
     uint8_t          has_dayparts;
+    uint8_t          reads_request;   /* a content filter reads ext.kv */
     int16_t          yob_min, yob_max;
     uint16_t         day[8];          /* weekday d: ranges[day[d] .. day[d + 1]) */
     const minutes_t *ranges;
@@ -650,21 +656,164 @@ adserve_kv_parse(char *span, size_t len, adserve_kv_t *kv)
 }
 
 
-const adserve_kv_key_t *
-adserve_kv_find(const adserve_kv_t *kv, const char *name, size_t len)
+/* The key name in a set of named values, or NULL; from the end: the last
+ * of duplicate keys wins. */
+static const adserve_kv_key_t *
+attrs_find(const adserve_attrs_t *a, const char *name, size_t len)
 {
     uint32_t  i;
 
-    /* from the end: the last of duplicate keys wins */
-    for (i = kv->nkeys; i-- > 0; ) {
-        if (kv->keys[i].len == len
-            && memcmp(kv->base + kv->keys[i].off, name, len) == 0)
-        {
-            return &kv->keys[i];
+    for (i = a->nkeys; i-- > 0; ) {
+        if (a->keys[i].len == len && memcmp(a->base + a->keys[i].off, name, len) == 0) {
+            return &a->keys[i];
         }
     }
 
     return NULL;
+}
+
+
+static adserve_attrs_t
+kv_attrs(const adserve_kv_t *kv)
+{
+    return (adserve_attrs_t) { kv->base, kv->keys, kv->values, kv->nkeys };
+}
+
+
+const adserve_kv_key_t *
+adserve_kv_find(const adserve_kv_t *kv, const char *name, size_t len)
+{
+    adserve_attrs_t  a = kv_attrs(kv);
+
+    return attrs_find(&a, name, len);
+}
+
+
+/* ---- a catalog item's attributes ------------------------------------------ */
+
+/* One value of an attribute: its text and its number (NaN: none). A
+ * number's text is cJSON's printing of it; 0 when v is no usable value. */
+static int
+attr_value(const cJSON *v, char *num_text, size_t num_len, const char **text,
+    size_t *len, double *num)
+{
+    *num = NAN;
+
+    if (cJSON_IsString(v)) {
+        *text = v->valuestring;
+        *len = strnlen(v->valuestring, ADSERVE_ITEM_ATTR_TEXT_MAX + 1);
+        if (*len > ADSERVE_ITEM_ATTR_TEXT_MAX) {
+            return 0;
+        }
+        *num = kv_number(*text, *len);
+        return 1;
+    }
+
+    if (cJSON_IsBool(v)) {
+        *text = cJSON_IsTrue(v) ? "true" : "false";
+        *len = strlen(*text);
+        return 1;
+    }
+
+    if (cJSON_IsNumber(v) && isfinite(v->valuedouble)
+        && cJSON_PrintPreallocated((cJSON *) v, num_text, (int) num_len, 0))
+    {
+        *text = num_text;
+        *len = strlen(num_text);
+        *num = v->valuedouble;
+        return 1;
+    }
+
+    return 0;
+}
+
+
+int
+adserve_attrs_read(const cJSON *attributes, adserve_attrs_alloc_pt alloc, void *ctx,
+    adserve_attrs_t *out)
+{
+    adserve_kv_key_t    *keys;
+    adserve_kv_value_t  *values;
+    const cJSON         *m, *v;
+    char                *base, num_text[64];
+    const char          *text;
+    size_t               bytes = 0, at = 0, len, nkeys = 0, nvalues = 0, n;
+    double               num;
+    int                  k;
+
+    memset(out, 0, sizeof(adserve_attrs_t));
+
+    /* first the room: the members and values the API's bounds keep */
+    k = 0;
+    cJSON_ArrayForEach(m, attributes) {
+        if (k++ == ADSERVE_ITEM_ATTRIBUTES_MAX || m->string == NULL) {
+            break;
+        }
+        bytes += strlen(m->string);
+        n = 0;
+        for (v = cJSON_IsArray(m) ? m->child : m; v != NULL && n < ADSERVE_ITEM_ATTR_VALUES_MAX;
+             v = cJSON_IsArray(m) ? v->next : NULL)
+        {
+            if (attr_value(v, num_text, sizeof(num_text), &text, &len, &num)) {
+                bytes += len;
+                n++;
+            }
+        }
+        nvalues += n;
+        nkeys++;
+    }
+
+    if (nkeys == 0) {
+        return 0;
+    }
+
+    keys = alloc(ctx, nkeys * sizeof(adserve_kv_key_t));
+    values = alloc(ctx, nvalues * sizeof(adserve_kv_value_t));
+    base = alloc(ctx, bytes + 1);
+    if (keys == NULL || (nvalues && values == NULL) || base == NULL) {
+        return -1;
+    }
+
+    out->base = base;
+    out->keys = keys;
+    out->values = values;
+
+    k = 0;
+    cJSON_ArrayForEach(m, attributes) {
+        if (k++ == (int) nkeys) {
+            break;
+        }
+
+        keys[out->nkeys].off = (uint32_t) at;
+        keys[out->nkeys].len = (uint32_t) strlen(m->string);
+        keys[out->nkeys].first = (uint16_t) (values - out->values);
+        keys[out->nkeys].n = 0;
+        memcpy(base + at, m->string, keys[out->nkeys].len);
+        at += keys[out->nkeys].len;
+
+        for (v = cJSON_IsArray(m) ? m->child : m; v != NULL;
+             v = cJSON_IsArray(m) ? v->next : NULL)
+        {
+            if (keys[out->nkeys].n == ADSERVE_ITEM_ATTR_VALUES_MAX
+                || !attr_value(v, num_text, sizeof(num_text), &text, &len, &num))
+            {
+                continue;
+            }
+            values->off = (uint32_t) at;
+            values->len = (uint32_t) len;
+            values->num = num;
+            memcpy(base + at, text, len);
+            at += len;
+            values++;
+            keys[out->nkeys].n++;
+        }
+
+        if (keys[out->nkeys].n > 0) {
+            out->nkeys++;             /* a key left with no value is absent */
+        }
+    }
+
+    return 0;
 }
 
 
@@ -726,8 +875,9 @@ has_num(const double *v, uint32_t n, double x)
 
 
 static int
-eval_cmp(const adserve_target_t *t, const tnode_t *n, const adserve_kv_t *kv)
+eval_cmp(const adserve_target_t *t, const tnode_t *n, const adserve_attrs_t *src)
 {
+    const adserve_attrs_t     *kv = &src[n->src];
     const adserve_kv_key_t    *k;
     const adserve_kv_value_t  *v, *end;
     /* a rule without strings or without numbers has no table of them:
@@ -737,7 +887,7 @@ eval_cmp(const adserve_target_t *t, const tnode_t *n, const adserve_kv_t *kv)
     double                     rhs;
     int                        any = 0;
 
-    k = adserve_kv_find(kv, n->key.s, n->key.len);
+    k = attrs_find(kv, n->key.s, n->key.len);
     if (k == NULL) {
         return 0;                    /* an absent key: every cmp is false */
     }
@@ -771,7 +921,7 @@ eval_cmp(const adserve_target_t *t, const tnode_t *n, const adserve_kv_t *kv)
 
 /* depth is bounded by the compiler (ADSERVE_KV_MAX_DEPTH) */
 static int
-eval(const adserve_target_t *t, uint32_t i, const adserve_kv_t *kv)
+eval(const adserve_target_t *t, uint32_t i, const adserve_attrs_t *src)
 {
     const tnode_t  *n = &t->kv[i];
     uint32_t        j;
@@ -779,7 +929,7 @@ eval(const adserve_target_t *t, uint32_t i, const adserve_kv_t *kv)
     switch (n->op) {
     case OP_AND:
         for (j = i + 1; j < n->end; j = t->kv[j].end) {
-            if (!eval(t, j, kv)) {
+            if (!eval(t, j, src)) {
                 return 0;
             }
         }
@@ -787,17 +937,31 @@ eval(const adserve_target_t *t, uint32_t i, const adserve_kv_t *kv)
 
     case OP_OR:
         for (j = i + 1; j < n->end; j = t->kv[j].end) {
-            if (eval(t, j, kv)) {
+            if (eval(t, j, src)) {
                 return 1;
             }
         }
         return 0;
 
     case OP_NOT:
-        return !eval(t, i + 1, kv);
+        return !eval(t, i + 1, src);
 
     default:
-        return eval_cmp(t, n, kv);
+        return eval_cmp(t, n, src);
+    }
+}
+
+
+/* the request's ext.kv, parsed when a rule first reads it */
+static void
+req_kv(adserve_req_ctx_t *ctx)
+{
+    const adserve_ad_request_t  *req = ctx->req;
+
+    if (!(ctx->have & ADSERVE_HAVE_KV)) {
+        /* the scanner's buffer is writable (adserve_req_ctx_init) */
+        adserve_kv_parse(req ? (char *) req->kv.data : NULL, req ? req->kv.len : 0, &ctx->kv);
+        ctx->have |= ADSERVE_HAVE_KV;
     }
 }
 
@@ -806,6 +970,8 @@ static int
 match(const adserve_target_t *t, adserve_req_ctx_t *ctx, int64_t now)
 {
     const adserve_ad_request_t  *req = ctx->req;
+    adserve_attrs_t              src[SRC_COUNT] = { { NULL, NULL, NULL, 0 },
+                                                    { NULL, NULL, NULL, 0 } };
     const minutes_t             *r, *end;
     int64_t                      days, sec;
     int                          yob = req ? req->yob : 0;
@@ -863,14 +1029,9 @@ match(const adserve_target_t *t, adserve_req_ctx_t *ctx, int64_t now)
     }
 
     if (t->kv) {
-        if (!(ctx->have & ADSERVE_HAVE_KV)) {
-            /* the scanner's buffer is writable (adserve_req_ctx_init) */
-            adserve_kv_parse(req ? (char *) req->kv.data : NULL, req ? req->kv.len : 0,
-                             &ctx->kv);
-            ctx->have |= ADSERVE_HAVE_KV;
-        }
-
-        return eval(t, 0, &ctx->kv);
+        req_kv(ctx);
+        src[SRC_REQUEST] = kv_attrs(&ctx->kv);
+        return eval(t, 0, src);
     }
 
     return 1;
@@ -889,6 +1050,24 @@ adserve_target_match(const adserve_target_t *t, adserve_req_ctx_t *ctx, int64_t 
     }
 
     return ctx->memo_match;
+}
+
+
+int
+adserve_target_filter(const adserve_target_t *t, adserve_req_ctx_t *ctx,
+    const adserve_attrs_t *item)
+{
+    adserve_attrs_t  src[SRC_COUNT];
+
+    src[SRC_ITEM] = *item;
+    src[SRC_REQUEST] = (adserve_attrs_t) { NULL, NULL, NULL, 0 };
+
+    if (t->reads_request) {
+        req_kv(ctx);
+        src[SRC_REQUEST] = kv_attrs(&ctx->kv);
+    }
+
+    return eval(t, 0, src);
 }
 
 
@@ -1388,6 +1567,10 @@ compile_dayparts(adserve_target_builder_t *b, const cJSON *list, adserve_target_
 typedef struct {
     adserve_target_builder_t *b;
     uint32_t                  nnodes, nstrs, nnums, ncmps;
+    const char               *root;   /* the rule's path: "kv", or a
+                                       * content filter's field */
+    unsigned                  filter:1;         /* a content filter */
+    unsigned                  reads_request:1;  /* it reads ext.kv */
 } kvc_t;
 
 
@@ -1421,6 +1604,16 @@ rhs_value(kvc_t *c, const cJSON *v, int numbers_only)
     if (cJSON_IsString(v) && !numbers_only) {
         s = scratch(c->b, S_STRS, c->nstrs + 1, sizeof(adserve_tstr_t));
         if (s == NULL || intern(c->b, v->valuestring, &s[c->nstrs]) != 0) {
+            return -1;
+        }
+        c->nstrs++;
+        return 0;
+    }
+
+    /* a content filter compares a boolean attribute by its text */
+    if (cJSON_IsBool(v) && c->filter && !numbers_only) {
+        s = scratch(c->b, S_STRS, c->nstrs + 1, sizeof(adserve_tstr_t));
+        if (s == NULL || intern(c->b, cJSON_IsTrue(v) ? "true" : "false", &s[c->nstrs]) != 0) {
             return -1;
         }
         c->nstrs++;
@@ -1485,9 +1678,38 @@ static int
 refuse_kv(kvc_t *c, const char *what, int max)
 {
     path_pop(c->b, 0);
-    path_push(c->b, "kv");
+    path_push(c->b, "%s", c->root);
 
     return refuse(c->b, "more than %d %s", max, what);
+}
+
+
+/* The key a comparison's lhs names, and where it is looked up; NULL when
+ * the lhs names none. A line item's rule reads the request's ext.kv,
+ * [key]; a content filter the item's attributes, [name], or the request's
+ * ext.kv, [ADSERVE_FILTER_KV, key]. */
+static const char *
+lhs_key(kvc_t *c, const cJSON *lhs, int *src)
+{
+    const char  *first = cJSON_GetStringValue(cJSON_GetArrayItem(lhs, 0));
+    const char  *second = cJSON_GetStringValue(cJSON_GetArrayItem(lhs, 1));
+    int          n = cJSON_GetArraySize(lhs);
+
+    *src = SRC_REQUEST;
+
+    if (n == 1 && first != NULL) {
+        *src = c->filter ? SRC_ITEM : SRC_REQUEST;
+        return first;
+    }
+
+    if (n == 2 && c->filter && first != NULL && second != NULL
+        && strcmp(first, ADSERVE_FILTER_KV) == 0)
+    {
+        c->reads_request = 1;
+        return second;
+    }
+
+    return NULL;
 }
 
 
@@ -1495,11 +1717,12 @@ static int
 compile_cmp(kvc_t *c, uint32_t i, const cJSON *cmp)
 {
     const cJSON  *lhs;
+    const char   *key;
     tnode_t      *n;
     uint32_t      str_first = c->nstrs, num_first = c->nnums;
     const char   *opname = cJSON_GetStringValue(member(cmp, "op"));
     size_t        at;
-    int           op, rc;
+    int           op, rc, src;
 
     if (!cJSON_IsObject(cmp) || opname == NULL) {
         return refuse(c->b, "must be a comparison");
@@ -1518,9 +1741,13 @@ compile_cmp(kvc_t *c, uint32_t i, const cJSON *cmp)
     op += OP_EQ;
 
     lhs = member(cmp, "lhs");
-    if (cJSON_GetArraySize(lhs) != 1 || !cJSON_IsString(cJSON_GetArrayItem(lhs, 0))) {
+    key = lhs_key(c, lhs, &src);
+    if (key == NULL) {
         path_push(c->b, ".lhs");
-        return refuse(c->b, "must name exactly one key");
+        return refuse(c->b, c->filter ? "must name an item attribute, [name], or a key "
+                                        "of the request's ext.kv, [\"" ADSERVE_FILTER_KV
+                                        "\", key]"
+                                      : "must name exactly one key");
     }
 
     at = path_push(c->b, "");
@@ -1535,6 +1762,7 @@ compile_cmp(kvc_t *c, uint32_t i, const cJSON *cmp)
 
     n = (tnode_t *) c->b->scratch[S_NODES] + i;
     n->op = (uint8_t) op;
+    n->src = (uint8_t) src;
     n->str_first = str_first;
     n->nstrs = c->nstrs - str_first;
     n->num_first = num_first;
@@ -1549,7 +1777,7 @@ compile_cmp(kvc_t *c, uint32_t i, const cJSON *cmp)
               num_sort);
     }
 
-    return intern(c->b, cJSON_GetArrayItem(lhs, 0)->valuestring, &n->key) != 0 ? -1 : 0;
+    return intern(c->b, key, &n->key) != 0 ? -1 : 0;
 }
 
 
@@ -1617,20 +1845,23 @@ compile_expr(kvc_t *c, const cJSON *e, int depth)
 }
 
 
+/* An Expr at root into t->kv: a line item's targeting.kv, or a content
+ * filter. */
 static int
-compile_kv(adserve_target_builder_t *b, const cJSON *kv, adserve_target_t *t)
+compile_rule(adserve_target_builder_t *b, const cJSON *rule, adserve_target_t *t,
+    const char *root, int filter)
 {
-    kvc_t   c = { b, 0, 0, 0, 0 };
+    kvc_t   c = { b, 0, 0, 0, 0, root, filter ? 1 : 0, 0 };
     void   *p;
     int     rc;
 
-    if (absent(kv)) {
+    if (absent(rule)) {
         return 0;
     }
 
-    path_push(b, "kv");
+    path_push(b, "%s", root);
 
-    rc = compile_expr(&c, kv, 1);
+    rc = compile_expr(&c, rule, 1);
     if (rc != 0) {
         return rc;
     }
@@ -1642,6 +1873,7 @@ compile_kv(adserve_target_builder_t *b, const cJSON *kv, adserve_target_t *t)
         return -1;
     }
     t->kv = memcpy(p, b->scratch[S_NODES], c.nnodes * sizeof(tnode_t));
+    t->reads_request = c.reads_request;
 
     if (c.nstrs) {
         p = adserve_arena_alloc(b->arena, c.nstrs * sizeof(adserve_tstr_t));
@@ -1685,7 +1917,7 @@ adserve_target_compile(adserve_target_builder_t *b, const cJSON *tg,
     if ((rc = compile_device(b, member(tg, "device"), &t)) != 0
         || (rc = compile_user(b, member(tg, "user"), &t)) != 0
         || (rc = compile_dayparts(b, member(tg, "dayparts"), &t)) != 0
-        || (rc = compile_kv(b, member(tg, "kv"), &t)) != 0)
+        || (rc = compile_rule(b, member(tg, "kv"), &t, "kv", 0)) != 0)
     {
         return rc;
     }
@@ -1709,7 +1941,36 @@ adserve_target_compile(adserve_target_builder_t *b, const cJSON *tg,
 
 
 int
-adserve_target_check(const cJSON *targeting, adserve_target_err_t *err)
+adserve_target_compile_filter(adserve_target_builder_t *b, const cJSON *rule,
+    const adserve_target_t **out)
+{
+    adserve_target_t   t, *p;
+    int                rc;
+
+    *out = NULL;
+    memset(&t, 0, sizeof(adserve_target_t));
+
+    rc = compile_rule(b, rule, &t, "content_filter_rule", 1);
+    if (rc != 0 || t.kv == NULL) {
+        return rc;
+    }
+
+    p = adserve_arena_alloc(b->arena, sizeof(adserve_target_t));
+    if (p == NULL) {
+        return -1;
+    }
+
+    *p = t;
+    *out = p;
+
+    return 0;
+}
+
+
+/* Compiles with compile into a throwaway arena: the grammar's judgement. */
+static int
+check(const cJSON *rule, adserve_target_err_t *err,
+    int (*compile)(adserve_target_builder_t *, const cJSON *, const adserve_target_t **))
 {
     adserve_arena_t            arena;
     adserve_target_builder_t   b;
@@ -1723,10 +1984,24 @@ adserve_target_check(const cJSON *targeting, adserve_target_err_t *err)
     adserve_target_builder_init(&b, &arena);
     b.err = err;
 
-    rc = adserve_target_compile(&b, targeting, &t);
+    rc = compile(&b, rule, &t);
 
     adserve_target_builder_free(&b);
     adserve_arena_free(&arena);
 
     return rc;
+}
+
+
+int
+adserve_target_check(const cJSON *targeting, adserve_target_err_t *err)
+{
+    return check(targeting, err, adserve_target_compile);
+}
+
+
+int
+adserve_target_check_filter(const cJSON *rule, adserve_target_err_t *err)
+{
+    return check(rule, err, adserve_target_compile_filter);
 }

@@ -115,6 +115,29 @@ const adserve_kv_key_t *adserve_kv_find(const adserve_kv_t *kv, const char *name
     size_t len);
 
 
+/* ---- a catalog item's attributes ----------------------------------------- */
+
+/* Named values as the kv Expr reads them, in the layout of adserve_kv_t:
+ * a catalog item's attributes, which a content_filter_rule reads. */
+typedef struct {
+    const char                *base;
+    const adserve_kv_key_t    *keys;
+    const adserve_kv_value_t  *values;
+    uint32_t                   nkeys;
+} adserve_attrs_t;
+
+typedef void *(*adserve_attrs_alloc_pt)(void *ctx, size_t size);
+
+/* Reads a catalog item's `attributes` (a JSON object) into *out, its
+ * arrays from alloc. A member is a string, a number (its text as cJSON
+ * prints it), a boolean (the text "true" or "false", no number) or an
+ * array of those; null, objects and nested arrays are skipped, and the
+ * API's bounds (ADSERVE_ITEM_ATTRIBUTES_MAX members, ADSERVE_ITEM_ATTR_VALUES_MAX
+ * values each) cut what is longer. 0, or -1 when alloc failed. */
+int adserve_attrs_read(const struct cJSON *attributes, adserve_attrs_alloc_pt alloc,
+    void *ctx, adserve_attrs_t *out);
+
+
 /* ---- the request's facts ------------------------------------------------ */
 
 typedef struct adserve_target_s  adserve_target_t;
@@ -153,6 +176,11 @@ adserve_req_ctx_init(adserve_req_ctx_t *ctx, const adserve_ad_request_t *req)
 int adserve_target_match(const adserve_target_t *t, adserve_req_ctx_t *ctx,
     int64_t now);
 
+/* True when a catalog item passes a recommendation's content filter (a
+ * rule of adserve_target_compile_filter) for the request of ctx. */
+int adserve_target_filter(const adserve_target_t *t, adserve_req_ctx_t *ctx,
+    const adserve_attrs_t *item);
+
 
 /* ---- the build ----------------------------------------------------------- */
 
@@ -187,6 +215,18 @@ void adserve_target_builder_free(adserve_target_builder_t *b);
  * ignored here. */
 int adserve_target_compile(adserve_target_builder_t *b, const struct cJSON *targeting,
     const adserve_target_t **out);
+
+/* Compiles a recommendation placement's content_filter_rule (an Expr, may
+ * be NULL) into *out, NULL when absent. Its comparisons read a catalog
+ * item's attribute (lhs [name]) or the request's ext.kv (lhs
+ * [ADSERVE_FILTER_KV, key]); a boolean rhs equals the boolean attribute.
+ * Paths in refusals start below content_filter_rule. Returns as
+ * adserve_target_compile. */
+int adserve_target_compile_filter(adserve_target_builder_t *b, const struct cJSON *rule,
+    const adserve_target_t **out);
+
+/* adserve_target_check for a content_filter_rule. */
+int adserve_target_check_filter(const struct cJSON *rule, adserve_target_err_t *err);
 
 /* The targeting grammar's one judge: whether a line item's targeting (a
  * stored or a proposed one) compiles, as serving will compile it. 0 when it

@@ -318,6 +318,11 @@ typedef ngx_int_t (*ngx_http_adserve_answer_pt)(ngx_http_request_t *r,
 /* What goes on once the user's caps are settled. */
 typedef ngx_int_t (*ngx_http_adserve_caps_done_pt)(ngx_http_request_t *r);
 
+/* What a read of the user's state in Redis makes of its reply (NULL: none
+ * came). */
+typedef void (*ngx_http_adserve_parse_pt)(ngx_http_request_t *r,
+    ngx_http_adserve_ctx_t *ctx, redisReply *reply);
+
 /* per request, from the pool */
 struct ngx_http_adserve_ctx_s {
     ngx_queue_t            queue;         /* in the loader's waiting list */
@@ -335,8 +340,14 @@ struct ngx_http_adserve_ctx_s {
     unsigned               explain:1;     /* the explainer, not serving */
     unsigned               vast:1;        /* GET /app/v0/vast: facts from
                                            * the query, no body */
+    uint64_t              *history;       /* hashes of the items in the
+                                           * user's recommendation history */
+    uint32_t               nhistory;
+    unsigned               history_known:1;
     ngx_http_adserve_answer_pt     answer;
-    ngx_http_adserve_caps_done_pt  caps_done;     /* the cap read's end */
+    ngx_http_adserve_caps_done_pt  caps_done;     /* the read's end */
+    ngx_http_adserve_parse_pt      parse;         /* its reply */
+    const char                    *late;          /* logged when it is late */
 };
 
 /* The ACTIVE ad unit of the request's path, in the current snapshot. */
@@ -363,7 +374,19 @@ size_t ngx_http_adserve_encode(ngx_http_request_t *r, adserve_ad_log_t *log, u_c
 
 /* A recommendation ad unit's answer (src/ngx_http_adserve_recommend.c). */
 ngx_int_t ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    const adserve_unit_t *unit);
+    const adserve_unit_t *unit, adserve_decision_t *d);
+
+/* The user's recommendation history (src/ngx_http_adserve_history.c): read
+ * as ngx_http_adserve_caps_read, into ctx->history; recorded after an
+ * answer (the items shown, and the item viewed, or NULL) or a click (an
+ * item viewed). */
+ngx_int_t ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    ngx_http_adserve_caps_done_pt done);
+void ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user,
+    time_t now, const adserve_item_t *const *shown, ngx_uint_t nshown,
+    const adserve_str_t *viewed);
+ngx_uint_t ngx_http_adserve_history_has(const ngx_http_adserve_ctx_t *ctx,
+    const adserve_item_t *it);
 
 /* a video's VAST or a native ad: its splices filled with base, path and token
  * (adserve_vast.h); _init makes the paths, once */
@@ -395,6 +418,20 @@ ngx_int_t ngx_http_adserve_caps_read(ngx_http_request_t *r,
  * Redis at once (so the user's next request, on any worker, sees it). */
 void ngx_http_adserve_caps_record(const adserve_li_t *li,
     const adserve_ad_log_t *log, time_t now, uint32_t max_seconds);
+
+/* The machinery under the caps read, for any read of a user's state on
+ * the caps' connection: one command, its deadline (adserve_cap_timeout),
+ * parse(r, ctx, reply) when the reply comes in time, then done(r). The
+ * same results as ngx_http_adserve_caps_read; late is logged when the
+ * deadline passes. */
+ngx_int_t ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    int argc, const char **argv, const size_t *argvlen,
+    ngx_http_adserve_parse_pt parse, const char *late, ngx_http_adserve_caps_done_pt done);
+
+/* A write of a user's state on the caps' connection (no reply wanted), and
+ * the flush that puts what was queued on the wire at once. */
+ngx_int_t ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen);
+void ngx_http_adserve_user_flush(void);
 
 /* the caps' own connection to the primary, per worker */
 ngx_int_t ngx_http_adserve_caps_init(ngx_cycle_t *cycle,

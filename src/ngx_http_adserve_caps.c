@@ -76,6 +76,8 @@ ngx_http_adserve_caps_conn(void)
 
 static void ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply,
     void *data);
+static void ngx_http_adserve_caps_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    redisReply *reply);
 static void ngx_http_adserve_caps_timeout(ngx_event_t *ev);
 static void ngx_http_adserve_caps_cleanup(void *data);
 
@@ -136,17 +138,14 @@ ngx_http_adserve_caps_release(ngx_http_adserve_ctx_t *ctx)
 
 
 ngx_int_t
-ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    uint32_t max_seconds, ngx_http_adserve_caps_done_pt done)
+ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    int argc, const char **argv, const size_t *argvlen,
+    ngx_http_adserve_parse_pt parse, const char *late, ngx_http_adserve_caps_done_pt done)
 {
     ngx_http_adserve_main_conf_t  *amcf;
     ngx_http_adserve_redis_t      *rd;
     ngx_pool_cleanup_t            *cln;
-    u_char                         key[NGX_HTTP_ADSERVE_FC_KEY];
     ngx_int_t                      slot;
-    u_char                         min[NGX_TIME_T_LEN + 2], *last;
-    const char                    *argv[6];
-    size_t                         argvlen[6];
     uintptr_t                      data;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
@@ -157,15 +156,59 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     }
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL || ctx->req.user_id.len > ADSERVE_TOKEN_USER_MAX) {
+    if (cln == NULL) {
         return NGX_DECLINED;
     }
 
     slot = ngx_http_adserve_caps_slot(ctx);
     if (slot == NGX_ERROR) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      NGX_HTTP_ADSERVE_LOG "%d frequency cap reads in flight, "
-                      "serving without caps", NGX_HTTP_ADSERVE_CAP_SLOTS);
+                      NGX_HTTP_ADSERVE_LOG "%d reads of users' state in flight, "
+                      "serving without it", NGX_HTTP_ADSERVE_CAP_SLOTS);
+        return NGX_DECLINED;
+    }
+
+    data = (uintptr_t) slot
+           | (ngx_http_adserve_cap_slots[slot].gen << 12);
+
+    if (ngx_http_adserve_redis_command(rd, ngx_http_adserve_caps_reply, (void *) data,
+                                       argc, argv, argvlen)
+        != NGX_OK)
+    {
+        ngx_http_adserve_cap_slots[slot].ctx = NULL;
+        return NGX_DECLINED;
+    }
+
+    ctx->caps_slot = (ngx_uint_t) slot;
+    ctx->caps_waiting = 1;
+    ctx->caps_done = done;
+    ctx->parse = parse;
+    ctx->late = late;
+
+    cln->handler = ngx_http_adserve_caps_cleanup;
+    cln->data = ctx;
+
+    ctx->caps_timer.handler = ngx_http_adserve_caps_timeout;
+    ctx->caps_timer.data = ctx;
+    ctx->caps_timer.log = r->connection->log;
+    ngx_add_timer(&ctx->caps_timer, amcf->cap_timeout);
+
+    /* the request stays open (as it does while its body is read) until the
+     * reply or the deadline finalizes it */
+    return NGX_AGAIN;
+}
+
+
+ngx_int_t
+ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    uint32_t max_seconds, ngx_http_adserve_caps_done_pt done)
+{
+    u_char       key[NGX_HTTP_ADSERVE_FC_KEY];
+    u_char       min[NGX_TIME_T_LEN + 2], *last;
+    const char  *argv[5];
+    size_t       argvlen[5];
+
+    if (ctx->req.user_id.len > ADSERVE_TOKEN_USER_MAX) {
         return NGX_DECLINED;
     }
 
@@ -179,32 +222,9 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     argv[3] = "+inf";              argvlen[3] = 4;
     argv[4] = "WITHSCORES";        argvlen[4] = sizeof("WITHSCORES") - 1;
 
-    data = (uintptr_t) slot
-           | (ngx_http_adserve_cap_slots[slot].gen << 12);
-
-    if (ngx_http_adserve_redis_command(rd, ngx_http_adserve_caps_reply, (void *) data,
-                                       5, argv, argvlen)
-        != NGX_OK)
-    {
-        ngx_http_adserve_cap_slots[slot].ctx = NULL;
-        return NGX_DECLINED;
-    }
-
-    ctx->caps_slot = (ngx_uint_t) slot;
-    ctx->caps_waiting = 1;
-    ctx->caps_done = done;
-
-    cln->handler = ngx_http_adserve_caps_cleanup;
-    cln->data = ctx;
-
-    ctx->caps_timer.handler = ngx_http_adserve_caps_timeout;
-    ctx->caps_timer.data = ctx;
-    ctx->caps_timer.log = r->connection->log;
-    ngx_add_timer(&ctx->caps_timer, amcf->cap_timeout);
-
-    /* the request stays open (as it does while its body is read) until the
-     * reply or the deadline finalizes it */
-    return NGX_AGAIN;
+    return ngx_http_adserve_user_read(r, ctx, 5, argv, argvlen, ngx_http_adserve_caps_parse,
+                                      "frequency caps not read in time, capped line items "
+                                      "do not serve this request", done);
 }
 
 
@@ -271,9 +291,10 @@ ngx_http_adserve_caps_done(ngx_http_adserve_ctx_t *ctx)
 
     ngx_http_adserve_caps_release(ctx);
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                   NGX_HTTP_ADSERVE_LOG "caps %s, %uD capped ads seen",
-                   ctx->caps_known ? "known" : "unknown", ctx->nseen);
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   NGX_HTTP_ADSERVE_LOG "caps %s, %uD capped ads seen; history %s, %uD items",
+                   ctx->caps_known ? "known" : "unknown", ctx->nseen,
+                   ctx->history_known ? "known" : "unknown", ctx->nhistory);
 
     ngx_http_finalize_request(r, ctx->caps_done(r));
     ngx_http_run_posted_requests(c);
@@ -299,7 +320,7 @@ ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply, void *data)
         return;
     }
 
-    ngx_http_adserve_caps_parse(slot->ctx->request, slot->ctx, reply);
+    slot->ctx->parse(slot->ctx->request, slot->ctx, reply);
     ngx_http_adserve_caps_done(slot->ctx);
 }
 
@@ -309,9 +330,7 @@ ngx_http_adserve_caps_timeout(ngx_event_t *ev)
 {
     ngx_http_adserve_ctx_t  *ctx = ev->data;
 
-    ngx_log_error(NGX_LOG_INFO, ev->log, 0,
-                  NGX_HTTP_ADSERVE_LOG "frequency caps not read in time, capped line items "
-                  "do not serve this request");
+    ngx_log_error(NGX_LOG_INFO, ev->log, 0, NGX_HTTP_ADSERVE_LOG "%s", ctx->late);
 
     ngx_http_adserve_caps_done(ctx);
 }
@@ -352,27 +371,49 @@ ngx_http_adserve_caps_record(const adserve_li_t *li,
     argvlen[1] = ngx_http_adserve_caps_key(key, &log->user);
     argv[2] = (char *) score;     argvlen[2] = ngx_sprintf(score, "%T", now) - score;
     argv[3] = (char *) member;    argvlen[3] = p - member;
-    (void) ngx_http_adserve_redis_command(rd, NULL, NULL, 4, argv, argvlen);
+    (void) ngx_http_adserve_user_write(4, argv, argvlen);
 
     /* what no cap looks at any more goes */
     argv[0] = "ZREMRANGEBYSCORE"; argvlen[0] = sizeof("ZREMRANGEBYSCORE") - 1;
     argv[2] = "-inf";             argvlen[2] = 4;
     argv[3] = (char *) old;
     argvlen[3] = ngx_sprintf(old, "(%T", now - (time_t) max_seconds) - old;
-    (void) ngx_http_adserve_redis_command(rd, NULL, NULL, 4, argv, argvlen);
+    (void) ngx_http_adserve_user_write(4, argv, argvlen);
 
     /* and the key with the user's last ad: NX sets it on a new key, GT
      * lengthens it */
     argv[0] = "EXPIRE";           argvlen[0] = 6;
     argv[2] = (char *) ttl;       argvlen[2] = ngx_sprintf(ttl, "%uD", max_seconds) - ttl;
     argv[3] = "NX";               argvlen[3] = 2;
-    (void) ngx_http_adserve_redis_command(rd, NULL, NULL, 4, argv, argvlen);
+    (void) ngx_http_adserve_user_write(4, argv, argvlen);
     argv[3] = "GT";
-    (void) ngx_http_adserve_redis_command(rd, NULL, NULL, 4, argv, argvlen);
+    (void) ngx_http_adserve_user_write(4, argv, argvlen);
+
+    ngx_http_adserve_user_flush();
+}
+
+
+ngx_int_t
+ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen)
+{
+    ngx_http_adserve_redis_t  *rd = ngx_http_adserve_caps_conn();
+
+    if (rd == NULL || !rd->connected) {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_adserve_redis_command(rd, NULL, NULL, argc, argv, argvlen);
+}
+
+
+void
+ngx_http_adserve_user_flush(void)
+{
+    ngx_http_adserve_redis_t  *rd = ngx_http_adserve_caps_conn();
 
     /* on the wire now, before the response: the user's next request may
      * come to another worker at once */
-    if (rd->ac != NULL) {
+    if (rd != NULL && rd->ac != NULL) {
         redisAsyncHandleWrite(rd->ac);
     }
 }

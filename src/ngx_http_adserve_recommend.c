@@ -34,27 +34,58 @@ typedef struct {
     const adserve_item_t  *item[ADSERVE_TOPN_MAX];
     uint8_t                source[ADSERVE_TOPN_MAX];
     ngx_uint_t             n, topn;
+    const adserve_item_t  *later[ADSERVE_TOPN_MAX];   /* ViewPenalty: seen */
+    uint8_t                later_source[ADSERVE_TOPN_MAX];
+    ngx_uint_t             nlater;
+    const adserve_unit_t  *unit;
     const adserve_str_t   *viewed;      /* the request's item: never shown */
+    ngx_http_adserve_ctx_t *ctx;        /* its history */
+    adserve_req_ctx_t     *facts;       /* what content filters read */
 } ngx_http_adserve_picks_t;
 
 
+static ngx_uint_t
+ngx_http_adserve_picked(const adserve_item_t *const *items, ngx_uint_t n,
+    const adserve_item_t *it)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (items[i] == it) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* An item from a source, unless the answer may not show it: the item the
+ * user looks at, one shown already (an item once, from its first source),
+ * one the content filter refuses, one the user saw (ViewOut; ViewPenalty
+ * keeps it for the slots nothing else fills). */
 static void
 ngx_http_adserve_pick(ngx_http_adserve_picks_t *pk, const adserve_item_t *it,
     adserve_rec_source_e source)
 {
-    ngx_uint_t  i;
+    const adserve_unit_t  *u = pk->unit;
 
     if (pk->n == pk->topn
         || (pk->viewed->data != NULL && it->id.len == pk->viewed->len
-            && ngx_memcmp(it->id.data, pk->viewed->data, it->id.len) == 0))
+            && ngx_memcmp(it->id.data, pk->viewed->data, it->id.len) == 0)
+        || ngx_http_adserve_picked(pk->item, pk->n, it)
+        || ngx_http_adserve_picked(pk->later, pk->nlater, it)
+        || (u->filter != NULL && !adserve_target_filter(u->filter, pk->facts, &it->attrs)))
     {
         return;
     }
 
-    for (i = 0; i < pk->n; i++) {
-        if (pk->item[i] == it) {
-            return;                     /* an item once, from its first source */
+    if (u->filtering != ADSERVE_FILTERING_NONE && ngx_http_adserve_history_has(pk->ctx, it)) {
+        if (u->filtering == ADSERVE_FILTERING_PENALTY && pk->nlater < pk->topn) {
+            pk->later[pk->nlater] = it;
+            pk->later_source[pk->nlater++] = (uint8_t) source;
         }
+        return;
     }
 
     pk->item[pk->n] = it;
@@ -97,15 +128,19 @@ ngx_http_adserve_preset(ngx_http_adserve_picks_t *pk, const adserve_snapshot_t *
  * activated only on a timeout never runs, the others always do. */
 static void
 ngx_http_adserve_rec_items(ngx_http_adserve_picks_t *pk, const adserve_snapshot_t *s,
-    ngx_http_adserve_ctx_t *ctx, const adserve_unit_t *unit)
+    ngx_http_adserve_ctx_t *ctx, const adserve_unit_t *unit, adserve_decision_t *d)
 {
     const adserve_str_t   *item = &ctx->req.item_id;
     const adserve_pool_t  *pool;
     ngx_uint_t             i;
 
     pk->n = 0;
-    pk->topn = unit->topn;
+    pk->nlater = 0;
+    pk->topn = unit->filter_refuses ? 0 : unit->topn;
+    pk->unit = unit;
     pk->viewed = item;
+    pk->ctx = ctx;
+    pk->facts = d->facts;
 
     pool = item->data ? adserve_snapshot_pool(s, item->data, item->len) : NULL;
     for (i = 0; pool != NULL && i < pool->n && pk->n < pk->topn; i++) {
@@ -118,6 +153,12 @@ ngx_http_adserve_rec_items(ngx_http_adserve_picks_t *pk, const adserve_snapshot_
         {
             ngx_http_adserve_preset(pk, s, &unit->fallbacks[i], ctx->now);
         }
+    }
+
+    /* ViewPenalty: what the user saw fills the slots left, in its order */
+    for (i = 0; i < pk->nlater && pk->n < pk->topn; i++) {
+        pk->item[pk->n] = pk->later[i];
+        pk->source[pk->n++] = pk->later_source[i];
     }
 }
 
@@ -171,7 +212,7 @@ ngx_http_adserve_rec_item(u_char *p, const adserve_unit_t *unit, const adserve_i
 
 ngx_int_t
 ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    const adserve_unit_t *unit)
+    const adserve_unit_t *unit, adserve_decision_t *d)
 {
     ngx_http_adserve_main_conf_t  *amcf;
     ngx_http_adserve_picks_t       pk;
@@ -185,7 +226,14 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     s = amcf->loader->snapshot;
 
-    ngx_http_adserve_rec_items(&pk, s, ctx, unit);
+    ngx_http_adserve_rec_items(&pk, s, ctx, unit, d);
+
+    /* what the user looks at is history even when nothing is shown */
+    if (!ctx->explain) {
+        ngx_http_adserve_history_record(r->pool, &ctx->req.user_id, ctx->now, pk.item, pk.n,
+                                        &ctx->req.item_id);
+    }
+
     if (pk.n == 0) {
         return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
     }

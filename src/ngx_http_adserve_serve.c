@@ -292,7 +292,7 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
 
     if (unit->rec) {
-        return ngx_http_adserve_answer_rec(r, ctx, unit);
+        return ngx_http_adserve_answer_rec(r, ctx, unit, d);
     }
 
     c = adserve_decide(amcf->loader->snapshot, unit, d);
@@ -497,6 +497,14 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
     if (unit->max_cap_seconds && ctx->req.user_id.len) {
         rc = ngx_http_adserve_caps_read(r, ctx, unit->max_cap_seconds,
                                         ngx_http_adserve_finish);
+        if (rc == NGX_AGAIN) {
+            return NGX_AGAIN;
+        }
+    }
+
+    /* and a recommendation that filters what the user saw, their history */
+    if (unit->rec && unit->filtering != ADSERVE_FILTERING_NONE && !ctx->vast) {
+        rc = ngx_http_adserve_history_read(r, ctx, ngx_http_adserve_finish);
         if (rc == NGX_AGAIN) {
             return NGX_AGAIN;
         }

@@ -209,6 +209,10 @@ ngx_http_adserve_landing(ngx_http_request_t *r, const adserve_snapshot_t *s,
             return &ngx_http_adserve_unknown_item;
         }
 
+        /* the user viewed what they clicked: ViewOut and co-view read it */
+        ngx_http_adserve_history_record(r->pool, &log->user, ngx_http_adserve_now(r), NULL, 0,
+                                        &it->id);
+
         *landing = it->url;
         return NULL;
     }

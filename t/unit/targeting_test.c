@@ -1109,6 +1109,105 @@ static void test_snapshot(void) {
 }
 
 
+/* ---- content filters: a catalog item's attributes --------------------------- */
+
+static void *arena_cb(void *a, size_t size) {
+    return adserve_arena_alloc(a, size);
+}
+
+/* the item with these attributes passes the content filter rule, for body */
+static int passes(const char *rule_json, const char *attrs_json, const char *body) {
+    static adserve_req_ctx_t ctx;
+    adserve_ad_request_t req;
+    const adserve_target_t *t = NULL;
+    adserve_attrs_t attrs;
+    char *rt = dq(rule_json), *at = dq(attrs_json), *buf = dq(body);
+    cJSON *r = cJSON_Parse(rt), *a = cJSON_Parse(at);
+    const char *err;
+    size_t off;
+    int rc;
+
+    if (r == NULL || a == NULL || adserve_target_compile_filter(&builder, r, &t) != 0
+        || t == NULL || adserve_attrs_read(a, arena_cb, &arena, &attrs) != 0
+        || adserve_json_parse_ad_request(buf, strlen(buf), &req, &err, &off) != 0)
+    {
+        diag("test bug: %s over %s", rule_json, attrs_json);
+        abort();
+    }
+    adserve_req_ctx_init(&ctx, &req);
+    rc = adserve_target_filter(t, &ctx, &attrs);
+    cJSON_Delete(r);
+    cJSON_Delete(a);
+    free(rt);
+    free(at);
+    free(buf);
+    return rc;
+}
+
+static const char *filter_refusal(const char *rule_json) {
+    static adserve_target_err_t err;
+    static char out[600];
+    char *text = dq(rule_json);
+    cJSON *r = cJSON_Parse(text);
+    int rc = adserve_target_check_filter(r, &err);
+
+    cJSON_Delete(r);
+    free(text);
+    if (rc == 0) return "ok";
+    snprintf(out, sizeof out, "%s: %s", err.path, err.reason);
+    return out;
+}
+
+static void test_filter(void) {
+    const char *item = "{'section':'sport','premium':false,'words':300,'tags':['uk','football'],"
+                       "'n':'7','skip':null,'deep':{'a':1}}";
+    const char *none = "{}";
+
+    ok(passes("{'type':'cmp','data':{'lhs':['section'],'op':'eq','rhs':'sport'}}", item, none) == 1,
+       "filter: a string attribute eq");
+    ok(passes("{'type':'cmp','data':{'lhs':['premium'],'op':'eq','rhs':false}}", item, none) == 1,
+       "filter: a boolean attribute eq false");
+    ok(passes("{'type':'cmp','data':{'lhs':['premium'],'op':'eq','rhs':true}}", item, none) == 0,
+       "filter: ... not true");
+    ok(passes("{'type':'cmp','data':{'lhs':['premium'],'op':'eq','rhs':'false'}}", item, none) == 1,
+       "filter: a boolean is the text false too");
+    ok(passes("{'type':'cmp','data':{'lhs':['words'],'op':'gt','rhs':299.5}}", item, none) == 1,
+       "filter: a number attribute gt");
+    ok(passes("{'type':'cmp','data':{'lhs':['words'],'op':'eq','rhs':'300'}}", item, none) == 1,
+       "filter: a number attribute by its text");
+    ok(passes("{'type':'cmp','data':{'lhs':['n'],'op':'le','rhs':7}}", item, none) == 1,
+       "filter: a string that reads as a number compares as one");
+    ok(passes("{'type':'cmp','data':{'lhs':['tags'],'op':'intersects','rhs':['fr','uk']}}", item,
+              none) == 1, "filter: an array attribute intersects");
+    ok(passes("{'type':'cmp','data':{'lhs':['skip'],'op':'ne','rhs':'x'}}", item, none) == 0,
+       "filter: a null attribute is absent: even ne is false");
+    ok(passes("{'type':'cmp','data':{'lhs':['deep'],'op':'ne','rhs':'x'}}", item, none) == 0,
+       "filter: an object attribute is absent");
+    ok(passes("{'type':'not','data':{'type':'cmp','data':{'lhs':['missing'],'op':'eq','rhs':1}}}",
+              item, none) == 1, "filter: not of an absent attribute");
+    ok(passes("{'type':'cmp','data':{'lhs':['kv','section'],'op':'eq','rhs':'sport'}}", none,
+              "{'ext':{'kv':{'section':'sport'}}}") == 1, "filter: [kv, key] reads the request");
+    ok(passes("{'type':'cmp','data':{'lhs':['kv','section'],'op':'eq','rhs':'sport'}}", item,
+              none) == 0, "filter: ... not the item's attribute of that name");
+    is_str(filter_refusal("{'type':'cmp','data':{'lhs':['a','b','c'],'op':'eq','rhs':'x'}}"),
+           "content_filter_rule.data.lhs: must name an item attribute, [name], or a key of the "
+           "request's ext.kv, [\"kv\", key]", "filter: three lhs names refused");
+    is_str(filter_refusal("{'type':'cmp','data':{'lhs':['item','x'],'op':'eq','rhs':'x'}}"),
+           "content_filter_rule.data.lhs: must name an item attribute, [name], or a key of the "
+           "request's ext.kv, [\"kv\", key]", "filter: two names not beginning with kv refused");
+    is_str(filter_refusal("{'type':'cmp','data':{'lhs':['w'],'op':'lt','rhs':true}}"),
+           "content_filter_rule.data.rhs: must be a finite number for op lt",
+           "filter: lt true refused");
+    is_str(filter_refusal("{'type':'cmp','data':{'lhs':['w'],'op':'in','rhs':[true,'a',2]}}"),
+           "ok", "filter: in a list of a boolean, a string and a number");
+    is_str(filter_refusal("null"), "ok", "filter: none at all");
+
+    is_str(filter_refusal("{'type':'cmp','data':{'lhs':['w'],'op':'eq','rhs':{'a':1}}}"),
+           "content_filter_rule.data.rhs: must be a string or a finite number for op eq",
+           "filter: an object rhs refused");
+}
+
+
 int main(void) {
     alarm(600);
     adserve_arena_init(&arena, 64 * 1024);
@@ -1125,6 +1224,7 @@ int main(void) {
     test_dayparts();
     test_compile();
     test_check();
+    test_filter();
     test_snapshot();
 
     adserve_target_builder_free(&builder);

@@ -1,0 +1,167 @@
+# Recommendation filtering on the real stack (README "Recommendation"):
+# content_filter_rule, compiled by the engine's targeting compiler, over the
+# items' attributes and the request's ext.kv, refused by the API where it
+# does not compile; candidate_filtering over the user's view history in
+# Redis, written after every answer and item click, read by both workers
+# (ViewOut drops what the user was shown or viewed, ViewPenalty ranks it
+# last); and the history's bounds and its safe outcome when Redis is late.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Adserve::Test;
+
+my $t = Adserve::Test->new;
+sub current { ok($t->wait_until(5, sub { $t->workers_at($t->revision) }), 'every worker has the change') }
+sub body {
+    my ($user, %ext) = @_;
+    return { version => '0.1.0', device => { ua => 'Mozilla/5.0' }, defined $user ? (user => { id => $user }) : (),
+             %ext ? (ext => { %ext }) : () };
+}
+sub ids { my ($res) = @_; [ map { $_->{id} } @{ $res->{json}{ad}{recommendation}{items} // [] } ] }
+sub rec_unit {
+    my ($name, %rec) = @_;
+    return $t->created('/api/ad-units', { code => "rec-$name-$$", name => "Related, $name", status => 'ACTIVE',
+                                          recommendation => { %rec }, ext => { recommendation => { enabled => 1 } } })->{id};
+}
+sub cmp_rule { my ($lhs, $op, $rhs) = @_; return { type => 'cmp', data => { lhs => $lhs, op => $op, rhs => $rhs } } }
+
+# ---- a catalog with attributes, one pool ranking all of it -------------------------------------------
+my %attrs = (
+    'n:1' => { section => 'sport', premium => JSON::PP::false, words => 300, tags => [ 'football', 'uk' ] },
+    'n:2' => { section => 'news', premium => JSON::PP::true, words => 1200, tags => [ 'politics' ] },
+    'n:3' => { section => 'sport', premium => JSON::PP::true, words => 800, tags => [ 'tennis' ] },
+    'n:4' => { section => 'culture', premium => JSON::PP::false, words => 50 },
+    'n:5' => { section => 'news', premium => JSON::PP::false, words => 2000, tags => [ 'uk', 'economy' ] },
+    'n:6' => {},
+);
+for my $id (sort keys %attrs) {
+    $t->created('/api/catalog-items', { item_id => $id, title => "Story $id", url => "https://news.example/$id",
+                                        attributes => $attrs{$id} });
+}
+for my $id (map { "n:$_" } 7 .. 20) {
+    $t->created('/api/catalog-items', { item_id => $id, title => "Story $id", url => "https://news.example/$id" });
+}
+$t->created('/api/associated-items-pools', { source_item_id => 'n:0', items => [
+    map { { item_id => "n:$_", score => 100 - $_ } } 1 .. 20 ] });
+$t->created('/api/catalog-items', { item_id => 'n:0', title => 'Story 0', url => 'https://news.example/n:0' });
+
+# ---- content_filter_rule ------------------------------------------------------------------------------
+my %f;
+$f{sport} = rec_unit('sport', topn => 5, content_filter_rule => cmp_rule([ 'section' ], 'eq', 'sport'));
+$f{free_long} = rec_unit('free-long', topn => 5, content_filter_rule => { type => 'and', data => [
+    cmp_rule([ 'premium' ], 'eq', JSON::PP::false), cmp_rule([ 'words' ], 'ge', 100) ] });
+$f{uk} = rec_unit('uk', topn => 5, content_filter_rule => cmp_rule([ 'tags' ], 'intersects', [ 'uk', 'tennis' ]));
+$f{not_news} = rec_unit('not-news', topn => 3, content_filter_rule => { type => 'not', data =>
+    cmp_rule([ 'section' ], 'in', [ 'news', 'culture' ]) });
+# premium stories only for subscribers: the request's ext.kv decides
+$f{paywall} = rec_unit('paywall', topn => 3, content_filter_rule => { type => 'or', data => [
+    cmp_rule([ 'kv', 'subscriber' ], 'eq', 'yes'), cmp_rule([ 'premium' ], 'eq', JSON::PP::false) ] });
+current();
+
+is_deeply(ids($t->ad($f{sport}, body('f1', item_id => 'n:0'))), [ 'n:1', 'n:3' ],
+          'section eq sport: the two sport stories, in the pool\'s rank');
+is_deeply(ids($t->ad($f{free_long}, body('f1', item_id => 'n:0'))), [ 'n:1', 'n:5' ],
+          'and: premium false (a boolean attribute) and words >= 100');
+is_deeply(ids($t->ad($f{uk}, body('f1', item_id => 'n:0'))), [ 'n:1', 'n:3', 'n:5' ],
+          'intersects over an array attribute');
+is_deeply(ids($t->ad($f{not_news}, body('f1', item_id => 'n:0'))), [ 'n:1', 'n:3', 'n:6' ],
+          'not in: an item without the attribute passes a not');
+is_deeply(ids($t->ad($f{paywall}, body('f1', item_id => 'n:0'))), [ 'n:1', 'n:4', 'n:5' ],
+          'or with a request fact: no ext.kv, the free stories only');
+is_deeply(ids($t->ad($f{paywall}, body('f1', item_id => 'n:0', kv => { subscriber => 'yes' }))),
+          [ 'n:1', 'n:2', 'n:3' ], '... ext.kv subscriber yes: premium ones too');
+$f{none} = rec_unit('none', topn => 3, content_filter_rule => cmp_rule([ 'section' ], 'eq', 'weather'),
+                    fallback => [ { type => 'preset', items => [ { id => 'n:2' }, { id => 'n:4' } ] } ]);
+current();
+is($t->ad($f{none}, body('f1', item_id => 'n:0'))->{status}, 204,
+   'no item passes, the presets neither (the filter applies to every source): 204');
+
+# the API refuses what the compiler cannot evaluate, with the path
+my %bad = (
+    'lhs of three' => [ cmp_rule([ 'a', 'b', 'c' ], 'eq', 'x'), qr/^recommendation\.content_filter_rule\.data\.lhs: must name an item attribute/ ],
+    'lhs of two, not kv' => [ cmp_rule([ 'item', 'x' ], 'eq', 'x'), qr/content_filter_rule\.data\.lhs/ ],
+    'lt a string' => [ cmp_rule([ 'words' ], 'lt', 'many'), qr/content_filter_rule\.data\.rhs: must be a finite number for op lt/ ],
+    'in not a list' => [ { type => 'and', data => [ cmp_rule([ 'x' ], 'in', 'a') ] },
+                         qr/content_filter_rule\.data\[0\]\.data\.rhs: must be an array for op in/ ],
+);
+for my $name (sort keys %bad) {
+    my $res = $t->api('POST', '/api/ad-units', json => { code => "bad-$name-$$" =~ s/\W/-/gr, name => 'Bad',
+        recommendation => { content_filter_rule => $bad{$name}[0] }, ext => { recommendation => { enabled => 1 } } });
+    $t->refused($res, 422, $bad{$name}[1], "a rule with $name");
+}
+is($t->api('PATCH', "/api/ad-units/$f{sport}", json => { recommendation => {
+    content_filter_rule => cmp_rule([ 'x' ], 'gt', [ 1 ]) } })->{status}, 422, 'a PATCH too');
+# written past the API: the unit recommends nothing rather than unfiltered
+my $odd = $t->api('GET', "/api/ad-units/$f{sport}")->{json};
+$odd->{recommendation}{content_filter_rule} = cmp_rule([ 'a', 'b', 'c' ], 'eq', 'x');
+$t->put(ad_units => $odd);
+current();
+is($t->ad($f{sport}, body('f1', item_id => 'n:0'))->{status}, 204,
+   'a rule written past the API that does not compile: nothing passes (204)');
+
+# ---- candidate_filtering: ViewOut, over both workers ---------------------------------------------------
+my @conns = @{ $t->worker_connections };
+is(scalar @conns, 2, 'two connections, one on each worker');
+my $turn = 0;
+sub rec { my ($unit, $user, %ext) = @_; return $t->ad($unit, body($user, %ext), via => $conns[ $turn++ % 2 ]) }
+
+my $out = rec_unit('viewout', topn => 4, candidate_filtering => { method => 'ViewOut' });
+my $pen = rec_unit('penalty', topn => 4, candidate_filtering => { method => 'ViewPenalty' },
+                   fallback => [ { type => 'preset', items => [ map { { id => "n:$_" } } 1 .. 3 ] } ]);
+my $nof = rec_unit('nofilter', topn => 4, candidate_filtering => { method => 'NoFilter' });
+current();
+
+is_deeply(ids(rec($out, 'vo-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'ViewOut, a new user: the top 4');
+is_deeply(ids(rec($out, 'vo-1', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ],
+          '... again, on the other worker: the next 4 (the first 4 were shown)');
+is_deeply(ids(rec($out, 'vo-1', item_id => 'n:0')), [ map { "n:$_" } 9 .. 12 ], '... and the next');
+is_deeply(ids(rec($out, 'vo-2', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'another user: the top 4 again');
+is_deeply(ids(rec($nof, 'vo-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'NoFilter: the history changes nothing');
+
+# a viewed item (the request's ext.item_id) is history too, and so is a click
+rec($out, 'vo-3', item_id => 'n:2');
+my $res = rec($out, 'vo-3', item_id => 'n:0');
+ok(!grep({ $_ eq 'n:2' } @{ ids($res) }), 'an item the user viewed (an earlier ext.item_id) is out');
+is_deeply(ids($res), [ 'n:1', 'n:3', 'n:4', 'n:5' ], '... the others in rank');
+my $clicked = $res->{json}{ad}{recommendation}{items}[1];
+is($t->request('GET', $clicked->{click_url} =~ s{^\Q${\ $t->base }\E}{}r, redirect => 0)->{status}, 302, 'a click on n:3');
+my @members = split /\n/, $t->redis('ZRANGE', 'adserve:rh:vo-3', 0, -1);
+ok((grep { $_ eq 'v:n:3' } @members) && (grep { $_ eq 'v:n:2' } @members) && (grep { $_ eq 's:n:5' } @members),
+   'the history in Redis: views (v:), the click (v:) and what was shown (s:)');
+my $ttl = $t->redis('TTL', 'adserve:rh:vo-3');
+ok($ttl > 6 * 86400 && $ttl <= 7 * 86400, "it expires with its last entry, in 7 days ($ttl s)");
+
+# ---- ViewPenalty: seen items go last, and still fill -----------------------------------------------------
+is_deeply(ids(rec($pen, 'vp-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'ViewPenalty, a new user: the top 4');
+is_deeply(ids(rec($pen, 'vp-1', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ], '... then the next 4 first');
+$t->redis('ZADD', 'adserve:rh:vp-2', time, "s:n:$_") for 1 .. 18;
+is_deeply(ids(rec($pen, 'vp-2', item_id => 'n:0')), [ 'n:19', 'n:20', 'n:1', 'n:2' ],
+          'a user who saw 18 of 20: the 2 unseen, then the seen ones in rank');
+
+# ---- bounds -----------------------------------------------------------------------------------------
+$t->redis('DEL', 'adserve:rh:vb-1');
+$t->redis('ZADD', 'adserve:rh:vb-1', time - 8 * 86400, $_) for 's:n:1', 'v:gone';
+$t->redis('ZADD', 'adserve:rh:vb-1', time - 1000 + $_, "s:old-$_") for 1 .. 250;
+is_deeply(ids(rec($out, 'vb-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
+          'an entry older than 7 days does not count');
+my $n = $t->redis('ZCARD', 'adserve:rh:vb-1');
+is($n, 200, 'the history keeps its latest 200 entries');
+is($t->redis('ZSCORE', 'adserve:rh:vb-1', 'v:gone'), '', '... the 8-day-old entries are gone');
+
+# ---- without a user, and with Redis stalled: recommended unfiltered ----------------------------------
+is_deeply(ids(rec($out, undef, item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'no user id: nothing to filter by');
+my $port = $t->env->{ADSERVE_REDIS_PORT};
+system("redis-cli -p $port EVAL 'local s = redis.call(\"TIME\")[1] + 2; "
+       . "while tonumber(redis.call(\"TIME\")[1]) < s do end return 1' 0 >/dev/null 2>&1 &");
+ok($t->wait_until(1.5, sub { $t->redis_stalled }), 'Redis is stalled by a script');
+is_deeply(ids(rec($out, 'vo-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
+          'Redis stalled: the read misses its deadline, the answer comes unfiltered');
+ok($t->wait_until(10, sub { ids(rec($out, 'vo-1', item_id => 'n:0'))->[0] ne 'n:1' }),
+   '... once Redis answers, the history filters again');
+like($t->log_text('nginx-error.log'), qr/view history not read in time, recommending without it/,
+     'the late read is logged');
+unlike($t->log_text('nginx-error.log'), qr/\[(?:alert|crit|emerg)\]/, 'no alert, crit or emerg in the error log');
+
+done_testing;
