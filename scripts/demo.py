@@ -38,6 +38,37 @@ def native(mode):
             "native": {"plcmttype": 1, "assets": NATIVE_ASSETS}}
 
 
+# the page's article, and the related articles the demo recommends: the
+# catalog (item id, title, thumbnail in assets/), then each article's
+# associated items, best first, as a customer's own recommender would
+# upload them. Articles without a pool get the editors' picks (a preset).
+ARTICLE = "mud-10k"
+ARTICLES = [
+    ("mud-10k", "Ten kilometres of mud, and why we keep coming back", "ridge"),
+    ("gps-trackers", "From flour to GPS: how small clubs mark their courses now", "forest"),
+    ("shoes-grip", "Lugs, rock plates and drop: shoes for wet trails", "river"),
+    ("race-food", "Soup at the finish: what trail runners really eat", "ridge"),
+    ("volunteers", "A day with the marshals who make races happen", "forest"),
+    ("downhill", "Running downhill fast without wrecking your knees", "ridge"),
+    ("winter", "Ice, spikes and patience: trails in winter", "river"),
+    ("first-ultra", "Your first ultra: what nobody tells you about kilometre 40", "ridge"),
+    ("night-running", "Head torches and owls: a beginner's night run", "forest"),
+    ("hill-training", "Hill repeats for people who live somewhere flat", "river"),
+    ("recovery", "Naps, pasta and patience: what recovery needs", "forest"),
+    ("navigation", "Map and compass: when the waymarks disappear", "river"),
+]
+RELATED = {
+    "mud-10k": ["gps-trackers", "shoes-grip", "race-food", "volunteers", "downhill", "winter"],
+    "gps-trackers": ["volunteers", "navigation", "mud-10k", "night-running"],
+    "shoes-grip": ["downhill", "winter", "mud-10k", "first-ultra"],
+    "race-food": ["recovery", "first-ultra", "mud-10k", "volunteers"],
+    "volunteers": ["gps-trackers", "race-food", "mud-10k"],
+    "downhill": ["shoes-grip", "hill-training", "recovery", "first-ultra"],
+    "winter": ["shoes-grip", "night-running", "navigation"],
+    "first-ultra": ["race-food", "recovery", "night-running", "hill-training", "navigation"],
+}
+EDITORS_PICKS = ["first-ultra", "night-running", "mud-10k", "hill-training", "recovery"]
+
 # the demo's inventory: code -> (name, width, height, the ad unit's other fields)
 UNITS = {
     "demo-rectangle": ("Demo: sidebar rectangle (image ad)", 300, 250, {}),
@@ -50,6 +81,11 @@ UNITS = {
         "ext": {"video": {"enabled": 1}},
         "video": {"w": 640, "h": 360, "mime": ["video/webm"], "mindur": 1, "maxdur": 30,
                   "skip": 1}}),
+    # no size: the page's CSS sizes the widget
+    "demo-related": ("Demo: related articles below the article (recommendation)", None, None, {
+        "ext": {"recommendation": {"enabled": 1}},
+        "recommendation": {"topn": 4, "ad_log_tracking_mode": "on_event_tracker", "fallback": [
+            {"type": "preset", "items": [{"id": i} for i in EDITORS_PICKS]}]}}),
 }
 
 # the html mode's style, checked by the API as every template is: text
@@ -154,10 +190,11 @@ class Api:
 def seed(api):
     units = {}
     for code, (name, w, h, more) in UNITS.items():
+        size = {"display": {"w": w, "h": h}} if w else {}
         units[code] = api.ensure("ad-units", {"code": code},
-                                 {"name": name, "status": "ACTIVE", "display": {"w": w, "h": h},
-                                  **more}, q=code)
+                                 {"name": name, "status": "ACTIVE", **size, **more}, q=code)
     seed_style(api, units["demo-native-html"])
+    seed_catalog(api)
 
     advertiser = api.ensure("advertisers", {"name": "Trail Runner Co. (demo)"},
                             {"domain": "trailrunner.example"}, q="demo")
@@ -225,6 +262,19 @@ def seed_style(api, unit):
         api("PATCH", "/api/ad-unit-native-styles/" + link["id"], {"native_style_id": style["id"]})
 
 
+def seed_catalog(api):
+    """The articles, each landing on the demo page that shows it, and their
+    related articles' pools."""
+    for item_id, title, image in ARTICLES:
+        api.ensure("catalog-items", {"item_id": item_id},
+                   {"title": title, "url": DEMO + "/?article=" + item_id,
+                    "image": DEMO + "/assets/article-%s.svg" % image}, item_id=item_id)
+    for source, related in RELATED.items():
+        items = [{"item_id": i, "score": len(related) - rank} for rank, i in enumerate(related)]
+        api.ensure("associated-items-pools", {"source_item_id": source}, {"items": items},
+                   source_item_id=source)
+
+
 def write_page(units):
     """sdk/demo into $ADSERVE_VAR/demo, index.html with the ids filled in."""
     tmp = OUT + ".new"
@@ -234,6 +284,7 @@ def write_page(units):
     with open(index, encoding="utf-8") as f:
         page = f.read()
     page = page.replace("{{SDK_URL}}", PUBLIC + "/sdk/v0/adserve.js")
+    page = page.replace("{{ARTICLE}}", ARTICLE)
     for code, unit in units.items():
         page = page.replace("{{%s}}" % code, unit["id"])
     with open(index, "w", encoding="utf-8") as f:

@@ -80,6 +80,14 @@
         return s.replace(/[&<>"']/g, function (c) { return '&#' + c.charCodeAt(0) + ';'; });
     }
 
+    function str(x) {
+        return typeof x === 'string' ? x : '';
+    }
+
+    function template(x) {              // a page's template, or null
+        return typeof x === 'function' || typeof x === 'string' ? x : null;
+    }
+
     /* ---- configuration and the user ---------------------------------- */
 
     function setConfig(o) {
@@ -150,15 +158,26 @@
         if (!el || el.nodeType !== 1 || !el.isConnected) {
             return warn('registerAd: no element "' + o.element + '" on the page');
         }
-        if (!size(o.width) || !size(o.height)) {
+        // a recommendation widget may leave its size to the page
+        var rec = o.recommendation, sized = !rec || o.width !== undefined || o.height !== undefined;
+        if (sized && (!size(o.width) || !size(o.height))) {
             return warn('registerAd: width and height must be whole pixels from 1 to 10000');
         }
         if (responsive !== 'fixed' && responsive !== 'resized') {
             return warn('registerAd: responsive must be fixed or resized', responsive);
         }
-        var tpl = o.native && o.native.template;
-        if (o.native !== undefined && typeof tpl !== 'function' && typeof tpl !== 'string') {
+        var tpl = o.native && template(o.native.template), rt = rec && template(rec.template);
+        if (o.native !== undefined && !tpl) {
             return warn('registerAd: native.template must be a function or an HTML string');
+        }
+        // what a recommendation request says, the item the reader is looking
+        // at and the serving context, checked as the server checks them
+        if (rec && (rec.item_id !== undefined && !/^[\w.:~-]{1,128}$/.test(str(rec.item_id)) ||
+                    rec.context !== undefined &&
+                        !(str(rec.context) && new Blob([rec.context]).size <= 64) ||
+                    rec.template !== undefined && !rt)) {
+            return warn('registerAd: recommendation: item_id must be 1 to 128 letters, digits or ' +
+                        '. _ : ~ -, context 1 to 64 bytes, template as native\'s');
         }
         prune();
         for (var i = 0; i < slots.length; i++) {
@@ -169,7 +188,8 @@
         }
         var s = {
             tagid: o.tagid, el: el, w: o.width, h: o.height, responsive: responsive,
-            collapse: !!o.collapse_nobid, gen: 0, style: el.style.cssText, template: tpl
+            collapse: !!o.collapse_nobid, gen: 0, style: el.style.cssText, template: tpl,
+            ext: rec && {item_id: rec.item_id, context: rec.context}, recTpl: rt
         };
         s.handle = Object.freeze({
             tagid: s.tagid, element: el,
@@ -178,7 +198,9 @@
         });
         // the space is kept from the start, so the page does not jump
         el.style.overflow = 'hidden';
-        if (responsive === 'fixed') {
+        if (!sized) {
+            // the page's own CSS sizes the widget
+        } else if (responsive === 'fixed') {
             el.style.width = s.w + 'px';
             el.style.height = s.h + 'px';
         } else {
@@ -250,7 +272,7 @@
         s.abort = s.io = s.ro = s.viewTimer = s.inView = s.video = null;
         s.el.textContent = '';
         s.el.style.display = s.display;
-        if (s.responsive === 'resized') {
+        if (s.responsive === 'resized' && s.w) {
             s.el.style.aspectRatio = s.w + ' / ' + s.h;
         }
     }
@@ -266,6 +288,9 @@
         var body = {version: PROTOCOL, device: {ua: navigator.userAgent}};
         if (user) {
             body.user = user;
+        }
+        if (s.ext) {
+            body.ext = s.ext;           // undefined members are not sent
         }
         // a text/plain body: a "simple" cross-origin request, which costs no
         // CORS preflight (the server does not insist on a Content-Type)
@@ -325,6 +350,9 @@
         }
         if (ad.video) {
             return renderVideo(s, ad);
+        }
+        if (ad.recommendation) {
+            return renderRec(s, ad);
         }
         var d = ad.display || {};
         var click = httpUrl(ad.click_url);
@@ -394,21 +422,23 @@
         return v;
     }
 
-    // A URL goes in as an escaped http(s) URL; a text as a text node, set
-    // after the markup is parsed: no value of the ad is ever parsed as HTML.
-    function fill(tpl, v) {
+    // A template's {{name}} or {{name.member}} is v's value. A URL
+    // (click_url, image, img.*: checked as http(s) when v was made) goes in
+    // escaped; a text as a text node, set after the markup is parsed: no
+    // value of the answer is ever parsed as HTML. blank: links open a new tab.
+    function fill(tpl, v, blank) {
         var texts = [], holder = doc.createElement('div');
         holder.innerHTML = tpl.replace(/\{\{\s*([\w.]+)\s*\}\}/g, function (m, name) {
-            var p = name.split('.');
-            if (p[0] === 'click_url' || p[0] === 'img') {
-                return escapeHtml(p[0] === 'img' ? (v.img[p[1]] || {}).url || '' : v.click_url);
+            var x = name.split('.').reduce(function (o, k) { return o && o[k]; }, v);
+            if (/^(click_url|image|img\.\w+)$/.test(name)) {
+                return escapeHtml(str(x) || str(x && x.url));
             }
-            texts.push(p[0] === 'title' ? v.title : p[0] === 'data' && v.data[p[1]] || '');
+            texts.push(str(x));
             return '<span data-adserve-text="' + (texts.length - 1) + '"></span>';
         });
         Array.prototype.forEach.call(holder.querySelectorAll('span[data-adserve-text]'),
             function (e) { e.replaceWith(doc.createTextNode(texts[e.dataset.adserveText] || '')); });
-        Array.prototype.forEach.call(holder.querySelectorAll('a[href]'), function (a) {
+        Array.prototype.forEach.call(blank ? holder.querySelectorAll('a[href]') : [], function (a) {
             a.target = '_blank';
             a.rel = 'noopener';
         });
@@ -423,13 +453,61 @@
             return fail(s, 'a native ad needs the slot\'s native.template');
         }
         node = typeof s.template === 'function' ? s.template(v) : s.template;
-        node = typeof node === 'string' ? fill(node, v) : node;
+        node = typeof node === 'string' ? fill(node, v, true) : node;
         if (!node || node.nodeType !== 1) {
             return fail(s, 'native.template made no element');
         }
         var box = shown(s, node, ad);
         box.style.width = box.style.height = '100%';
         watch(s, box, tracker ? httpUrl(tracker.url) : null);
+    }
+
+    /* ---- a recommendation: the items, each through its click URL -------- */
+
+    // The slot's recommendation.template once per item, in the answer's
+    // order, or a plain list. The items are the publisher's own pages: their
+    // links stay in the tab. The impression is the answer's impression_url,
+    // on the viewability rule of ads (the server counts it once per answer,
+    // whatever the unit's ad_log_tracking_mode).
+    function renderRec(s, ad) {
+        var list = doc.createElement('div'), tpl = s.recTpl, items = ad.recommendation.items;
+        list.className = 'adserve-items';       // for the page's CSS
+        (Array.isArray(items) ? items : []).forEach(function (it) {
+            it = it || {};
+            var node, v = {id: str(it.id), title: str(it.title), source: str(it.source),
+                           image: httpUrl(it.image) || '', click_url: httpUrl(it.click_url)};
+            if (v.click_url) {
+                node = typeof tpl === 'function' ? tpl(v) : tpl || recItem(v);
+                // not an element: appendChild throws, and the slot fails
+                node = list.appendChild(typeof node === 'string' ? fill(node, v) : node);
+                node.addEventListener('click', function (e) {
+                    if (e.target.closest('a')) {
+                        emit('recommendation', {slot: s.handle, event: 'click', item: v});
+                    }
+                });
+            }
+        });
+        if (!list.firstChild) {
+            return fail(s, 'no item to show');
+        }
+        var box = shown(s, list, ad);
+        box.style.width = box.style.height = '100%';
+        watch(s, box, httpUrl(ad.impression_url));
+    }
+
+    // an item without a template: its image and its title, one link
+    function recItem(v) {
+        var a = doc.createElement('a'), img = doc.createElement('img');
+        a.href = v.click_url;
+        a.style.cssText = 'display:flex;gap:8px;margin:8px 0';
+        if (v.image) {
+            img.src = v.image;
+            img.alt = '';
+            img.style.cssText = 'width:96px;height:64px;object-fit:cover;flex:none';
+            a.appendChild(img);
+        }
+        a.appendChild(doc.createElement('span')).textContent = v.title;
+        return a;
     }
 
     /* ---- video: a plain <video> that reads the VAST ---------------------- */
@@ -466,13 +544,6 @@
             }
         });
         return x;
-    }
-
-    function ping(urls) {
-        urls.forEach(function (u) {
-            fetch(u, {mode: 'no-cors', credentials: 'omit', keepalive: true, cache: 'no-store'})
-                .catch(function (e) { warn('a tracking request failed', e); });
-        });
     }
 
     function button(label, css) {
@@ -626,6 +697,14 @@
 
     /* ---- the impression: half of the ad in view for one second ---------- */
 
+    // tracking URLs: no cookies, no answer read, sent even as the page goes
+    function ping(urls) {
+        urls.forEach(function (u) {
+            fetch(u, {mode: 'no-cors', credentials: 'omit', keepalive: true, cache: 'no-store'})
+                .catch(function (e) { warn('a tracking request failed', e); });
+        });
+    }
+
     function watch(s, box, url) {
         var gen = s.gen, fired = false;
         s.fire = function () {
@@ -637,10 +716,7 @@
                 s.io.disconnect();
                 s.io = null;
             }
-            if (url) {
-                fetch(url, {mode: 'no-cors', credentials: 'omit', keepalive: true, cache: 'no-store'})
-                    .catch(function (e) { warn('impression of ' + s.tagid + ' not sent', e); });
-            }
+            ping(url ? [url] : []);
             emit('impression', {slot: s.handle, url: url});
         };
         if (typeof IntersectionObserver !== 'function') {

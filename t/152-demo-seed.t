@@ -19,15 +19,27 @@ like($out, qr{^  SDK:\s+\Q${\ $t->base}\E/sdk/v0/adserve\.js$}m, '... and the SD
 like($out, qr{==> demo: created ad-units}, '... after seeding the demo through the API');
 
 my %unit = map { $_->{code} => $_ } @{ $t->api('GET', '/api/ad-units?q=demo-')->{json}{items} };
-is_deeply([ sort keys %unit ], [qw(demo-empty demo-leaderboard demo-native-feed demo-native-html demo-rectangle demo-video)],
-          'six demo ad units');
-is_deeply([ map { $unit{$_}{status} } sort keys %unit ], [ ('ACTIVE') x 6 ], '... all ACTIVE');
+is_deeply([ sort keys %unit ], [qw(demo-empty demo-leaderboard demo-native-feed demo-native-html demo-rectangle
+                                   demo-related demo-video)],
+          'seven demo ad units');
+is_deeply([ map { $unit{$_}{status} } sort keys %unit ], [ ('ACTIVE') x 7 ], '... all ACTIVE');
 is_deeply([ map { "$_->{display}{w}x$_->{display}{h}" }
             @unit{qw(demo-rectangle demo-leaderboard demo-empty demo-native-feed demo-native-html demo-video)} ],
           [qw(300x250 728x90 300x250 600x126 300x250 640x360)], '... of the sizes the page registers');
 is_deeply([ map { $unit{$_}{ext}{native}{render_mode} } qw(demo-native-feed demo-native-html) ], [qw(asset html)],
           '... a native unit in each render mode');
 is($unit{'demo-video'}{ext}{video}{enabled}, 1, '... and a video player');
+is($unit{'demo-related'}{ext}{recommendation}{enabled}, 1, '... and related articles, a recommendation unit');
+is($unit{'demo-related'}{recommendation}{topn}, 4, '... of 4 items');
+
+# the related articles: a catalog of the demo's articles and their pools
+my $items = $t->api('GET', '/api/catalog-items?limit=100')->{json};
+is($items->{total}, 12, 'a catalog of twelve articles');
+is_deeply([ grep { $_->{url} ne "$demo/?article=$_->{item_id}" } @{ $items->{items} } ], [],
+          '... each landing on the demo page that shows it');
+is_deeply([ grep { ($_->{image} // '') !~ m{^\Q$demo\E/assets/article-\w+\.svg$} } @{ $items->{items} } ], [],
+          '... with a thumbnail of the demo\'s');
+is($t->api('GET', '/api/associated-items-pools?limit=100')->{json}{total}, 8, 'eight of them have related articles');
 
 # scripts/demo saw one worker serve the demo; these requests may reach the other
 ok($t->wait_until(10, sub { $t->workers_at($t->revision) }), 'every worker has the demo');
@@ -45,17 +57,27 @@ like($ad->{json}{ad}{display}{adm} // '', qr{<a class="card" href="\Q$ad->{json}
 $ad = $t->ad($unit{'demo-video'}{id});
 like($ad->{json}{ad}{video}{vast} // '', qr{<MediaFile [^>]*type="video/webm"[^>]*>\Q$demo\E/assets/demo\.webm</MediaFile>},
      'the video slot serves a VAST of the shipped WebM');
+$ad = $t->ad($unit{'demo-related'}{id}, { user => { id => 'reader' }, ext => { item_id => 'mud-10k' } });
+is_deeply([ map { "$_->{id}/$_->{source}" } @{ $ad->{json}{ad}{recommendation}{items} // [] } ],
+          [ map { "$_/algorithm" } qw(gps-trackers shoes-grip race-food volunteers) ],
+          'the related articles of the page\'s article: the first four of its pool');
+$ad = $t->ad($unit{'demo-related'}{id}, { user => { id => 'reader' }, ext => { item_id => 'navigation' } });
+is_deeply([ map { "$_->{id}/$_->{source}" } @{ $ad->{json}{ad}{recommendation}{items} // [] } ],
+          [ map { "$_/preset" } qw(first-ultra night-running mud-10k hill-training) ],
+          '... of an article without a pool: the editors\' picks');
 
 my $http = HTTP::Tiny->new(timeout => 10);
 my $page = $http->get("$demo/");
 is($page->{status}, 200, 'the demo page is served on its own port');
 like($page->{headers}{'content-type'}, qr{^text/html; charset=utf-8}, '... as HTML');
 like($page->{content}, qr{<script async src="\Q${\ $t->base}\E/sdk/v0/adserve\.js"></script>}, '... loading the SDK from the ad server');
+like($page->{content}, qr{item_id: article \|\| 'mud-10k'}, '... asking for the related articles of its article');
 for my $code (sort keys %unit) {
     like($page->{content}, qr{tagid: '\Q$unit{$code}{id}\E'}, "... registering $code by its id");
 }
-unlike($page->{content}, qr/\{\{(?:SDK_URL|demo-)/, '... with every placeholder of the seed filled');
-for my $file (qw(landing.html demo.css assets/rectangle.svg assets/native-main.svg assets/demo.webm)) {
+unlike($page->{content}, qr/\{\{(?:SDK_URL|ARTICLE|demo-)/, '... with every placeholder of the seed filled');
+for my $file (qw(landing.html demo.css assets/rectangle.svg assets/native-main.svg assets/demo.webm
+                 assets/article-ridge.svg assets/article-forest.svg assets/article-river.svg)) {
     is($http->get("$demo/$file")->{status}, 200, "$file is served");
 }
 
@@ -75,6 +97,7 @@ like($out, qr{^\Q$demo\E/$}m, '... and prints the URL again');
 }
 like($out, qr{updated creatives \S+: image_url, landing_url}, 'another demo port: the image creative is fixed');
 like($out, qr{updated creatives \S+: landing_url}, '... and the HTML one');
+like($out, qr{updated catalog-items \S+: image, url}, '... and the articles');
 $t->script('demo');
 
 # ---- off, and failing ----------------------------------------------------------

@@ -76,6 +76,15 @@ export async function metric(unitId, name) {
     return rows.reduce((sum, row) => sum + (row[name] || 0), 0);
 }
 
+// a counter of the hour hashes adserve:stats:*, summed over every hour (as
+// Adserve::Test's stat_sum): u:{id}:imp, dup:imp, ...
+export function statSum(field) {
+    const redis = (...args) => execFileSync('redis-cli', ['-p', process.env.ADSERVE_REDIS_PORT, ...args],
+                                            { encoding: 'utf8', timeout: 5000 });
+    return redis('--scan', '--pattern', 'adserve:stats:*').split('\n').filter(Boolean)
+        .reduce((sum, key) => sum + Number(redis('HGET', key, field).trim() || 0), 0);
+}
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // polls fn until it returns want (counters reach Redis at each worker's
@@ -128,10 +137,11 @@ window.__events = [];
 window.__rejections = [];
 addEventListener('unhandledrejection', function (e) { __rejections.push(String(e.reason)); });
 window.adserve = {cmd: [function () {
-    ['render', 'nobid', 'impression', 'error', 'video'].forEach(function (name) {
+    ['render', 'nobid', 'impression', 'error', 'video', 'recommendation'].forEach(function (name) {
         adserve.on(name, function (e) {
             __events.push({name: name, element: e.slot.element.id, at: performance.now(),
-                           ad: e.ad || null, error: e.error || null, event: e.event || null});
+                           ad: e.ad || null, error: e.error || null, event: e.event || null,
+                           item: e.item || null, url: e.url || null});
         });
     });
 }]};`;
