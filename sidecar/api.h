@@ -32,5 +32,6 @@ ROUTE_GROUP(native_styles);
 ROUTE_GROUP(ad_unit_native_styles);
 ROUTE_GROUP(catalog_items);
 ROUTE_GROUP(item_pools);
+ROUTE_GROUP(rec_jobs);
 
 #endif

@@ -38,6 +38,7 @@
 #include "log.h"
 #include "mail.h"
 #include "ratelimit.h"
+#include "rec_jobs.h"
 #include "secret.h"
 #include "store.h"
 
@@ -63,6 +64,7 @@ struct config {
     const char *admin_password;
     long max_body;
     long access_ttl;
+    long rec_jobs_interval;
 };
 
 static const char *env_or(const char *name, const char *fallback)
@@ -99,7 +101,8 @@ static int load_config(struct config *cfg)
     if (env_long("ADSERVE_SIDECAR_PORT", 8081, 1, 65535, &cfg->port) != 0 ||
         env_long("ADSERVE_REDIS_PORT", 6380, 1, 65535, &cfg->redis_port) != 0 ||
         env_long("ADSERVE_MAX_BODY", 1048576, 1, 64L * 1024 * 1024, &cfg->max_body) != 0 ||
-        env_long("ADSERVE_ACCESS_TTL", 900, 1, 7L * 24 * 3600, &cfg->access_ttl) != 0)
+        env_long("ADSERVE_ACCESS_TTL", 900, 1, 7L * 24 * 3600, &cfg->access_ttl) != 0 ||
+        env_long("ADSERVE_REC_JOBS_INTERVAL", 60, 0, 86400, &cfg->rec_jobs_interval) != 0)
         return -1;
     return 0;
 }
@@ -204,13 +207,15 @@ static int run(const struct config *cfg, const sigset_t *stop)
     else if (mail_init(cfg->var_dir) != 0)
         log_line("cannot initialise mail");
     else if ((rc = wait_for_redis(cfg, stop)) == 0)
-        rc = bootstrap(cfg) == 0 ? serve(cfg, stop) : -1;
+        rc = bootstrap(cfg) == 0 && rec_jobs_start(cfg->rec_jobs_interval) == 0
+                 ? serve(cfg, stop) : -1;
     else if (rc == 1) {
         log_line("adserve-sidecar stopped while waiting for redis");
         rc = 0;
     }
     sodium_memzero(secret, strlen(secret));
     free(secret);
+    rec_jobs_stop();
     mail_shutdown();            /* it may still write to the outbox */
     store_shutdown();
     auth_shutdown();

@@ -36,6 +36,7 @@ const struct route_table route_tables[] = {
     GROUP(ad_unit_native_styles),
     GROUP(catalog_items),
     GROUP(item_pools),
+    GROUP(rec_jobs),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

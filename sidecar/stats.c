@@ -233,14 +233,14 @@ int stats_add_hour(struct stats_map *m, const redisReply *fields, enum stats_kin
     return 0;
 }
 
-static int hour_key(char *out, size_t len, long long hour)
+int stats_hour_key(char *out, size_t len, const char *prefix, long long hour)
 {
     time_t t = (time_t)hour;
     struct tm tm;
 
     if (gmtime_r(&t, &tm) == NULL || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
         return -1;
-    int n = snprintf(out, len, ADSERVE_KEY_STATS "%04d%02d%02d%02d", tm.tm_year + 1900,
+    int n = snprintf(out, len, "%s%04d%02d%02d%02d", prefix, tm.tm_year + 1900,
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour);
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
@@ -256,7 +256,8 @@ enum store_status stats_read_hours(struct store_conn *c, long long first, long l
     for (long long done = 0; done < n;) {
         size_t k = (size_t)(n - done < STATS_BATCH ? n - done : STATS_BATCH);
         for (size_t i = 0; i < k; i++) {
-            if (hour_key(keys[i], sizeof keys[i], first + (done + (long long)i) * STATS_HOUR) != 0)
+            if (stats_hour_key(keys[i], sizeof keys[i], ADSERVE_KEY_STATS,
+                               first + (done + (long long)i) * STATS_HOUR) != 0)
                 return STORE_ERROR;
             argv[i][0] = "HGETALL";
             argv[i][1] = keys[i];

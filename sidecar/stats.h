@@ -43,6 +43,10 @@ enum stats_metric {
     STATS_ALL = STATS_VAST_ERROR + ADSERVE_VAST_ERROR_CODES,
 };
 
+/* prefix then the UTC hour of hour (unix seconds) as YYYYMMDDHH into out:
+ * the name of an hour's hash (ADSERVE_KEY_STATS, ADSERVE_KEY_POPULARITY). */
+int stats_hour_key(char *out, size_t len, const char *prefix, long long hour);
+
 struct stats_counts {
     long long v[STATS_ALL];             /* spend and convval in micros */
 };

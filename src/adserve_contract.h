@@ -46,6 +46,7 @@
                                          ADSERVE_KEY("native_style_templates")
 #define ADSERVE_KEY_CATALOG_ITEMS        ADSERVE_KEY("catalog_items")
 #define ADSERVE_KEY_ITEM_POOLS           ADSERVE_KEY("associated_items_pools")
+#define ADSERVE_KEY_POPULAR_ITEMS        ADSERVE_KEY("popular_items")
 
 /* what serving follows: INCR on every change it reads, and the change log
  * (a stream of {kind, id}) that lets a worker fetch just those records */
@@ -115,6 +116,22 @@
 #define ADSERVE_HISTORY_MAX              200
 #define ADSERVE_HISTORY_SECONDS          (7 * 86400)
 
+/* Popularity (the popular fallback, README "Recommendation"): the views of
+ * each item per serving context, a hash per UTC hour,
+ * adserve:pop:{YYYYMMDDHH}, field "{context}/{item id}" (an item id has no
+ * '/'), counted by serving's flush for the context "all" and for each
+ * context a popular fallback queries. The sidecar ranks the last
+ * ADSERVE_POPULAR_HOURS into the popular_items records, one per context:
+ * {"context": …, "items": [item ids, most viewed first]}. */
+#define ADSERVE_KEY_POPULARITY           ADSERVE_KEY("pop:")       /* + hour */
+#define ADSERVE_POPULAR_SEP              '/'
+#define ADSERVE_POPULAR_HOURS            24
+#define ADSERVE_POPULAR_ITEMS_MAX        100
+#define ADSERVE_POPULAR_CONTEXTS_MAX     64       /* counted, "all" aside */
+/* held by the sidecar whose timer runs the recommendation jobs (several
+ * sidecars on one Redis: one run per interval) */
+#define ADSERVE_KEY_REC_JOBS_LOCK        ADSERVE_KEY("rec_jobs_lock")
+
 
 /* ---- record kinds -------------------------------------------------------- */
 
@@ -131,6 +148,7 @@ typedef enum {
     ADSERVE_KIND_AD_UNIT_NATIVE_STYLES,
     ADSERVE_KIND_CATALOG_ITEMS,
     ADSERVE_KIND_ITEM_POOLS,
+    ADSERVE_KIND_POPULAR_ITEMS,
     ADSERVE_KIND_ADVERTISERS,
     ADSERVE_KIND_TARGETING_KEYS,
     ADSERVE_KIND_NATIVE_FORMATS,
@@ -138,7 +156,7 @@ typedef enum {
     ADSERVE_KIND_ALL
 } adserve_kind_e;
 
-#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_ITEM_POOLS + 1)
+#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_POPULAR_ITEMS + 1)
 /* the kinds a snapshot is built from */
 #define ADSERVE_KIND_COUNT    ADSERVE_KIND_SERVING
 
@@ -172,6 +190,7 @@ int adserve_kind_by_key(const char *key);
 #define ADSERVE_RECORD_NATIVE_STYLE_TEMPLATE "native_style_template"
 #define ADSERVE_RECORD_CATALOG_ITEM      "catalog_item"
 #define ADSERVE_RECORD_ITEM_POOL         "associated_items_pool"
+#define ADSERVE_RECORD_POPULAR_ITEMS     "popular_items"
 
 
 /* ---- vocabularies ---------------------------------------------------------
@@ -494,8 +513,10 @@ extern const char *const adserve_filtering_names[ADSERVE_FILTERING_COUNT + 1];
 #define ADSERVE_FALLBACKS_MAX         8        /* Choice: a chain's length */
 #define ADSERVE_PRESET_ITEMS_MAX      100      /* Choice: a preset's items */
 
-/* the click URL's query argument naming the recommended item clicked */
+/* the click URL's query arguments naming the recommended item clicked and
+ * its source (adserve_rec_source_names) */
 #define ADSERVE_ITEM_ARG              "item"
+#define ADSERVE_SOURCE_ARG            "src"
 
 /* The VAST tracking events a video ad reports through
  * /app/v0/event/video/{event}, and its errors (README "Video"). */
@@ -669,12 +690,17 @@ typedef enum {
     ADSERVE_DIM_UNIT = 0,
     ADSERVE_DIM_LINE_ITEM,
     ADSERVE_DIM_CREATIVE,
+    ADSERVE_DIM_ITEM,                 /* a catalog item: shown, view, clk */
+    ADSERVE_DIM_SOURCE,               /* "{ad unit id}/{source}": shown, clk */
     ADSERVE_DIM_COUNT
 } adserve_dim_e;
 
 #define ADSERVE_V_DIM_UNIT        "u:"
 #define ADSERVE_V_DIM_LINE_ITEM   "li:"
 #define ADSERVE_V_DIM_CREATIVE    "cr:"
+#define ADSERVE_V_DIM_ITEM        "it:"
+#define ADSERVE_V_DIM_SOURCE      "rs:"
+#define ADSERVE_SOURCE_SEP        '/'
 
 extern const char *const adserve_dim_names[ADSERVE_DIM_COUNT + 1];
 
@@ -690,6 +716,8 @@ typedef enum {
     ADSERVE_METRIC_CONVVAL,
     ADSERVE_METRIC_OPP,               /* pacing's: a paced line item could
                                        * have served */
+    ADSERVE_METRIC_SHOWN,             /* recommended in an answer */
+    ADSERVE_METRIC_VIEW,              /* a recommendation request's item */
     ADSERVE_METRIC_COUNT
 } adserve_metric_e;
 

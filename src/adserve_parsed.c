@@ -375,6 +375,15 @@ parse_fallbacks(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *rec, int *
 
         if (type == ADSERVE_FALLBACK_PRESET) {
             parse_preset(sc, f, cJSON_GetObjectItemCaseSensitive(it, "items"), oom);
+
+        } else if (type == ADSERVE_FALLBACK_POPULAR) {
+            /* the spec's default: the popularity of every context */
+            f->context = get_str(it, "serving_context");
+            f->context = f->context != NULL && f->context[0] != '\0'
+                         && strlen(f->context) <= ADSERVE_CONTEXT_MAX
+                         ? s_dup(sc, f->context, strlen(f->context))
+                         : s_dup(sc, ADSERVE_V_CONTEXT_ALL, sizeof(ADSERVE_V_CONTEXT_ALL) - 1);
+            *oom |= f->context == NULL;
         }
     }
 }
@@ -875,6 +884,21 @@ parse_item(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 }
 
 
+/* A context's popular items, written by the sidecar's popularity job. */
+static int
+parse_popular(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_pool_t  *pl = &p->u.pool;
+    int                     oom = 0;
+
+    pl->source = dup_str(sc, o, "context", &oom);
+    pl->source_hash = hash_of(pl->source);
+    pl->items = dup_strs(sc, cJSON_GetObjectItemCaseSensitive(o, "items"), &oom);
+
+    return oom ? -1 : 0;
+}
+
+
 static int
 parse_pool(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 {
@@ -958,7 +982,7 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
     static const parse_kind_pt  parsers[ADSERVE_KIND_COUNT] = {
         parse_unit, parse_placement, parse_order,
         parse_li, parse_creative, parse_lica, parse_style, parse_unit_style,
-        parse_item, parse_pool
+        parse_item, parse_pool, parse_popular
     };
     /* a parse is as long as its own kind's member of the union: a LICA's
      * is a fifth of a line item's */
@@ -967,7 +991,8 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
         sizeof(adserve_parsed_order_t), sizeof(adserve_parsed_li_t),
         sizeof(adserve_parsed_creative_t), sizeof(adserve_parsed_lica_t),
         sizeof(adserve_parsed_style_t), sizeof(adserve_parsed_unit_style_t),
-        sizeof(adserve_parsed_item_t), sizeof(adserve_parsed_pool_t)
+        sizeof(adserve_parsed_item_t), sizeof(adserve_parsed_pool_t),
+        sizeof(adserve_parsed_pool_t)
     };
     adserve_parsed_t  *p;
     const char        *id;
@@ -1046,6 +1071,7 @@ move_native(adserve_parsed_t *p, uintptr_t delta)
         for (i = 0; i < u->nfallbacks; i++) {
             move_strs(&u->fallbacks[i].items, delta);
             MOVE(u->fallbacks[i].expire);
+            MOVE(u->fallbacks[i].context);
         }
         return;
     }
@@ -1112,6 +1138,7 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         MOVE(p->u.item.attrs.values);
         break;
     case ADSERVE_KIND_ITEM_POOLS:
+    case ADSERVE_KIND_POPULAR_ITEMS:
         MOVE(p->u.pool.source);
         move_strs(&p->u.pool.items, delta);
         break;

@@ -52,6 +52,7 @@ typedef struct {
     adserve_strs_t  items;            /* preset: catalog item ids */
     int64_t        *expire;           /* preset: unix seconds per item;
                                        * INT64_MAX: never */
+    const char     *context;          /* popular: its serving_context */
 } adserve_parsed_fallback_t;
 
 typedef struct {
@@ -165,7 +166,9 @@ typedef struct {
     adserve_attrs_t attrs;            /* what content filters read */
 } adserve_parsed_item_t;
 
-/* An associated items pool: the source item's ranked items. */
+/* An associated items pool: the source item's ranked items. A context's
+ * popular items (ADSERVE_KIND_POPULAR_ITEMS) read as one: the context is
+ * the source. */
 typedef struct {
     const char     *source;           /* NULL: not a usable pool */
     uint64_t        source_hash;

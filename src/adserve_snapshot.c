@@ -129,6 +129,7 @@ typedef struct {
     const adserve_parsed_style_t **styles;
     adserve_parsed_t  **item_ps;      /* the catalog's and the pools' parses */
     adserve_parsed_t  **pool_ps;
+    adserve_parsed_t  **popular_ps;   /* the contexts' popular items */
     uint32_t            n[ADSERVE_KIND_COUNT];
     idmap_t             map[ADSERVE_KIND_COUNT];
     uint32_t           *stamp;        /* per unit: last line item that included it */
@@ -656,6 +657,18 @@ link_pools(build_t *b, adserve_parsed_t **ps)
     b->pool_ps = ps;
     return 0;
 }
+
+
+static int
+link_popular(build_t *b, adserve_parsed_t **ps)
+{
+    b->popular_ps = ps;
+    return 0;
+}
+
+
+static const adserve_pool_t *pool_find(const adserve_pool_t *pools, uint32_t mask,
+    const char *id, size_t len);
 
 
 /* ---- joining ----------------------------------------------------------- */
@@ -1292,6 +1305,43 @@ render_rec_head(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 }
 
 
+/* A popular fallback: its context's popular items as they are now, and
+ * the context counted from now on (up to ADSERVE_POPULAR_CONTEXTS_MAX). */
+static int
+popular_fallback(build_t *b, const char *context, adserve_fallback_t *f)
+{
+    adserve_snapshot_t    *s = b->snap;
+    const adserve_pool_t  *pl;
+    size_t                 len = strlen(context);
+
+    pl = adserve_snapshot_popular(s, context, len);
+    f->items = pl != NULL ? pl->items : NULL;
+    f->n = pl == NULL ? 0 : pl->n < ADSERVE_PRESET_ITEMS_MAX ? pl->n : ADSERVE_PRESET_ITEMS_MAX;
+    f->expire = NULL;
+
+    if ((len == sizeof(ADSERVE_V_CONTEXT_ALL) - 1
+         && memcmp(context, ADSERVE_V_CONTEXT_ALL, len) == 0)
+        || adserve_snapshot_counts_context(s, context, len)
+        || s->npop_contexts == ADSERVE_POPULAR_CONTEXTS_MAX)
+    {
+        return 0;
+    }
+
+    if (s->pop_contexts == NULL) {
+        s->pop_contexts = adserve_arena_alloc(&s->arena,
+                              ADSERVE_POPULAR_CONTEXTS_MAX * sizeof(adserve_str_t));
+        if (s->pop_contexts == NULL) {
+            return -1;
+        }
+    }
+
+    s->pop_contexts[s->npop_contexts].len = len;
+    s->pop_contexts[s->npop_contexts].data = adserve_arena_memdup(&s->arena, context, len);
+
+    return s->pop_contexts[s->npop_contexts++].data != NULL ? 0 : -1;
+}
+
+
 /* A recommendation unit's fallback chain, its presets' ids resolved to
  * the catalog's items (the build made their table first). */
 static int
@@ -1315,16 +1365,23 @@ build_fallbacks(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 
     for (i = 0; i < u->p->nfallbacks; i++) {
         pf = &u->p->fallbacks[i];
+        f[i].type = pf->type;
+        f[i].activation = pf->activation;
+        f[i].order = pf->order;
+        f[i].n = 0;
+
+        if (pf->type == ADSERVE_FALLBACK_POPULAR) {
+            if (popular_fallback(b, pf->context, &f[i]) != 0) {
+                return -1;
+            }
+            continue;
+        }
+
         items = adserve_arena_alloc(a, (pf->items.n + 1) * sizeof(uint32_t));
         expire = adserve_arena_alloc(a, (pf->items.n + 1) * sizeof(int64_t));
         if (items == NULL || expire == NULL) {
             return -1;
         }
-
-        f[i].type = pf->type;
-        f[i].activation = pf->activation;
-        f[i].order = pf->order;
-        f[i].n = 0;
 
         for (j = 0; j < pf->items.n; j++) {
             it = adserve_snapshot_item(b->snap, pf->items.v[j], strlen(pf->items.v[j]));
@@ -1345,12 +1402,28 @@ build_fallbacks(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 }
 
 
-/* A recommendation unit's candidate filtering and content filter. A rule
- * that does not compile (written past the API) lets no item through. */
+/* A recommendation unit's candidate filtering and content filter (a rule
+ * that does not compile, written past the API, lets no item through), and
+ * the ids its items are counted by per source. */
 static int
 build_filter(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 {
-    int  rc;
+    char  id[ADSERVE_TOKEN_ID_MAX + 16];
+    int   rc, k, n;
+
+    for (k = 0; k < ADSERVE_SOURCE_COUNT; k++) {
+        n = snprintf(id, sizeof(id), "%s%c%s", u->id, ADSERVE_SOURCE_SEP,
+                     adserve_rec_source_names[k]);
+        if (n < 0 || (size_t) n >= sizeof(id)) {
+            return -1;
+        }
+        out->source_ids[k].len = (size_t) n;
+        out->source_ids[k].data = adserve_arena_memdup(&b->snap->arena, id, (size_t) n);
+        out->source_hashes[k] = adserve_hash(id, (size_t) n);
+        if (out->source_ids[k].data == NULL) {
+            return -1;
+        }
+    }
 
     out->filtering = (uint8_t) u->p->filtering;
 
@@ -1705,25 +1778,29 @@ build_items(build_t *b)
 }
 
 
+/* A table of ranked item lists by their source (an item, or a context),
+ * each list resolved to the catalog's items: ids it lacks are dropped, so
+ * serving only copies. The first of duplicate sources wins. */
 static int
-build_pools(build_t *b)
+build_pool_table(build_t *b, adserve_parsed_t **ps, uint32_t n, adserve_pool_t **out,
+    uint32_t *mask)
 {
     adserve_snapshot_t           *s = b->snap;
     const adserve_parsed_pool_t  *p;
     const adserve_item_t         *it;
-    adserve_pool_t               *pl;
-    uint32_t                      i, j, k, *v, n = b->n[ADSERVE_KIND_ITEM_POOLS];
+    adserve_pool_t               *pl, *pools;
+    uint32_t                      i, j, k, *v;
 
-    s->pool_mask = table_size(n) - 1;
-    s->pools = adserve_arena_calloc(&s->arena, (s->pool_mask + 1) * sizeof(adserve_pool_t));
-    if (s->pools == NULL) {
+    *mask = table_size(n) - 1;
+    pools = adserve_arena_calloc(&s->arena, (*mask + 1) * sizeof(adserve_pool_t));
+    if (pools == NULL) {
         return -1;
     }
+    *out = pools;
 
     for (i = 0; i < n; i++) {
-        p = &b->pool_ps[i]->u.pool;
-        if (p->source == NULL || adserve_snapshot_pool(s, p->source, strlen(p->source)) != NULL)
-        {
+        p = &ps[i]->u.pool;
+        if (p->source == NULL || pool_find(pools, *mask, p->source, strlen(p->source)) != NULL) {
             continue;
         }
 
@@ -1739,13 +1816,13 @@ build_pools(build_t *b)
             }
         }
 
-        for (j = (uint32_t) p->source_hash & s->pool_mask; s->pools[j].source.data != NULL;
-             j = (j + 1) & s->pool_mask)
+        for (j = (uint32_t) p->source_hash & *mask; pools[j].source.data != NULL;
+             j = (j + 1) & *mask)
         {
             /* probe */
         }
 
-        pl = &s->pools[j];
+        pl = &pools[j];
         pl->hash = p->source_hash;
         pl->source.len = strlen(p->source);
         pl->source.data = adserve_arena_memdup(&s->arena, p->source, pl->source.len);
@@ -1760,6 +1837,19 @@ build_pools(build_t *b)
 }
 
 
+static int
+build_pools(build_t *b)
+{
+    adserve_snapshot_t  *s = b->snap;
+
+    return build_pool_table(b, b->pool_ps, b->n[ADSERVE_KIND_ITEM_POOLS], &s->pools,
+                            &s->pool_mask)
+           || build_pool_table(b, b->popular_ps, b->n[ADSERVE_KIND_POPULAR_ITEMS],
+                               &s->popular, &s->popular_mask)
+           ? -1 : 0;
+}
+
+
 /* ---- the build --------------------------------------------------------- */
 
 typedef int (*link_pt)(build_t *b, adserve_parsed_t **ps);
@@ -1771,7 +1861,7 @@ build(build_t *b, const adserve_input_t *in)
     static const link_pt  linkers[ADSERVE_KIND_COUNT] = {
         link_units, link_placements, link_orders,
         link_line_items, link_creatives, link_licas, link_styles, link_unit_styles,
-        link_items, link_pools
+        link_items, link_pools, link_popular
     };
     adserve_parsed_t  **ps;
     uint32_t            k, i, nunits;
@@ -1946,29 +2036,58 @@ adserve_snapshot_item(const adserve_snapshot_t *s, const char *id, size_t len)
 }
 
 
-const adserve_pool_t *
-adserve_snapshot_pool(const adserve_snapshot_t *s, const char *id, size_t len)
+/* The pool of a table (pools or popular) with this source, or NULL. */
+static const adserve_pool_t *
+pool_find(const adserve_pool_t *pools, uint32_t mask, const char *id, size_t len)
 {
     uint64_t  h;
     uint32_t  j;
 
-    if (s == NULL || s->pools == NULL) {
+    if (pools == NULL) {
         return NULL;
     }
 
     h = adserve_hash(id, len);
 
-    for (j = (uint32_t) h & s->pool_mask; s->pools[j].source.data != NULL;
-         j = (j + 1) & s->pool_mask)
-    {
-        if (s->pools[j].hash == h && s->pools[j].source.len == len
-            && memcmp(s->pools[j].source.data, id, len) == 0)
+    for (j = (uint32_t) h & mask; pools[j].source.data != NULL; j = (j + 1) & mask) {
+        if (pools[j].hash == h && pools[j].source.len == len
+            && memcmp(pools[j].source.data, id, len) == 0)
         {
-            return &s->pools[j];
+            return &pools[j];
         }
     }
 
     return NULL;
+}
+
+
+const adserve_pool_t *
+adserve_snapshot_pool(const adserve_snapshot_t *s, const char *id, size_t len)
+{
+    return s != NULL ? pool_find(s->pools, s->pool_mask, id, len) : NULL;
+}
+
+
+const adserve_pool_t *
+adserve_snapshot_popular(const adserve_snapshot_t *s, const char *context, size_t len)
+{
+    return s != NULL ? pool_find(s->popular, s->popular_mask, context, len) : NULL;
+}
+
+
+int
+adserve_snapshot_counts_context(const adserve_snapshot_t *s, const char *context, size_t len)
+{
+    uint32_t  i;
+
+    for (i = 0; s != NULL && i < s->npop_contexts; i++) {
+        if (s->pop_contexts[i].len == len && memcmp(s->pop_contexts[i].data, context, len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

@@ -178,14 +178,16 @@ typedef struct {
 } adserve_excl_t;
 
 /* A recommendation unit's fallback: a preset's items resolved to the
- * catalog (those it lacks dropped), each with its expiry. */
+ * catalog (those it lacks dropped), each with its expiry; a popular one's,
+ * its context's popular items when the snapshot was built. */
 typedef struct {
     uint8_t         type;             /* adserve_fallback_e */
     uint8_t         activation;       /* adserve_activation_e */
     uint8_t         order;            /* adserve_order_e */
     uint32_t        n;
     const uint32_t *items;            /* indexes in the snapshot's items */
-    const int64_t  *expire;           /* unix seconds; INT64_MAX: never */
+    const int64_t  *expire;           /* unix seconds; INT64_MAX: never;
+                                       * NULL: never for all (popular) */
 } adserve_fallback_t;
 
 typedef struct {
@@ -223,6 +225,8 @@ typedef struct {
     unsigned        filter_refuses:1;   /* its content filter does not
                                          * compile: no item passes */
     const adserve_target_t *filter;     /* content_filter_rule; NULL: none */
+    adserve_str_t   source_ids[ADSERVE_SOURCE_COUNT];  /* "{unit id}/{source}": */
+    uint64_t        source_hashes[ADSERVE_SOURCE_COUNT];  /* counted per source */
     uint8_t         nfallbacks;
     const adserve_fallback_t *fallbacks;  /* the chain, in order */
 } adserve_unit_t;
@@ -314,6 +318,10 @@ typedef struct adserve_snapshot_s {
     uint32_t        item_mask;
     adserve_pool_t *pools;            /* open addressing by source item id */
     uint32_t        pool_mask;
+    adserve_pool_t *popular;          /* by context: its popular items */
+    uint32_t        popular_mask;
+    adserve_str_t  *pop_contexts;     /* the contexts popular fallbacks */
+    uint32_t        npop_contexts;    /* query, "all" aside: counted */
     adserve_arena_t arena;
 } adserve_snapshot_t;
 
@@ -342,6 +350,15 @@ const adserve_item_t *adserve_snapshot_item(const adserve_snapshot_t *s, const c
 
 /* The pool of a source item, or NULL. */
 const adserve_pool_t *adserve_snapshot_pool(const adserve_snapshot_t *s, const char *id,
+    size_t len);
+
+/* A context's popular items (ADSERVE_KIND_POPULAR_ITEMS), or NULL. */
+const adserve_pool_t *adserve_snapshot_popular(const adserve_snapshot_t *s,
+    const char *context, size_t len);
+
+/* Whether views in this context are counted for popularity: some popular
+ * fallback queries it ("all" is always counted, apart). */
+int adserve_snapshot_counts_context(const adserve_snapshot_t *s, const char *context,
     size_t len);
 
 /* The ACTIVE ad unit with this id, or NULL. */

@@ -257,8 +257,19 @@ typedef enum {
     NGX_HTTP_ADSERVE_M_ADS,                 /* 200 responses */
     NGX_HTTP_ADSERVE_M_OPPORTUNITIES,       /* a line item could have served
                                              * (pacing's denominator) */
+    NGX_HTTP_ADSERVE_M_SHOWN,               /* recommended (items, sources) */
+    NGX_HTTP_ADSERVE_M_VIEWS,               /* a request's item (items,
+                                             * popularity) */
+    NGX_HTTP_ADSERVE_M_CLICKS,              /* an item's click (items,
+                                             * sources) */
     NGX_HTTP_ADSERVE_M_COUNT
 } ngx_http_adserve_metric_e;
+
+/* Popularity's counters: views of "{context}/{item id}" in the hour's
+ * adserve:pop:{hour} hash rather than its stats (ADSERVE_KEY_POPULARITY) */
+#define NGX_HTTP_ADSERVE_DIM_POPULAR    (ADSERVE_DIM_COUNT + 1)
+/* the longest counted id: a context, '/', an item id */
+#define NGX_HTTP_ADSERVE_COUNTER_ID_MAX (ADSERVE_CONTEXT_MAX + 1 + ADSERVE_ITEM_ID_MAX)
 
 typedef struct ngx_http_adserve_events_s  ngx_http_adserve_events_t;
 
@@ -276,10 +287,12 @@ ngx_http_adserve_events_t *ngx_http_adserve_events_init(ngx_cycle_t *cycle,
 /* at worker exit: a last, synchronous flush bounded by the Redis timeout */
 void ngx_http_adserve_events_exit(ngx_http_adserve_events_t *ev);
 
-/* hot path: n more of metric m for one id in the hour of now; hash is
- * adserve_hash(id) (the snapshot keeps it, so it is not computed again) */
+/* hot path: n more of metric m for one id (NGX_HTTP_ADSERVE_COUNTER_ID_MAX
+ * bytes at most) in the hour of now; hash is adserve_hash(id) (the snapshot
+ * keeps it, so it is not computed again). dim is an adserve_dim_e or
+ * NGX_HTTP_ADSERVE_DIM_POPULAR. */
 void ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
-    adserve_dim_e dim, const adserve_str_t *id, uint64_t hash,
+    ngx_uint_t dim, const adserve_str_t *id, uint64_t hash,
     ngx_http_adserve_metric_e m, ngx_uint_t n);
 
 /* an authenticated tracking event, queued raw: deduplicated (once per
@@ -375,6 +388,11 @@ size_t ngx_http_adserve_encode(ngx_http_request_t *r, adserve_ad_log_t *log, u_c
 /* A recommendation ad unit's answer (src/ngx_http_adserve_recommend.c). */
 ngx_int_t ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, adserve_decision_t *d);
+
+/* A recommended item's click (its token checked, its count queued): the
+ * item's and its source's clicks (?src=), and a view in the history. */
+void ngx_http_adserve_rec_click(ngx_http_request_t *r, const adserve_snapshot_t *s,
+    const adserve_ad_log_t *log, const adserve_item_t *it, time_t now);
 
 /* The user's recommendation history (src/ngx_http_adserve_history.c): read
  * as ngx_http_adserve_caps_read, into ctx->history; recorded after an

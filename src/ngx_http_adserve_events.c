@@ -78,7 +78,7 @@
 /* bytes made per increment (a key, its index, field, number) and per event
  * (numbers, two keys and their indexes, the request id in hex), with room
  * to spare */
-#define NGX_HTTP_ADSERVE_INCR_BYTES     160
+#define NGX_HTTP_ADSERVE_INCR_BYTES     320
 #define NGX_HTTP_ADSERVE_EVENT_BYTES    384
 #define NGX_HTTP_ADSERVE_SCRATCH                                             \
     ((NGX_HTTP_ADSERVE_BATCH_INCRS + NGX_HTTP_ADSERVE_EXTRA_INCRS)            \
@@ -223,7 +223,8 @@ static const char  ngx_http_adserve_flush_script[] =
 
 /* the contract's metric of each of the worker's counts */
 static const adserve_metric_e  ngx_http_adserve_metrics[NGX_HTTP_ADSERVE_M_COUNT] = {
-    ADSERVE_METRIC_REQ, ADSERVE_METRIC_ADS, ADSERVE_METRIC_OPP
+    ADSERVE_METRIC_REQ, ADSERVE_METRIC_ADS, ADSERVE_METRIC_OPP, ADSERVE_METRIC_SHOWN,
+    ADSERVE_METRIC_VIEW, ADSERVE_METRIC_CLK
 };
 
 
@@ -234,7 +235,7 @@ typedef struct {
     uint32_t      hour;               /* unix time / 3600 */
     uint8_t       dim;
     uint8_t       len;
-    u_char        id[ADSERVE_TOKEN_ID_MAX];
+    u_char        id[NGX_HTTP_ADSERVE_COUNTER_ID_MAX];
 } ngx_http_adserve_counter_t;
 
 
@@ -408,10 +409,10 @@ ngx_http_adserve_counter_add(ngx_http_adserve_events_t *ev, time_t now,
 
 void
 ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
-    adserve_dim_e dim, const adserve_str_t *id, uint64_t hash,
+    ngx_uint_t dim, const adserve_str_t *id, uint64_t hash,
     ngx_http_adserve_metric_e m, ngx_uint_t n)
 {
-    if (ev == NULL || id->len == 0 || id->len > ADSERVE_TOKEN_ID_MAX
+    if (ev == NULL || id->len == 0 || id->len > NGX_HTTP_ADSERVE_COUNTER_ID_MAX
         || (ngx_uint_t) m >= NGX_HTTP_ADSERVE_M_COUNT)
     {
         return;
@@ -639,6 +640,19 @@ ngx_http_adserve_seal_key(ngx_http_adserve_seal_t *s, uint32_t hour)
 }
 
 
+/* the hour's popularity hash, its index in KEYS */
+static ngx_uint_t
+ngx_http_adserve_seal_pop_key(ngx_http_adserve_seal_t *s, uint32_t hour)
+{
+    u_char  *p;
+
+    p = ngx_cpymem(s->p, ADSERVE_KEY_POPULARITY, sizeof(ADSERVE_KEY_POPULARITY) - 1);
+    p = ngx_http_adserve_hour(p, (time_t) hour * 3600);
+
+    return ngx_http_adserve_seal_keyref_made(s, p);
+}
+
+
 /* HINCRBY KEYS[key] field n, the field being a, id, b and c end to end */
 static void
 ngx_http_adserve_seal_incr(ngx_http_adserve_seal_t *s, ngx_uint_t key,
@@ -669,6 +683,13 @@ ngx_http_adserve_seal_counter(ngx_http_adserve_seal_t *s,
 {
     const char  *metric;
     ngx_uint_t   m;
+
+    if (c->dim == NGX_HTTP_ADSERVE_DIM_POPULAR) {
+        /* {context}/{item id} in the hour's popularity hash */
+        ngx_http_adserve_seal_incr(s, ngx_http_adserve_seal_pop_key(s, c->hour), "", c->id,
+                                   c->len, "", "", c->n[NGX_HTTP_ADSERVE_M_VIEWS]);
+        return;
+    }
 
     ngx_http_adserve_seal_key(s, c->hour);
 

@@ -25,6 +25,7 @@
 
 #define NGX_HTTP_ADSERVE_ITEM_CLICK   ",\"click_url\":\""
 #define NGX_HTTP_ADSERVE_ITEM_ARG     "&" ADSERVE_ITEM_ARG "="
+#define NGX_HTTP_ADSERVE_SOURCE_ARG   "&" ADSERVE_SOURCE_ARG "="
 #define NGX_HTTP_ADSERVE_ITEM_SOURCE  "\",\"source\":\""
 #define NGX_HTTP_ADSERVE_ITEMS_END    "]}"
 
@@ -93,18 +94,24 @@ ngx_http_adserve_pick(ngx_http_adserve_picks_t *pk, const adserve_item_t *it,
 }
 
 
-/* A preset: its items not expired, in order or shuffled (Fisher-Yates
- * over their indexes: a preset holds ADSERVE_PRESET_ITEMS_MAX at most). */
+/* A fallback's items: a preset's not expired, a popular one's (its
+ * context's most viewed first); in order or shuffled (Fisher-Yates over
+ * their indexes: a fallback holds ADSERVE_PRESET_ITEMS_MAX at most). */
 static void
-ngx_http_adserve_preset(ngx_http_adserve_picks_t *pk, const adserve_snapshot_t *s,
+ngx_http_adserve_fallback(ngx_http_adserve_picks_t *pk, const adserve_snapshot_t *s,
     const adserve_fallback_t *f, time_t now)
 {
+    static const uint8_t  sources[ADSERVE_FALLBACK_COUNT] = {
+        [ADSERVE_FALLBACK_POPULAR] = ADSERVE_SOURCE_POPULAR,
+        [ADSERVE_FALLBACK_PRESET] = ADSERVE_SOURCE_PRESET,
+        [ADSERVE_FALLBACK_SNAPSHOT] = ADSERVE_SOURCE_SNAPSHOT
+    };
     uint8_t     order[ADSERVE_PRESET_ITEMS_MAX];
     ngx_uint_t  i, j, n = 0;
     uint8_t     t;
 
     for (i = 0; i < f->n && n < ADSERVE_PRESET_ITEMS_MAX; i++) {
-        if (f->expire[i] > (int64_t) now) {
+        if (f->expire == NULL || f->expire[i] > (int64_t) now) {
             order[n++] = (uint8_t) i;
         }
     }
@@ -117,7 +124,7 @@ ngx_http_adserve_preset(ngx_http_adserve_picks_t *pk, const adserve_snapshot_t *
             order[j] = t;
         }
 
-        ngx_http_adserve_pick(pk, &s->items[f->items[order[i]]], ADSERVE_SOURCE_PRESET);
+        ngx_http_adserve_pick(pk, &s->items[f->items[order[i]]], sources[f->type]);
     }
 }
 
@@ -148,10 +155,8 @@ ngx_http_adserve_rec_items(ngx_http_adserve_picks_t *pk, const adserve_snapshot_
     }
 
     for (i = 0; i < unit->nfallbacks && pk->n < pk->topn; i++) {
-        if (unit->fallbacks[i].activation != ADSERVE_ACTIVATION_TIMEOUT_ONLY
-            && unit->fallbacks[i].type == ADSERVE_FALLBACK_PRESET)
-        {
-            ngx_http_adserve_preset(pk, s, &unit->fallbacks[i], ctx->now);
+        if (unit->fallbacks[i].activation != ADSERVE_ACTIVATION_TIMEOUT_ONLY) {
+            ngx_http_adserve_fallback(pk, s, &unit->fallbacks[i], ctx->now);
         }
     }
 
@@ -174,14 +179,15 @@ ngx_http_adserve_rec_size(const adserve_unit_t *unit, const ngx_http_adserve_pic
     len = unit->rec_head.len + sizeof(NGX_HTTP_ADSERVE_ITEMS_END)
           + unit->impression_prefix.len + unit->click_prefix.len + 3 * tn
           + sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) + ADSERVE_ITEM_ID_MAX
+          + sizeof(NGX_HTTP_ADSERVE_SOURCE_ARG) + ngx_strlen(adserve_rec_source_names[pk->source[0]])
           + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL);
 
     for (i = 0; i < pk->n; i++) {
         len += 1 + pk->item[i]->head.len + sizeof(NGX_HTTP_ADSERVE_ITEM_CLICK)
                + unit->url_base_json.len + sizeof(ADSERVE_CLICK_PATH) + tn
                + sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) + pk->item[i]->id.len
-               + sizeof(NGX_HTTP_ADSERVE_ITEM_SOURCE)
-               + ngx_strlen(adserve_rec_source_names[pk->source[i]]) + 2;
+               + sizeof(NGX_HTTP_ADSERVE_SOURCE_ARG) + sizeof(NGX_HTTP_ADSERVE_ITEM_SOURCE)
+               + 2 * ngx_strlen(adserve_rec_source_names[pk->source[i]]) + 2;
     }
 
     return len;
@@ -201,12 +207,108 @@ ngx_http_adserve_rec_item(u_char *p, const adserve_unit_t *unit, const adserve_i
     /* item ids are of ADSERVE_ITEM_ID_CHARS: safe in a query and in JSON */
     p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEM_ARG, sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) - 1);
     p = ngx_cpymem(p, it->id.data, it->id.len);
+    p = ngx_cpymem(p, NGX_HTTP_ADSERVE_SOURCE_ARG, sizeof(NGX_HTTP_ADSERVE_SOURCE_ARG) - 1);
+    p = ngx_cpymem(p, source, ngx_strlen(source));
     p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEM_SOURCE, sizeof(NGX_HTTP_ADSERVE_ITEM_SOURCE) - 1);
     p = ngx_cpymem(p, source, ngx_strlen(source));
     *p++ = '"';
     *p++ = '}';
 
     return p;
+}
+
+
+/* One view of "{context}/{item id}" for popularity. */
+static void
+ngx_http_adserve_count_popular(ngx_http_adserve_events_t *ev, time_t now,
+    const u_char *context, size_t len, const adserve_item_t *it)
+{
+    u_char         id[NGX_HTTP_ADSERVE_COUNTER_ID_MAX], *p;
+    adserve_str_t  s;
+
+    if (len > ADSERVE_CONTEXT_MAX) {
+        return;
+    }
+
+    p = ngx_cpymem(id, context, len);
+    *p++ = ADSERVE_POPULAR_SEP;
+    p = ngx_cpymem(p, it->id.data, it->id.len);
+
+    s.data = (const char *) id;
+    s.len = p - id;
+    ngx_http_adserve_count(ev, now, NGX_HTTP_ADSERVE_DIM_POPULAR, &s,
+                           adserve_hash(s.data, s.len), NGX_HTTP_ADSERVE_M_VIEWS, 1);
+}
+
+
+/* What an answer counts: the item viewed (per item, and its popularity in
+ * "all" and in the request's context when a popular fallback queries
+ * it), and the items shown, per item and per source. */
+static void
+ngx_http_adserve_rec_count(ngx_http_adserve_events_t *ev, const adserve_snapshot_t *s,
+    ngx_http_adserve_ctx_t *ctx, const adserve_unit_t *unit,
+    const ngx_http_adserve_picks_t *pk)
+{
+    const adserve_str_t   *vid = &ctx->req.item_id, *cx = &ctx->req.context;
+    const adserve_item_t  *it;
+    ngx_uint_t             i, shown[ADSERVE_SOURCE_COUNT];
+
+    it = vid->data != NULL ? adserve_snapshot_item(s, vid->data, vid->len) : NULL;
+    if (it != NULL) {
+        ngx_http_adserve_count(ev, ctx->now, ADSERVE_DIM_ITEM, &it->id, it->hash,
+                               NGX_HTTP_ADSERVE_M_VIEWS, 1);
+        ngx_http_adserve_count_popular(ev, ctx->now, (u_char *) ADSERVE_V_CONTEXT_ALL,
+                                       sizeof(ADSERVE_V_CONTEXT_ALL) - 1, it);
+
+        if (cx->data != NULL && adserve_snapshot_counts_context(s, cx->data, cx->len)) {
+            ngx_http_adserve_count_popular(ev, ctx->now, (u_char *) cx->data, cx->len, it);
+        }
+    }
+
+    ngx_memzero(shown, sizeof(shown));
+
+    for (i = 0; i < pk->n; i++) {
+        ngx_http_adserve_count(ev, ctx->now, ADSERVE_DIM_ITEM, &pk->item[i]->id,
+                               pk->item[i]->hash, NGX_HTTP_ADSERVE_M_SHOWN, 1);
+        shown[pk->source[i]]++;
+    }
+
+    for (i = 0; i < ADSERVE_SOURCE_COUNT; i++) {
+        if (shown[i]) {
+            ngx_http_adserve_count(ev, ctx->now, ADSERVE_DIM_SOURCE, &unit->source_ids[i],
+                                   unit->source_hashes[i], NGX_HTTP_ADSERVE_M_SHOWN, shown[i]);
+        }
+    }
+}
+
+
+void
+ngx_http_adserve_rec_click(ngx_http_request_t *r, const adserve_snapshot_t *s,
+    const adserve_ad_log_t *log, const adserve_item_t *it, time_t now)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_unit_t          *unit;
+    ngx_str_t                      arg;
+    ngx_int_t                      k;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_ITEM, &it->id, it->hash,
+                           NGX_HTTP_ADSERVE_M_CLICKS, 1);
+
+    /* the source, as the click URL says: one of the vocabulary, or none */
+    unit = adserve_snapshot_unit(s, log->ad_unit.data, log->ad_unit.len);
+    if (unit != NULL && unit->rec
+        && ngx_http_arg(r, (u_char *) ADSERVE_SOURCE_ARG, sizeof(ADSERVE_SOURCE_ARG) - 1, &arg)
+           == NGX_OK
+        && (k = adserve_vocab(adserve_rec_source_names, (const char *) arg.data, arg.len)) >= 0)
+    {
+        ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_SOURCE, &unit->source_ids[k],
+                               unit->source_hashes[k], NGX_HTTP_ADSERVE_M_CLICKS, 1);
+    }
+
+    /* the user viewed what they clicked: ViewOut and co-view read it */
+    ngx_http_adserve_history_record(r->pool, &log->user, now, NULL, 0, &it->id);
 }
 
 
@@ -228,10 +330,12 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     ngx_http_adserve_rec_items(&pk, s, ctx, unit, d);
 
-    /* what the user looks at is history even when nothing is shown */
+    /* what the user looks at is history, and counts, even when nothing
+     * is shown */
     if (!ctx->explain) {
         ngx_http_adserve_history_record(r->pool, &ctx->req.user_id, ctx->now, pk.item, pk.n,
                                         &ctx->req.item_id);
+        ngx_http_adserve_rec_count(amcf->events, s, ctx, unit, &pk);
     }
 
     if (pk.n == 0) {
@@ -277,6 +381,9 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     p = ngx_cpymem(p, tok, tn);
     p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEM_ARG, sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) - 1);
     p = ngx_cpymem(p, first->id.data, first->id.len);
+    p = ngx_cpymem(p, NGX_HTTP_ADSERVE_SOURCE_ARG, sizeof(NGX_HTTP_ADSERVE_SOURCE_ARG) - 1);
+    p = ngx_cpymem(p, adserve_rec_source_names[pk.source[0]],
+                   ngx_strlen(adserve_rec_source_names[pk.source[0]]));
     p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
     p = ngx_cpymem(p, tok, tn);
     p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);

@@ -185,7 +185,7 @@ ngx_http_adserve_track_redirect(ngx_http_request_t *r, const adserve_str_t *land
  * catalog item that ?item= names. NULL, or the 404's detail. */
 static ngx_str_t *
 ngx_http_adserve_landing(ngx_http_request_t *r, const adserve_snapshot_t *s,
-    const adserve_ad_log_t *log, adserve_str_t *landing)
+    const adserve_ad_log_t *log, adserve_str_t *landing, const adserve_item_t **item)
 {
     const adserve_creative_t  *cr;
     const adserve_item_t      *it;
@@ -209,10 +209,7 @@ ngx_http_adserve_landing(ngx_http_request_t *r, const adserve_snapshot_t *s,
             return &ngx_http_adserve_unknown_item;
         }
 
-        /* the user viewed what they clicked: ViewOut and co-view read it */
-        ngx_http_adserve_history_record(r->pool, &log->user, ngx_http_adserve_now(r), NULL, 0,
-                                        &it->id);
-
+        *item = it;
         *landing = it->url;
         return NULL;
     }
@@ -254,6 +251,7 @@ ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
     adserve_snapshot_t            *s;
     adserve_ad_log_t               log;
     adserve_str_t                  landing = { NULL, 0 };
+    const adserve_item_t          *item;
     ngx_str_t                      arg, *detail;
     u_char                         buf[ADSERVE_TOKEN_BUF];
     time_t                         now;
@@ -296,7 +294,8 @@ ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
 
     s = amcf->loader ? amcf->loader->snapshot : NULL;
 
-    detail = ngx_http_adserve_landing(r, s, &log, &landing);
+    item = NULL;
+    detail = ngx_http_adserve_landing(r, s, &log, &landing, &item);
     if (detail != NULL) {
         return ngx_http_adserve_track_send(r, NGX_HTTP_NOT_FOUND, detail);
     }
@@ -310,6 +309,10 @@ ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
     }
 
     (void) ngx_http_adserve_track(amcf->events, type, &log, now, 0);
+
+    if (item != NULL) {
+        ngx_http_adserve_rec_click(r, s, &log, item, now);
+    }
 
     return ngx_http_adserve_track_redirect(r, &landing);
 }

@@ -178,7 +178,7 @@ my $rich = $t->api('POST', '/api/ad-units', json => {
                             { id => 3, video => { minduration => 5, maxduration => 30, mimes => ['video/mp4'], protocols => [2, 3] } } ],
                 plcmtcnt => 3 },
     recommendation => { topn => 5, ad_log_tracking_mode => 'on_ad_response', candidate_filtering => { method => 'ViewOut' },
-                        content_filter_rule => { type => 'or', data => [ { type => 'cmp', data => { lhs => ['genre'], op => 'nin', rhs => undef } } ] },
+                        content_filter_rule => { type => 'or', data => [ { type => 'cmp', data => { lhs => ['genre'], op => 'nin', rhs => [ 'horror' ] } } ] },
                         fallback => [ { type => 'preset', items => [ { id => 'item-1', expire => '2030-01-01T00:00:00.5+09:00' } ] } ] },
     ext => { publisher => { name => 'P' }, implicit_app_inference => { ua_keywords => ['Foo'] }, public_url => 'http://[::1]:8080/t' },
 });

@@ -45,7 +45,7 @@ is_deeply([ @$first{qw(title url image source)} ],
 is($ad->{recommendation}{items}[1]{image}, undef, '... an item without an image: null');
 my $log = $res->{json}{ext}{ad_log};
 my $base = $t->base;
-is($first->{click_url}, "$base/app/v0/event/click?ad_log=$log&item=art:b", 'its own click URL: the token, then the item');
+is($first->{click_url}, "$base/app/v0/event/click?ad_log=$log&item=art:b&src=algorithm", 'its own click URL: the token, the item, its source');
 is($ad->{click_url}, $first->{click_url}, 'ad.click_url: the first item\'s');
 is($ad->{impression_url}, "$base/app/v0/event/impression?ad_log=$log", 'ad.impression_url, as for an ad');
 is($res->{json}{ext}{message}, 'ok', 'ext.message');

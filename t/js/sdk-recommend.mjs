@@ -74,7 +74,8 @@ await inBrowser(t, async (browser) => {
     t.isDeep(await links.evaluateAll((as) => as.map((a) => a.href)), items.map((i) => i.click_url),
              '... in the answer\'s order, each linking to its own click URL');
     t.ok(items.every((i) => i.click_url.startsWith(`${BASE}/app/v0/event/click?ad_log=`)
-                            && i.click_url.endsWith(`&item=${i.id}`)), '... on the ad server, naming the item');
+                            && i.click_url.endsWith(`&item=${i.id}&src=${i.source}`)),
+         '... on the ad server, naming the item and its source');
     t.isDeep(await links.locator('span').allInnerTexts(), items.map((i) => i.title), '{{title}}: the titles');
     t.ok(await links.locator('img').evaluateAll((imgs) => imgs.length === 4
                                                 && imgs.every((e) => e.complete && e.naturalWidth > 0)),

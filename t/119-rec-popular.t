@@ -1,0 +1,100 @@
+# The popular fallback on the real stack (README "Recommendation"): serving
+# counts each request's viewed item per serving context in
+# adserve:pop:{hour} through its flush; the sidecar's recommendation job
+# ranks them into popular_items records (only what changed); a popular
+# fallback serves its context's ranking within a second; and the counts per
+# item and per source (shown, view, clk) land in the stats hashes.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use POSIX qw(strftime);
+use Adserve::Test;
+
+my $t = Adserve::Test->new;
+sub current { ok($t->wait_until(5, sub { $t->workers_at($t->revision) }), 'every worker has the change') }
+sub body {
+    my (%ext) = @_;
+    return { version => '0.1.0', user => { id => 'pop-reader' }, device => { ua => 'Mozilla/5.0' },
+             %ext ? (ext => { %ext }) : () };
+}
+sub items { my ($res) = @_; [ map { "$_->{id}/$_->{source}" } @{ $res->{json}{ad}{recommendation}{items} // [] } ] }
+sub rec_unit {
+    my ($name, %rec) = @_;
+    return $t->created('/api/ad-units', { code => "pop-$name-$$", name => "Popular, $name", status => 'ACTIVE',
+                                          recommendation => { %rec }, ext => { recommendation => { enabled => 1 } } })->{id};
+}
+sub run_jobs {
+    my $res = $t->api('POST', '/api/recommendation-jobs/run');
+    is($res->{status}, 200, 'POST /api/recommendation-jobs/run: 200') or diag $res->{content};
+    return $res->{json} // {};
+}
+my $hour = strftime('%Y%m%d%H', gmtime);
+
+for my $id (map { "p:$_" } 1 .. 8) {
+    $t->created('/api/catalog-items', { item_id => $id, title => "Story $id", url => "https://pop.example/$id" });
+}
+my $all = rec_unit('all', topn => 3, fallback => [ { type => 'popular' } ]);
+my $blog = rec_unit('blog', topn => 3, fallback => [ { type => 'popular', serving_context => 'blog' } ]);
+my $late = rec_unit('timeout-only', topn => 3, fallback => [ { type => 'popular', activation => 'timeout_only' } ]);
+current();
+
+is($t->ad($all, body(item_id => 'p:1'))->{status}, 204, 'nothing counted yet: the popular fallback has nothing (204)');
+
+# views: p:3 five times, p:2 three, p:5 twice (in "blog"), p:7 once; plus views in an
+# unknown context and of an item the catalog lacks
+my %views = ('p:3' => 5, 'p:2' => 3, 'p:7' => 1);
+for my $id (sort keys %views) { $t->ad($all, body(item_id => $id)) for 1 .. $views{$id} }
+$t->ad($blog, body(item_id => 'p:5', context => 'blog')) for 1 .. 2;
+$t->ad($blog, body(item_id => 'p:4', context => 'nobody-asks'));
+$t->ad($all, body(item_id => 'p:ghost'));
+
+my %want = ("all/p:3" => 5, "all/p:2" => 3, "all/p:7" => 1, "all/p:5" => 2, "all/p:4" => 1, "blog/p:5" => 2);
+ok($t->wait_until(10, sub { !grep { ($t->redis('HGET', "adserve:pop:$hour", $_) || 0) != $want{$_} } keys %want }),
+   'the flush counted each view in "all", and in "blog" (a context a fallback queries)')
+    or diag $t->redis('HGETALL', "adserve:pop:$hour");
+is($t->redis('HEXISTS', "adserve:pop:$hour", 'nobody-asks/p:4'), 0, '... not in a context no fallback queries');
+is($t->redis('HEXISTS', "adserve:pop:$hour", 'all/p:ghost'), 0, '... nor an item the catalog lacks');
+
+my $r = run_jobs();
+cmp_ok($r->{written}, '>=', 1, "the job wrote the rankings ($r->{written} written, $r->{views} views read)");
+my $rec = JSON::PP::decode_json($t->redis('HGET', 'adserve:popular_items', 'all'));
+is_deeply($rec->{items}, [ 'p:3', 'p:2', 'p:5', 'p:1', 'p:4', 'p:7' ],
+          'all: most viewed first, ties by id (p:1 was viewed by the first request)');
+my $ttl = $t->redis('TTL', "adserve:pop:$hour");
+ok($ttl > 0 && $ttl <= 90000, "the hour's popularity hash expires ($ttl s)");
+is(run_jobs()->{written}, 0, 'run again with nothing new: nothing written (nodes do not rebuild)');
+current();
+
+is_deeply(items($t->ad($all, body())), [ 'p:3/popular', 'p:2/popular', 'p:5/popular' ],
+          'the popular fallback: the top 3 of "all"');
+is_deeply(items($t->ad($all, body(item_id => 'p:3'))), [ 'p:2/popular', 'p:5/popular', 'p:1/popular' ],
+          '... never the item being viewed');
+is_deeply(items($t->ad($blog, body())), [ 'p:5/popular' ], 'serving_context blog: its own ranking');
+is($t->ad($late, body())->{status}, 204, 'activation timeout_only: not without a timeout (204)');
+
+# the counts per item and per source
+my $res = $t->ad($all, body(item_id => 'p:8'));
+my ($first) = @{ $res->{json}{ad}{recommendation}{items} };
+like($first->{click_url}, qr/&item=p:3&src=popular$/, "an item's click URL names its source");
+is($t->request('GET', $first->{click_url} =~ s{^\Q${\ $t->base }\E}{}r, redirect => 0)->{status}, 302, 'a click');
+is($t->request('GET', ($first->{click_url} =~ s{^\Q${\ $t->base }\E}{}r) =~ s/src=popular/src=bogus/r,
+               redirect => 0)->{status}, 302, 'a click with a source not of the vocabulary still lands');
+ok($t->wait_until(10, sub { $t->stats_are("it:p:3:clk" => 2, "rs:$all/popular:clk" => 1) }),
+   'it:{item}:clk counts both clicks; rs:{unit}/popular:clk only the one naming a real source')
+    or diag join ' ', map { "$_=" . $t->stat_sum($_) } "it:p:3:clk", "rs:$all/popular:clk";
+ok($t->wait_until(10, sub { $t->stat_sum("it:p:3:view") == 6 && $t->stat_sum("it:p:8:view") == 1 }),
+   'it:{item}:view: the requests that viewed it');
+is($t->stat_sum("it:p:3:shown"), 2, 'it:{item}:shown: the answers that showed it');
+is($t->stat_sum("rs:$all/popular:shown"), 3 + 3 + 3, "rs:{unit}/popular:shown: each item shown by the unit's popular fallback");
+
+# a day later the views are out of the window: the ranking goes
+$t->redis('DEL', "adserve:pop:$hour");
+$r = run_jobs();
+is($r->{removed}, 2, 'no view left in the window: both contexts\' records removed');
+current();
+is($t->ad($all, body())->{status}, 204, '... and the popular fallback has nothing again');
+unlike($t->log_text('nginx-error.log'), qr/\[(?:alert|crit|emerg)\]/, 'no alert, crit or emerg in the error log');
+
+done_testing;
