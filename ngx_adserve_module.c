@@ -17,7 +17,8 @@
  *                     adserve_flush_interval, adserve_pacing_interval,
  *                     adserve_cap_timeout, adserve_event_buffer,
  *                     adserve_event_stream_max, adserve_event_ttl,
- *                     adserve_conversion_ttl, adserve_test_clock
+ *                     adserve_conversion_ttl, adserve_test_clock,
+ *                     adserve_rec_snapshots
  * Directives (location): adserve_ad, adserve_vast, adserve_event, adserve_status
  */
 
@@ -103,6 +104,13 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
       ngx_conf_set_str_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_adserve_main_conf_t, public_url),
+      NULL },
+
+    { ngx_string("adserve_rec_snapshots"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, rec_snapshots),
       NULL },
 
     { ngx_string("adserve_flush_interval"),
@@ -668,6 +676,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     ld->timeout = amcf->redis_timeout;
     ld->public_url = (char *) amcf->public_url.data;    /* ngx_conf_set_str_slot
                                                        * NUL-terminates */
+    ld->rec_snapshots = amcf->rec_snapshots.len ? (char *) amcf->rec_snapshots.data : NULL;
 #if (NGX_THREADS)
     ld->thread_pool = ngx_thread_pool_get(cycle, &pool);
 #endif

@@ -1,5 +1,6 @@
 #include "ad_units.h"
 
+#include "json_util.h"
 #include "log.h"
 #include "schemas.h"
 #include "util.h"
@@ -100,9 +101,30 @@ static bool filter_compiles(const cJSON *unit, struct reply *rep)
     return rc == 0;
 }
 
+/* A snapshot fallback's path stays inside the snapshot folder
+ * (adserve_snapshot_path_check): the API refuses one that could leave it. */
+static bool snapshot_paths_ok(const cJSON *unit, struct reply *rep)
+{
+    const cJSON *chain = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(unit, "recommendation"), "fallback");
+    const cJSON *f;
+    int i = 0;
+
+    cJSON_ArrayForEach(f, chain) {
+        const char *type = json_str_member(f, "type"), *why;
+        if (type != NULL && strcmp(type, ADSERVE_V_SNAPSHOT) == 0 &&
+            (why = adserve_snapshot_path_check(json_str_member(f, "path"))) != NULL) {
+            reply_error(rep, 422, "recommendation.fallback[%d].path: %s", i, why);
+            return false;
+        }
+        i++;
+    }
+    return true;
+}
+
 bool ad_unit_fits(const cJSON *unit, struct reply *rep)
 {
-    if (!filter_compiles(unit, rep))
+    if (!filter_compiles(unit, rep) || !snapshot_paths_ok(unit, rep))
         return false;
 
     char *json = cJSON_PrintUnformatted(unit);

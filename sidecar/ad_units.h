@@ -46,8 +46,9 @@ cJSON *ad_unit_finish(cJSON *unit);
 #define AD_UNIT_MAX_BYTES 65536
 
 /* True when the normalised unit can be stored: its recommendation's
- * content_filter_rule compiles as serving compiles it, and it fits
- * AD_UNIT_MAX_BYTES; else a 422 (or a 500 out of memory) in rep. */
+ * content_filter_rule compiles as serving compiles it, its snapshot
+ * fallbacks' paths stay in their folder, and it fits AD_UNIT_MAX_BYTES;
+ * else a 422 (or a 500 out of memory) in rep. */
 bool ad_unit_fits(const cJSON *unit, struct reply *rep);
 
 /* Adds the HSET of unit and its audit record to t. */

@@ -671,7 +671,10 @@ static const struct schema_field fallback_preset_fields[] = {
 };
 static const struct schema_field fallback_snapshot_fields[] = {
     { "type", &type_snapshot, .required = true },
-    { "path", &str, .required = true, .description = "path of the snapshot file" },
+    { "path", &str, .required = true,
+      .description = "its file of catalog item ids, one per line, relative to the folder the "
+                     "module's adserve_rec_snapshots names; a path that could leave that "
+                     "folder is refused" },
     { "activation", &fallback_activation, .dflt = SCHEMA_JSON_STR(ADSERVE_V_ALWAYS) },
     { "order", &fallback_order, .dflt = SCHEMA_JSON_STR(ADSERVE_V_SEQUENTIAL) },
     { NULL },

@@ -174,6 +174,36 @@ adserve_item_id_ok(const char *s)
 }
 
 
+const char *
+adserve_snapshot_path_check(const char *path)
+{
+    const char  *seg, *end;
+    size_t       n = path ? strlen(path) : 0;
+
+    if (n == 0 || n > ADSERVE_SNAPSHOT_PATH_MAX) {
+        return "must be 1 to 255 bytes";
+    }
+
+    if (strspn(path, ADSERVE_SNAPSHOT_PATH_CHARS) != n) {
+        return "letters, digits, . _ - and / only";
+    }
+
+    for (seg = path; ; seg = end + 1) {
+        end = strchr(seg, '/');
+        n = end ? (size_t) (end - seg) : strlen(seg);
+
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.')) {
+            return "must stay inside the snapshot folder: a relative path without empty, "
+                   "\".\" or \"..\" segments";
+        }
+
+        if (end == NULL) {
+            return NULL;
+        }
+    }
+}
+
+
 int
 adserve_vast_error_index(long code)
 {

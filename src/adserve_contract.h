@@ -510,6 +510,16 @@ typedef enum {
 
 extern const char *const adserve_filtering_names[ADSERVE_FILTERING_COUNT + 1];
 
+/* A snapshot fallback's path, relative to the folder adserve_rec_snapshots
+ * names: 1..ADSERVE_SNAPSHOT_PATH_MAX bytes of ADSERVE_SNAPSHOT_PATH_CHARS
+ * in segments split by '/', none empty, "." or "..", so no path can leave
+ * the folder; the build then checks the file's real path too (symbolic
+ * links). NULL when path is one, else why not (the API's 422). */
+#define ADSERVE_SNAPSHOT_PATH_MAX     255
+#define ADSERVE_SNAPSHOT_PATH_CHARS   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" \
+                                      "0123456789._-/"
+const char *adserve_snapshot_path_check(const char *path);
+
 #define ADSERVE_FALLBACKS_MAX         8        /* Choice: a chain's length */
 #define ADSERVE_PRESET_ITEMS_MAX      100      /* Choice: a preset's items */
 

@@ -384,6 +384,10 @@ parse_fallbacks(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *rec, int *
                          ? s_dup(sc, f->context, strlen(f->context))
                          : s_dup(sc, ADSERVE_V_CONTEXT_ALL, sizeof(ADSERVE_V_CONTEXT_ALL) - 1);
             *oom |= f->context == NULL;
+
+        } else if (type == ADSERVE_FALLBACK_SNAPSHOT && get_str(it, "path") != NULL) {
+            f->path = s_dup(sc, get_str(it, "path"), strlen(get_str(it, "path")));
+            *oom |= f->path == NULL;
         }
     }
 }
@@ -1072,6 +1076,7 @@ move_native(adserve_parsed_t *p, uintptr_t delta)
             move_strs(&u->fallbacks[i].items, delta);
             MOVE(u->fallbacks[i].expire);
             MOVE(u->fallbacks[i].context);
+            MOVE(u->fallbacks[i].path);
         }
         return;
     }

@@ -53,6 +53,7 @@ typedef struct {
     int64_t        *expire;           /* preset: unix seconds per item;
                                        * INT64_MAX: never */
     const char     *context;          /* popular: its serving_context */
+    const char     *path;             /* snapshot: its file, unchecked */
 } adserve_parsed_fallback_t;
 
 typedef struct {

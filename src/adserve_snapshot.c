@@ -5,6 +5,7 @@
  * here, once per revision, so that serving does as little as possible.
  */
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,15 @@ typedef struct {
     uint32_t      mask;
 } idmap_t;
 
+/* A snapshot fallback's file, read once per build (snapshot_fallback). */
+#define SNAPSHOT_FILES_CACHED  64
+
+typedef struct {
+    const char         *path;
+    const uint32_t     *items;
+    uint32_t            n;
+} snapshot_file_t;
+
 typedef struct {
     adserve_snapshot_t *snap;
     adserve_arena_t     tmp;          /* what the build joins, freed after */
@@ -130,6 +140,8 @@ typedef struct {
     adserve_parsed_t  **item_ps;      /* the catalog's and the pools' parses */
     adserve_parsed_t  **pool_ps;
     adserve_parsed_t  **popular_ps;   /* the contexts' popular items */
+    snapshot_file_t     snapshot_files[SNAPSHOT_FILES_CACHED];  /* read so far */
+    uint32_t            nsnapshot_files;
     uint32_t            n[ADSERVE_KIND_COUNT];
     idmap_t             map[ADSERVE_KIND_COUNT];
     uint32_t           *stamp;        /* per unit: last line item that included it */
@@ -1342,6 +1354,108 @@ popular_fallback(build_t *b, const char *context, adserve_fallback_t *f)
 }
 
 
+/* A snapshot file's items: its catalog item ids, one per line (blank
+ * lines and lines starting with '#' skipped, ids the catalog lacks
+ * dropped, ADSERVE_PRESET_ITEMS_MAX at most). A path that could leave the
+ * folder, by its text or by its real path (a symbolic link), reads as no
+ * file, as a file that cannot be read does. The build runs off the event
+ * loop: reading a file here blocks no request. */
+static uint32_t
+snapshot_read(build_t *b, const char *path, uint32_t *items)
+{
+    const adserve_item_t  *it;
+    char                   full[PATH_MAX], real[PATH_MAX], dir[PATH_MAX];
+    char                   line[ADSERVE_ITEM_ID_MAX + 2];
+    size_t                 dlen, len;
+    uint32_t               n = 0;
+    FILE                  *fp;
+    int                    w;
+
+    if (b->in->rec_snapshots == NULL || path == NULL
+        || adserve_snapshot_path_check(path) != NULL
+        || realpath(b->in->rec_snapshots, dir) == NULL)
+    {
+        return 0;
+    }
+
+    w = snprintf(full, sizeof(full), "%s/%s", dir, path);
+    dlen = strlen(dir);
+    if (w < 0 || (size_t) w >= sizeof(full) || realpath(full, real) == NULL
+        || strncmp(real, dir, dlen) != 0 || real[dlen] != '/')
+    {
+        return 0;
+    }
+
+    fp = fopen(real, "re");
+    if (fp == NULL) {
+        return 0;
+    }
+
+    while (n < ADSERVE_PRESET_ITEMS_MAX && fgets(line, sizeof(line), fp) != NULL) {
+        len = strcspn(line, "\r\n");
+        if (line[len] == '\0' && !feof(fp)) {
+            /* longer than any item id: the rest of the line goes too */
+            while (fgets(line, sizeof(line), fp) != NULL && line[strlen(line) - 1] != '\n') {
+                /* void */
+            }
+            continue;
+        }
+        line[len] = '\0';
+
+        if (len == 0 || line[0] == '#' || !adserve_item_id_ok(line)) {
+            continue;
+        }
+
+        it = adserve_snapshot_item(b->snap, line, len);
+        if (it != NULL) {
+            items[n++] = (uint32_t) (it - b->snap->items);
+        }
+    }
+
+    (void) fclose(fp);
+
+    return n;
+}
+
+
+/* A snapshot fallback: its file's items, read once per build and shared
+ * by the units that name the same file. */
+static int
+snapshot_fallback(build_t *b, const char *path, adserve_fallback_t *f)
+{
+    snapshot_file_t  *sf;
+    uint32_t         *items;
+    uint32_t          i;
+
+    f->expire = NULL;
+
+    for (i = 0; path != NULL && i < b->nsnapshot_files; i++) {
+        if (strcmp(b->snapshot_files[i].path, path) == 0) {
+            f->items = b->snapshot_files[i].items;
+            f->n = b->snapshot_files[i].n;
+            return 0;
+        }
+    }
+
+    items = adserve_arena_alloc(&b->snap->arena, ADSERVE_PRESET_ITEMS_MAX * sizeof(uint32_t));
+    if (items == NULL) {
+        return -1;
+    }
+
+    f->items = items;
+    f->n = snapshot_read(b, path, items);
+
+    if (path != NULL && b->nsnapshot_files < SNAPSHOT_FILES_CACHED) {
+        sf = &b->snapshot_files[b->nsnapshot_files++];
+        sf->path = path;
+        sf->items = items;
+        sf->n = f->n;
+    }
+
+    return 0;
+}
+
+
 /* A recommendation unit's fallback chain, its presets' ids resolved to
  * the catalog's items (the build made their table first). */
 static int
@@ -1372,6 +1486,13 @@ build_fallbacks(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 
         if (pf->type == ADSERVE_FALLBACK_POPULAR) {
             if (popular_fallback(b, pf->context, &f[i]) != 0) {
+                return -1;
+            }
+            continue;
+        }
+
+        if (pf->type == ADSERVE_FALLBACK_SNAPSHOT) {
+            if (snapshot_fallback(b, pf->path, &f[i]) != 0) {
                 return -1;
             }
             continue;

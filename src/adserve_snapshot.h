@@ -47,6 +47,8 @@ typedef struct {
     uint64_t        rev;
     const char     *public_url;       /* default base of event URLs; NUL-
                                        * terminated, no trailing slash */
+    const char     *rec_snapshots;    /* the snapshot fallbacks' folder, or
+                                       * NULL: they have no items */
     unsigned        threads;          /* parse on this many, at most 16
                                        * (0, 1: the build's own only): the
                                        * loader's choice for a full load */

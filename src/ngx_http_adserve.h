@@ -161,6 +161,7 @@ struct ngx_http_adserve_loader_s {
     ngx_msec_t                     refresh;
     ngx_msec_t                     timeout;
     const char                    *public_url;    /* NUL-terminated */
+    const char                    *rec_snapshots; /* NUL-terminated, or NULL */
     void                          *thread_pool;   /* ngx_thread_pool_t */
 };
 
@@ -495,6 +496,7 @@ struct ngx_http_adserve_main_conf_s {
     time_t                      conversion_ttl;
     ngx_flag_t                  test_clock;    /* honour X-Adserve-Clock */
     ngx_str_t                   public_url;
+    ngx_str_t                   rec_snapshots; /* the snapshot fallbacks' folder */
     ngx_str_t                   key_file;
     adserve_tokens_t           *tokens;
     ngx_http_adserve_loader_t  *loader;        /* per worker, from init_process */

@@ -427,6 +427,7 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     adserve_input_init(&bc->input);
     bc->input.rev = ld->rev;
     bc->input.public_url = ld->public_url;
+    bc->input.rec_snapshots = ld->rec_snapshots;
     bc->input.prev = ld->snapshot;          /* our slot keeps it while we build */
     /* a full load's chunks were parsed as they came (_scan.c); a change
      * has a record or two to parse */

@@ -129,6 +129,43 @@ for (1 .. 40) {
 cmp_ok(scalar keys %first, '>=', 4, 'order random: 40 answers begin with ' . join(', ', sort keys %first));
 ok(!$dups, '... each three distinct items of the preset');
 
+# ---- snapshot fallbacks: a file of ids in the folder adserve_rec_snapshots names -----------------------
+my $dir = $t->var . '/rec-snapshots';
+ok(-d $dir, 'the run scripts make the snapshot folder');
+sub write_file { my ($path, $text) = @_; open my $fh, '>', $path or die "$path: $!"; print $fh $text; close $fh }
+mkdir "$dir/editors";
+write_file("$dir/editors/picks.txt", "# the editors' picks\nart:g\n\nart:zz\nart:h\n" . ('x' x 300) . "\nart:i\r\nart:b\n");
+write_file($t->var . '/outside.txt', "art:c\n");
+symlink($t->var . '/outside.txt', "$dir/escape.txt") or die "symlink: $!";
+$fu{snapshot} = rec_unit('snapshot', topn => 4, fallback => [ { type => 'snapshot', path => 'editors/picks.txt' } ]);
+$fu{mixed} = rec_unit('mixed', topn => 5, fallback => [ { type => 'snapshot', path => 'editors/picks.txt', order => 'random' },
+                                                        { type => 'snapshot', path => 'no-such-file' },
+                                                        { type => 'snapshot', path => 'escape.txt' } ]);
+for my $bad ('../outside.txt', '/etc/passwd', 'editors/../../outside.txt', 'a//b', './picks', 'with space', '') {
+    my $res = $t->api('POST', '/api/ad-units', json => { code => "bad-snap-$$-" . length($bad) . ($bad =~ tr/a-z//),
+        name => 'Bad', recommendation => { fallback => [ { type => 'snapshot', path => $bad } ] },
+        ext => { recommendation => { enabled => 1 } } });
+    $t->refused($res, 422, qr/^recommendation\.fallback\[0\]\.path: /, "a snapshot path \"$bad\"");
+}
+# written past the API: the build refuses it as well
+my $escaping = $t->api('GET', "/api/ad-units/$fu{snapshot}")->{json};
+$escaping->{recommendation}{fallback} = [ { type => 'snapshot', path => '../outside.txt' } ];
+$escaping->{id} = $t->uuid;
+$escaping->{code} = "escaping-$$";
+$t->put(ad_units => $escaping);
+current();
+is_deeply(sources($t->ad($fu{snapshot}, body(item_id => 'art:l'))), [ map { "art:$_/snapshot" } qw(g h i b) ],
+          'a snapshot fallback: the file\'s ids in order (comments, blank lines, unknown ids, an over-long line skipped)');
+is_deeply(sources($t->ad($fu{snapshot}, body(item_id => 'art:a'))),
+          [ 'art:j/algorithm', 'art:k/algorithm', 'art:g/snapshot', 'art:h/snapshot' ],
+          '... after the algorithm\'s items');
+my %orders;
+$orders{ join ',', @{ ids($t->ad($fu{mixed}, body(item_id => 'art:l'))) } }++ for 1 .. 20;
+ok(keys %orders > 1 && !grep({ join(',', sort split /,/) ne 'art:b,art:g,art:h,art:i' } keys %orders),
+   'order random: the same four items shuffled (' . scalar(keys %orders) . ' orders in 20); a missing file, and a '
+   . 'symbolic link out of the folder, give nothing');
+is($t->ad($escaping->{id}, body(item_id => 'art:l'))->{status}, 204, 'a path out of the folder written past the API: no items');
+
 # ---- tracking modes ---------------------------------------------------------------------------------
 my %units;
 for my $mode (qw(on_ad_response on_event_tracker)) {

@@ -169,11 +169,31 @@ static void test_parse_time(void) {
 }
 
 
+static void test_snapshot_path(void) {
+    static const char *const good[] = { "picks.txt", "editors/picks-2024_11.txt", "a/b/c", "..a", "a..", NULL };
+    static const char *const bad[] = { "", "/etc/passwd", "../x", "a/../b", "a/..", "./a", "a/./b", "a//b",
+                                       "a/", "with space", "a\\b", "caf\xc3\xa9", NULL };
+    char longest[ADSERVE_SNAPSHOT_PATH_MAX + 2];
+
+    for (int i = 0; good[i] != NULL; i++)
+        ok(adserve_snapshot_path_check(good[i]) == NULL, "snapshot path \"%s\": inside the folder", good[i]);
+    for (int i = 0; bad[i] != NULL; i++)
+        ok(adserve_snapshot_path_check(bad[i]) != NULL, "snapshot path \"%s\": refused", bad[i]);
+    ok(adserve_snapshot_path_check(NULL) != NULL, "snapshot path NULL: refused");
+    memset(longest, 'a', sizeof longest);
+    longest[ADSERVE_SNAPSHOT_PATH_MAX] = '\0';
+    ok(adserve_snapshot_path_check(longest) == NULL, "a snapshot path of 255 bytes");
+    longest[ADSERVE_SNAPSHOT_PATH_MAX] = 'a';
+    longest[ADSERVE_SNAPSHOT_PATH_MAX + 1] = '\0';
+    ok(adserve_snapshot_path_check(longest) != NULL, "... of 256: refused");
+}
+
 int main(void) {
     test_kinds();
     test_vocab();
     test_hhmm();
     test_hash();
     test_parse_time();
+    test_snapshot_path();
     return done_testing();
 }
