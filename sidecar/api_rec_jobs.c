@@ -1,6 +1,6 @@
 /* POST /api/recommendation-jobs/run: the recommendation jobs (rec_jobs.h)
- * now, rather than at the timer's next tick: for an operator who wants a
- * fresh popularity ranking, and for tests. Admins and operators. */
+ * now, rather than at the timer's next tick: for an operator who wants
+ * fresh rankings, and for tests. Admins and operators. */
 #include "api.h"
 
 #include "rec_jobs.h"
@@ -18,13 +18,19 @@ static void api_rec_jobs_run(struct request *req, struct reply *rep)
         reply_store_error(rep, st);
         return;
     }
+    const struct { const char *name; double v; } fields[] = {
+        { "views", (double)r.views },         { "contexts", (double)r.contexts },
+        { "written", (double)r.written },     { "removed", (double)r.removed },
+        { "histories", (double)r.histories }, { "sources", (double)r.sources },
+        { "pools_written", (double)r.pools_written },
+        { "pools_removed", (double)r.pools_removed },
+    };
     body = cJSON_CreateObject();
-    if (body != NULL && (cJSON_AddNumberToObject(body, "views", (double)r.views) == NULL ||
-                         cJSON_AddNumberToObject(body, "contexts", (double)r.contexts) == NULL ||
-                         cJSON_AddNumberToObject(body, "written", (double)r.written) == NULL ||
-                         cJSON_AddNumberToObject(body, "removed", (double)r.removed) == NULL)) {
-        cJSON_Delete(body);
-        body = NULL;
+    for (size_t i = 0; body != NULL && i < sizeof fields / sizeof fields[0]; i++) {
+        if (cJSON_AddNumberToObject(body, fields[i].name, fields[i].v) == NULL) {
+            cJSON_Delete(body);
+            body = NULL;
+        }
     }
     reply_json(rep, 200, body);
 }
@@ -38,6 +44,12 @@ static const struct schema_field report_fields[] = {
       .description = "popular_items records that changed (serving follows within a second)" },
     { "removed", &count, .required = true,
       .description = "contexts with no view in the window any more" },
+    { "histories", &count, .required = true, .description = "users' view histories read" },
+    { "sources", &count, .required = true, .description = "items with a co-view pool" },
+    { "pools_written", &count, .required = true,
+      .description = "co-view pools that changed (the algorithm coview serves them)" },
+    { "pools_removed", &count, .required = true,
+      .description = "items no user viewed anything after any more" },
     { NULL },
 };
 static const struct schema report = {
@@ -46,9 +58,10 @@ static const struct schema report = {
 static const int run_errors[] = { 401, 403, 503, 0 };
 static const struct route_doc run_doc = {
     .tag = "AssociatedItemsPool", .response = &report, .status = 200, .errors = run_errors,
-    .summary = "Rank each serving context's popular items now (the popular fallback), from "
-               "the views serving counted in the last 24 hours; the sidecar also does it "
-               "every ADSERVE_REC_JOBS_INTERVAL seconds",
+    .summary = "Run the recommendation jobs now: each serving context's popular items (the "
+               "popular fallback) from the views of the last 24 hours, and each item's co-view "
+               "pool (the algorithm coview) from the users' view histories; the sidecar also "
+               "runs them every ADSERVE_REC_JOBS_INTERVAL seconds",
 };
 
 const struct route rec_jobs_routes[] = {

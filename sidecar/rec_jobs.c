@@ -1,4 +1,7 @@
-/* Recommendation jobs (rec_jobs.h). */
+/* Recommendation jobs (rec_jobs.h). Both rank pairs: (context, item) by
+ * views for popularity, (item A, item B) by users for co-view. The pairs
+ * are collected, sorted, summed and ranked here, then each key's top list
+ * is written as a serving record when it changed. */
 #include "rec_jobs.h"
 
 #include "log.h"
@@ -7,61 +10,55 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* the popularity hashes outlive the window by an hour: an hour's hash is
  * read for ADSERVE_POPULAR_HOURS after it began */
 #define POP_TTL "90000"
+#define SCAN_COUNT "500"
+#define HISTORY_BATCH 100       /* histories read per pipeline */
 
-/* ---- popularity ------------------------------------------------------------------- */
+/* ---- ranked pairs ---------------------------------------------------------------- */
 
-/* One "{context}/{item id}" of an hour, or their sum. */
-struct pop_view {
-    char *context;              /* both in one allocation */
+/* A key (a context, a source item) and an item, and a count. */
+struct pair {
+    char *key;                  /* key and item in one allocation */
     const char *item;
     long long n;
 };
 
-struct pop_views {
-    struct pop_view *v;
+struct pairs {
+    struct pair *v;
     size_t n, cap;
 };
 
-static void pop_views_free(struct pop_views *p)
+static void pairs_free(struct pairs *p)
 {
     for (size_t i = 0; i < p->n; i++)
-        free(p->v[i].context);
+        free(p->v[i].key);
     free(p->v);
 }
 
-/* A field and its count into p; false only out of memory. Fields that are
- * not "{context}/{item id}" with a positive count are skipped: the module
- * writes them, but a stray one must not stop the ranking. */
-static bool pop_add(struct pop_views *p, const redisReply *f, const redisReply *v)
+/* false only out of memory */
+static bool pairs_add(struct pairs *p, const char *key, size_t klen, const char *item,
+                      size_t ilen, long long n)
 {
-    if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
-        return true;
-    const char *slash = memrchr(f->str, ADSERVE_POPULAR_SEP, f->len);
-    size_t clen = slash != NULL ? (size_t)(slash - f->str) : 0;
-    char *end;
-    long long n = strtoll(v->str, &end, 10);
+    char *copy = malloc(klen + ilen + 2);
 
-    if (slash == NULL || clen == 0 || clen > ADSERVE_CONTEXT_MAX || n <= 0 || *end != '\0')
-        return true;
-    char *copy = strndup(f->str, f->len);
     if (copy == NULL)
         return false;
-    copy[clen] = '\0';
-    if (!adserve_item_id_ok(copy + clen + 1)) {
-        free(copy);
-        return true;
-    }
+    memcpy(copy, key, klen);
+    copy[klen] = '\0';
+    memcpy(copy + klen + 1, item, ilen);
+    copy[klen + 1 + ilen] = '\0';
     if (p->n == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 256;
-        struct pop_view *grown = realloc(p->v, cap * sizeof *grown);
+        struct pair *grown = realloc(p->v, cap * sizeof *grown);
         if (grown == NULL) {
             free(copy);
             return false;
@@ -69,24 +66,24 @@ static bool pop_add(struct pop_views *p, const redisReply *f, const redisReply *
         p->v = grown;
         p->cap = cap;
     }
-    p->v[p->n++] = (struct pop_view){ copy, copy + clen + 1, n };
+    p->v[p->n++] = (struct pair){ copy, copy + klen + 1, n };
     return true;
 }
 
 static int by_key(const void *a, const void *b)
 {
-    const struct pop_view *x = a, *y = b;
-    int c = strcmp(x->context, y->context);
+    const struct pair *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
 
     return c != 0 ? c : strcmp(x->item, y->item);
 }
 
-/* a context's most viewed first, ties by item id: the same counts always
+/* a key's highest count first, ties by item id: the same counts always
  * rank the same, so an unchanged ranking writes nothing */
 static int by_rank(const void *a, const void *b)
 {
-    const struct pop_view *x = a, *y = b;
-    int c = strcmp(x->context, y->context);
+    const struct pair *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
 
     if (c != 0)
         return c;
@@ -95,8 +92,8 @@ static int by_rank(const void *a, const void *b)
     return strcmp(x->item, y->item);
 }
 
-/* The same context and item summed into one entry. */
-static void pop_merge(struct pop_views *p)
+/* The same key and item summed into one, then each key's ranked. */
+static void pairs_rank(struct pairs *p)
 {
     size_t k = 0;
 
@@ -106,7 +103,7 @@ static void pop_merge(struct pop_views *p)
     for (size_t i = 0; i < p->n; i++) {
         if (k > 0 && by_key(&p->v[k - 1], &p->v[i]) == 0) {
             p->v[k - 1].n += p->v[i].n;
-            free(p->v[i].context);
+            free(p->v[i].key);
         } else {
             p->v[k++] = p->v[i];
         }
@@ -115,8 +112,102 @@ static void pop_merge(struct pop_views *p)
     qsort(p->v, p->n, sizeof *p->v, by_rank);
 }
 
+/* The value of field in an HGETALL reply, or NULL. */
+static const redisReply *hash_value(const redisReply *h, const char *field)
+{
+    for (size_t i = 0; h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
+        if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, field) == 0)
+            return h->element[i + 1];
+    return NULL;
+}
+
+static bool ranked(const struct pairs *p, const char *key)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->v[i].key, key) == 0)
+            return true;
+    return false;
+}
+
+/* A key's record from its ranked pairs v[0..n). */
+typedef char *record_fn(const struct pair *v, size_t n);
+
+/* Each key's top max pairs as its record in the hash, in one transaction
+ * with their change log: only those that changed, and a key no longer
+ * ranked removed. */
+static enum store_status write_ranked(struct store_conn *c, const struct pairs *p,
+                                      const char *hash, record_fn *record, size_t max,
+                                      long *written, long *removed)
+{
+    const char *const get[] = { "HGETALL", hash, NULL };
+    redisReply *old = NULL;
+    enum store_status st = store_cmd(c, &old, get);
+    struct txn t;
+
+    if (st != STORE_OK)
+        return st;
+    txn_init(&t);
+    for (size_t i = 0; i < p->n;) {
+        size_t n = 1;
+        while (i + n < p->n && strcmp(p->v[i + n].key, p->v[i].key) == 0)
+            n++;
+        char *json = record(&p->v[i], n < max ? n : max);
+        const redisReply *was = hash_value(old, p->v[i].key);
+        if (json == NULL)
+            t.failed = true;
+        else if (was == NULL || was->type != REDIS_REPLY_STRING || strcmp(was->str, json) != 0) {
+            txn_cmd(&t, "HSET", hash, p->v[i].key, json, NULL);
+            (*written)++;
+        }
+        cJSON_free(json);
+        i += n;
+    }
+    for (size_t i = 0; old->type == REDIS_REPLY_ARRAY && i + 1 < old->elements; i += 2) {
+        if (old->element[i]->type == REDIS_REPLY_STRING && !ranked(p, old->element[i]->str)) {
+            txn_cmd(&t, "HDEL", hash, old->element[i]->str, NULL);
+            (*removed)++;
+        }
+    }
+    st = t.n > 0 || t.failed ? txn_exec(&t, c) : STORE_OK;
+    txn_free(&t);
+    freeReplyObject(old);
+    return st;
+}
+
+static long count_keys(const struct pairs *p)
+{
+    long n = 0;
+
+    for (size_t i = 0; i < p->n; i++)
+        n += i == 0 || strcmp(p->v[i].key, p->v[i - 1].key) != 0;
+    return n;
+}
+
+/* ---- popularity ------------------------------------------------------------------- */
+
+/* A field "{context}/{item id}" and its count into p; false only out of
+ * memory. Others are skipped: the module writes these hashes, but a stray
+ * field must not stop the ranking. */
+static bool pop_add(struct pairs *p, const redisReply *f, const redisReply *v)
+{
+    if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+        return true;
+    const char *slash = memrchr(f->str, ADSERVE_POPULAR_SEP, f->len);
+    size_t clen = slash != NULL ? (size_t)(slash - f->str) : 0;
+    char item[ADSERVE_ITEM_ID_MAX + 1], *end;
+    size_t ilen = slash != NULL ? f->len - clen - 1 : 0;
+    long long n = strtoll(v->str, &end, 10);
+
+    if (slash == NULL || clen == 0 || clen > ADSERVE_CONTEXT_MAX || ilen > ADSERVE_ITEM_ID_MAX ||
+        n <= 0 || *end != '\0')
+        return true;
+    memcpy(item, slash + 1, ilen);
+    item[ilen] = '\0';
+    return !adserve_item_id_ok(item) || pairs_add(p, f->str, clen, item, ilen, n);
+}
+
 /* The window's hour hashes into p (their expiry set on the way). */
-static enum store_status pop_read(struct store_conn *c, time_t now, struct pop_views *p,
+static enum store_status pop_read(struct store_conn *c, time_t now, struct pairs *p,
                                   struct rec_jobs_report *r)
 {
     char keys[ADSERVE_POPULAR_HOURS][64];
@@ -148,20 +239,20 @@ static enum store_status pop_read(struct store_conn *c, time_t now, struct pop_v
         for (size_t j = 0; i % 2 == 0 && !oom && h->type == REDIS_REPLY_ARRAY &&
                            j + 1 < h->elements; j += 2) {
             oom = !pop_add(p, h->element[j], h->element[j + 1]);
-            r->views += oom ? 0 : 1;
+            r->views++;
         }
         freeReplyObject(replies[i]);
     }
     return oom ? STORE_ERROR : STORE_OK;
 }
 
-/* A context's record: its top items, ranked. */
-static char *pop_record(const struct pop_view *v, size_t n)
+/* A context's record: {id, context, items: [ids]} */
+static char *pop_record(const struct pair *v, size_t n)
 {
     cJSON *o = cJSON_CreateObject(), *items;
     char *json = NULL;
-    bool ok = o != NULL && cJSON_AddStringToObject(o, "id", v->context) != NULL &&
-              cJSON_AddStringToObject(o, "context", v->context) != NULL &&
+    bool ok = o != NULL && cJSON_AddStringToObject(o, "id", v->key) != NULL &&
+              cJSON_AddStringToObject(o, "context", v->key) != NULL &&
               (items = cJSON_AddArrayToObject(o, "items")) != NULL;
 
     for (size_t i = 0; i < n && ok; i++)
@@ -172,76 +263,166 @@ static char *pop_record(const struct pop_view *v, size_t n)
     return json;
 }
 
-/* The value of field in an HGETALL reply, or NULL. */
-static const redisReply *hash_value(const redisReply *h, const char *field)
+static enum store_status popularity(struct store_conn *c, time_t now, struct rec_jobs_report *r)
 {
-    for (size_t i = 0; h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
-        if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, field) == 0)
-            return h->element[i + 1];
-    return NULL;
+    struct pairs p = { 0 };
+    enum store_status st = pop_read(c, now, &p, r);
+
+    if (st == STORE_OK) {
+        pairs_rank(&p);
+        r->contexts = count_keys(&p);
+        st = write_ranked(c, &p, ADSERVE_KEY_POPULAR_ITEMS, pop_record, ADSERVE_POPULAR_ITEMS_MAX,
+                          &r->written, &r->removed);
+    }
+    pairs_free(&p);
+    return st;
 }
 
-static bool ranked(const struct pop_views *p, const char *context)
+/* ---- co-view ---------------------------------------------------------------------- */
+
+/* A history entry's time; -1 when the reply is not one. */
+static long long score_of(const redisReply *s)
 {
-    for (size_t i = 0; i < p->n; i++)
-        if (strcmp(p->v[i].context, context) == 0)
-            return true;
-    return false;
+    return s->type == REDIS_REPLY_STRING ? strtoll(s->str, NULL, 10) : -1;
 }
 
-/* The records that changed, in one transaction with their change log. */
-static enum store_status pop_write(struct store_conn *c, const struct pop_views *p,
-                                   struct rec_jobs_report *r)
+/* One user's history (member, score, ...: oldest first): each item viewed,
+ * then each item viewed after it within ADSERVE_COVIEW_SECONDS, as a pair.
+ * A history holds an item once per kind, so a user counts once per pair. */
+static bool coview_user(struct pairs *p, const redisReply *h, struct rec_jobs_report *r)
 {
-    const char *const get[] = { "HGETALL", ADSERVE_KEY_POPULAR_ITEMS, NULL };
-    redisReply *old = NULL;
-    enum store_status st = store_cmd(c, &old, get);
-    struct txn t;
+    static const char viewed[] = ADSERVE_HISTORY_VIEWED;
+    const size_t k = ADSERVE_HISTORY_KIND_LEN;
 
+    if (h->type != REDIS_REPLY_ARRAY)
+        return true;
+    r->histories++;
+    for (size_t i = 0; i + 1 < h->elements; i += 2) {
+        const redisReply *a = h->element[i];
+        long long ta = score_of(h->element[i + 1]);
+        if (ta < 0 || a->type != REDIS_REPLY_STRING || a->len <= k ||
+            memcmp(a->str, viewed, k) != 0)
+            continue;
+        for (size_t j = i + 2; j + 1 < h->elements; j += 2) {
+            const redisReply *b = h->element[j];
+            long long tb = score_of(h->element[j + 1]);
+            if (tb - ta > ADSERVE_COVIEW_SECONDS)
+                break;
+            if (tb <= ta || b->type != REDIS_REPLY_STRING || b->len <= k ||
+                memcmp(b->str, viewed, k) != 0)
+                continue;
+            if (!pairs_add(p, a->str + k, a->len - k, b->str + k, b->len - k, 1))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* The histories of keys[0..n), pipelined. */
+static enum store_status coview_batch(struct store_conn *c, const redisReply *keys, size_t from,
+                                      size_t n, struct pairs *p, struct rec_jobs_report *r)
+{
+    const char *argv[HISTORY_BATCH][6];
+    const char *const *cmds[HISTORY_BATCH];
+    redisReply *replies[HISTORY_BATCH];
+
+    for (size_t i = 0; i < n; i++) {
+        argv[i][0] = "ZRANGE";
+        argv[i][1] = keys->element[from + i]->str;
+        argv[i][2] = "0";
+        argv[i][3] = "-1";
+        argv[i][4] = "WITHSCORES";
+        argv[i][5] = NULL;
+        cmds[i] = argv[i];
+    }
+    enum store_status st = store_pipeline(c, cmds, n, replies);
     if (st != STORE_OK)
         return st;
-    txn_init(&t);
-    for (size_t i = 0; i < p->n;) {
-        size_t n = 1;
-        while (i + n < p->n && strcmp(p->v[i + n].context, p->v[i].context) == 0)
-            n++;
-        char *json = pop_record(&p->v[i], n < ADSERVE_POPULAR_ITEMS_MAX ? n : ADSERVE_POPULAR_ITEMS_MAX);
-        const redisReply *was = hash_value(old, p->v[i].context);
-        if (json == NULL)
-            t.failed = true;
-        else if (was == NULL || was->type != REDIS_REPLY_STRING || strcmp(was->str, json) != 0) {
-            txn_cmd(&t, "HSET", ADSERVE_KEY_POPULAR_ITEMS, p->v[i].context, json, NULL);
-            r->written++;
-        }
-        cJSON_free(json);
-        r->contexts++;
-        i += n;
+    bool oom = false;
+    for (size_t i = 0; i < n; i++) {
+        oom = oom || !coview_user(p, replies[i], r);
+        freeReplyObject(replies[i]);
     }
-    /* a context nobody viewed in the window has no popular items */
-    for (size_t i = 0; old->type == REDIS_REPLY_ARRAY && i + 1 < old->elements; i += 2) {
-        if (old->element[i]->type == REDIS_REPLY_STRING && !ranked(p, old->element[i]->str)) {
-            txn_cmd(&t, "HDEL", ADSERVE_KEY_POPULAR_ITEMS, old->element[i]->str, NULL);
-            r->removed++;
+    return oom ? STORE_ERROR : STORE_OK;
+}
+
+/* Every user's history, SCANned: the pairs they viewed in order. */
+static enum store_status coview_read(struct store_conn *c, struct pairs *p,
+                                     struct rec_jobs_report *r)
+{
+    char cursor[32] = "0";
+
+    do {
+        const char *const scan[] = { "SCAN", cursor, "MATCH", ADSERVE_KEY_HISTORY "*",
+                                     "COUNT", SCAN_COUNT, NULL };
+        redisReply *reply = NULL;
+        enum store_status st = store_cmd(c, &reply, scan);
+        if (st != STORE_OK)
+            return st;
+        const redisReply *keys = reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
+                                     ? reply->element[1] : NULL;
+        if (keys == NULL || keys->type != REDIS_REPLY_ARRAY ||
+            reply->element[0]->type != REDIS_REPLY_STRING ||
+            reply->element[0]->len >= sizeof cursor) {
+            freeReplyObject(reply);
+            return STORE_ERROR;
         }
+        memcpy(cursor, reply->element[0]->str, reply->element[0]->len + 1);
+        for (size_t i = 0; st == STORE_OK && i < keys->elements; i += HISTORY_BATCH) {
+            size_t n = keys->elements - i < HISTORY_BATCH ? keys->elements - i : HISTORY_BATCH;
+            st = coview_batch(c, keys, i, n, p, r);
+        }
+        freeReplyObject(reply);
+        if (st != STORE_OK)
+            return st;
+    } while (strcmp(cursor, "0") != 0);
+    return STORE_OK;
+}
+
+/* A source item's record, as an associated items pool:
+ * {id, source_item_id, items: [{item_id, score}]} */
+static char *coview_record(const struct pair *v, size_t n)
+{
+    char id[sizeof ADSERVE_COVIEW_ID_PREFIX + 16];
+    cJSON *o = cJSON_CreateObject(), *items, *e;
+    char *json = NULL;
+
+    snprintf(id, sizeof id, ADSERVE_COVIEW_ID_PREFIX "%016" PRIx64,
+             adserve_hash(v->key, strlen(v->key)));
+    bool ok = o != NULL && cJSON_AddStringToObject(o, "id", id) != NULL &&
+              cJSON_AddStringToObject(o, "source_item_id", v->key) != NULL &&
+              (items = cJSON_AddArrayToObject(o, "items")) != NULL;
+    for (size_t i = 0; i < n && ok; i++) {
+        ok = (e = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(items, e) &&
+             cJSON_AddStringToObject(e, "item_id", v[i].item) != NULL &&
+             cJSON_AddNumberToObject(e, "score", (double)v[i].n) != NULL;
     }
-    st = t.n > 0 || t.failed ? txn_exec(&t, c) : STORE_OK;
-    txn_free(&t);
-    freeReplyObject(old);
+    if (ok)
+        json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return json;
+}
+
+static enum store_status coview(struct store_conn *c, struct rec_jobs_report *r)
+{
+    struct pairs p = { 0 };
+    enum store_status st = coview_read(c, &p, r);
+
+    if (st == STORE_OK) {
+        pairs_rank(&p);
+        r->sources = count_keys(&p);
+        st = write_ranked(c, &p, ADSERVE_KEY_COVIEW_POOLS, coview_record, ADSERVE_POOL_ITEMS_MAX,
+                          &r->pools_written, &r->pools_removed);
+    }
+    pairs_free(&p);
     return st;
 }
 
 enum store_status rec_jobs_run(struct store_conn *c, time_t now, struct rec_jobs_report *r)
 {
-    struct pop_views p = { 0 };
-
     memset(r, 0, sizeof *r);
-    enum store_status st = pop_read(c, now, &p, r);
-    if (st == STORE_OK) {
-        pop_merge(&p);
-        st = pop_write(c, &p, r);
-    }
-    pop_views_free(&p);
-    return st;
+    enum store_status st = popularity(c, now, r);
+    return st == STORE_OK ? coview(c, r) : st;
 }
 
 /* ---- the timer ------------------------------------------------------------------- */
@@ -271,9 +452,11 @@ static void tick(void)
         if (st != STORE_OK)
             log_line("recommendation jobs: failed (%d), trying again in %ld s", (int)st,
                      J.interval);
-        else if (r.written > 0 || r.removed > 0)
-            log_line("recommendation jobs: %lld views ranked in %ld contexts, %ld written, "
-                     "%ld removed", r.views, r.contexts, r.written, r.removed);
+        else if (r.written + r.removed + r.pools_written + r.pools_removed > 0)
+            log_line("recommendation jobs: popular items of %ld contexts (%ld written, %ld "
+                     "removed); co-view pools of %ld items from %lld histories (%ld written, "
+                     "%ld removed)", r.contexts, r.written, r.removed, r.sources, r.histories,
+                     r.pools_written, r.pools_removed);
     }
     if (got != NULL)
         freeReplyObject(got);

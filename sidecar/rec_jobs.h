@@ -7,6 +7,11 @@
  *     record, a serving kind (the change log carries it to every node),
  *     written only when it changed, so an idle catalog does not make
  *     nodes rebuild. The hour hashes get their expiry here.
+ *   - co-view: every user's history (adserve:rh:*, SCANned), each item
+ *     they viewed and each one they viewed after it within
+ *     ADSERVE_COVIEW_SECONDS; per item, the items most users viewed next
+ *     become its coview_pools record, the pool the algorithm coview
+ *     serves. Written, like popularity, only when it changed.
  *
  * A thread runs them every ADSERVE_REC_JOBS_INTERVAL seconds; with several
  * sidecars on one Redis, a lock lets one of them run per interval.
@@ -19,9 +24,12 @@
 #include <time.h>
 
 struct rec_jobs_report {
-    long long views;            /* counted views read */
+    long long views;            /* (context, item) view counts read */
     long contexts;              /* contexts ranked */
     long written, removed;      /* popular_items records changed */
+    long long histories;        /* users' histories read */
+    long sources;               /* items with a co-view pool */
+    long pools_written, pools_removed;  /* coview_pools records changed */
 };
 
 /* Runs the jobs once, at now, on c. */

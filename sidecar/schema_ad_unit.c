@@ -278,7 +278,10 @@ static const struct schema publisher_settings_n = {
  * target_ecpm (a target effective cost per mille) is a cost as well, so it
  * is held to >= 0 too. */
 static const struct schema_field ad_unit_ext_fields[] = {
-    { "algorithm", &str, .dflt = "\"axa0\"" },
+    { "algorithm", &str, .dflt = "\"" ADSERVE_V_AXA0 "\"",
+      .description = "a recommendation's own items: axa0, the associated items pool of the "
+                     "item viewed; coview, the items users viewed after it; another name "
+                     "gives none (the fallbacks still serve)" },
     { "approval_method", &approval_method, .dflt = "\"admin\"" },
     { "bcat", &str_array, .dflt = "[]",
       .description = "blocked advertiser categories (IAB taxonomy plus sensitive categories)" },

@@ -47,6 +47,7 @@
 #define ADSERVE_KEY_CATALOG_ITEMS        ADSERVE_KEY("catalog_items")
 #define ADSERVE_KEY_ITEM_POOLS           ADSERVE_KEY("associated_items_pools")
 #define ADSERVE_KEY_POPULAR_ITEMS        ADSERVE_KEY("popular_items")
+#define ADSERVE_KEY_COVIEW_POOLS         ADSERVE_KEY("coview_pools")
 
 /* what serving follows: INCR on every change it reads, and the change log
  * (a stream of {kind, id}) that lets a worker fetch just those records */
@@ -128,6 +129,15 @@
 #define ADSERVE_POPULAR_HOURS            24
 #define ADSERVE_POPULAR_ITEMS_MAX        100
 #define ADSERVE_POPULAR_CONTEXTS_MAX     64       /* counted, "all" aside */
+/* Co-view (the algorithm coview, README "Recommendation"): for each item A,
+ * the items that users viewed after A, within ADSERVE_COVIEW_SECONDS, read
+ * from their histories, ranked by how many users did (ties by id). The
+ * sidecar's job writes them as coview_pools records, the shape of an
+ * associated items pool: {"id": "cv-" + 16 hex digits of A's hash,
+ * "source_item_id": A, "items": [{"item_id", "score": users}]}. */
+#define ADSERVE_COVIEW_SECONDS           86400
+#define ADSERVE_COVIEW_ID_PREFIX         "cv-"
+
 /* held by the sidecar whose timer runs the recommendation jobs (several
  * sidecars on one Redis: one run per interval) */
 #define ADSERVE_KEY_REC_JOBS_LOCK        ADSERVE_KEY("rec_jobs_lock")
@@ -149,6 +159,7 @@ typedef enum {
     ADSERVE_KIND_CATALOG_ITEMS,
     ADSERVE_KIND_ITEM_POOLS,
     ADSERVE_KIND_POPULAR_ITEMS,
+    ADSERVE_KIND_COVIEW_POOLS,
     ADSERVE_KIND_ADVERTISERS,
     ADSERVE_KIND_TARGETING_KEYS,
     ADSERVE_KIND_NATIVE_FORMATS,
@@ -156,7 +167,7 @@ typedef enum {
     ADSERVE_KIND_ALL
 } adserve_kind_e;
 
-#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_POPULAR_ITEMS + 1)
+#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_COVIEW_POOLS + 1)
 /* the kinds a snapshot is built from */
 #define ADSERVE_KIND_COUNT    ADSERVE_KIND_SERVING
 
@@ -191,6 +202,7 @@ int adserve_kind_by_key(const char *key);
 #define ADSERVE_RECORD_CATALOG_ITEM      "catalog_item"
 #define ADSERVE_RECORD_ITEM_POOL         "associated_items_pool"
 #define ADSERVE_RECORD_POPULAR_ITEMS     "popular_items"
+#define ADSERVE_RECORD_COVIEW_POOL       "coview_pool"
 
 
 /* ---- vocabularies ---------------------------------------------------------
@@ -446,6 +458,20 @@ int adserve_item_id_ok(const char *s);
 #define ADSERVE_CONTEXT_MAX           64       /* bytes of a context's name */
 #define ADSERVE_TOPN_DEFAULT          10       /* the spec's topn */
 #define ADSERVE_TOPN_MAX              99
+
+/* ext.algorithm of a recommendation unit: where its own items come from
+ * (the spec's default axa0: the associated items pools; coview: the
+ * co-view pools the sidecar computes). */
+#define ADSERVE_V_AXA0                "axa0"
+#define ADSERVE_V_COVIEW              "coview"
+
+typedef enum {
+    ADSERVE_ALGORITHM_AXA0 = 0,
+    ADSERVE_ALGORITHM_COVIEW,
+    ADSERVE_ALGORITHM_COUNT
+} adserve_algorithm_e;
+
+extern const char *const adserve_algorithm_names[ADSERVE_ALGORITHM_COUNT + 1];
 
 /* What produced a recommended item (its "source" in the answer). */
 typedef enum {

@@ -428,6 +428,11 @@ parse_unit_ext(scratch_t *sc, adserve_parsed_t *p, const cJSON *o, int *oom)
                            get_str(cJSON_GetObjectItemCaseSensitive(rec, "candidate_filtering"),
                                    "method"));
         u->filtering = u->filtering >= 0 ? u->filtering : ADSERVE_FILTERING_NONE;
+        /* the spec's default; a name adserve does not have gives no items */
+        u->algorithm = get_str(ext, "algorithm") == NULL
+                       ? ADSERVE_ALGORITHM_AXA0
+                       : adserve_vocab_str(adserve_algorithm_names, get_str(ext, "algorithm"));
+        u->algorithm = u->algorithm >= 0 ? u->algorithm : ADSERVE_ALGORITHM_COUNT;
         v = cJSON_GetObjectItemCaseSensitive(rec, "content_filter_rule");
         u->filter = v != NULL && !cJSON_IsNull(v) ? (cJSON *) v : NULL;
     }
@@ -986,7 +991,7 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
     static const parse_kind_pt  parsers[ADSERVE_KIND_COUNT] = {
         parse_unit, parse_placement, parse_order,
         parse_li, parse_creative, parse_lica, parse_style, parse_unit_style,
-        parse_item, parse_pool, parse_popular
+        parse_item, parse_pool, parse_popular, parse_pool
     };
     /* a parse is as long as its own kind's member of the union: a LICA's
      * is a fifth of a line item's */
@@ -996,7 +1001,7 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
         sizeof(adserve_parsed_creative_t), sizeof(adserve_parsed_lica_t),
         sizeof(adserve_parsed_style_t), sizeof(adserve_parsed_unit_style_t),
         sizeof(adserve_parsed_item_t), sizeof(adserve_parsed_pool_t),
-        sizeof(adserve_parsed_pool_t)
+        sizeof(adserve_parsed_pool_t), sizeof(adserve_parsed_pool_t)
     };
     adserve_parsed_t  *p;
     const char        *id;
@@ -1144,6 +1149,7 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         break;
     case ADSERVE_KIND_ITEM_POOLS:
     case ADSERVE_KIND_POPULAR_ITEMS:
+    case ADSERVE_KIND_COVIEW_POOLS:
         MOVE(p->u.pool.source);
         move_strs(&p->u.pool.items, delta);
         break;

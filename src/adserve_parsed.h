@@ -89,6 +89,7 @@ typedef struct {
     struct cJSON   *filter;           /* recommendation.content_filter_rule,
                                        * compiled by each build; NULL: none */
     int             filtering;        /* adserve_filtering_e */
+    int             algorithm;        /* adserve_algorithm_e; COUNT: unknown */
 } adserve_parsed_unit_t;
 
 typedef struct {

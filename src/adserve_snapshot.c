@@ -140,6 +140,7 @@ typedef struct {
     adserve_parsed_t  **item_ps;      /* the catalog's and the pools' parses */
     adserve_parsed_t  **pool_ps;
     adserve_parsed_t  **popular_ps;   /* the contexts' popular items */
+    adserve_parsed_t  **coview_ps;    /* the co-view pools */
     snapshot_file_t     snapshot_files[SNAPSHOT_FILES_CACHED];  /* read so far */
     uint32_t            nsnapshot_files;
     uint32_t            n[ADSERVE_KIND_COUNT];
@@ -675,6 +676,14 @@ static int
 link_popular(build_t *b, adserve_parsed_t **ps)
 {
     b->popular_ps = ps;
+    return 0;
+}
+
+
+static int
+link_coview(build_t *b, adserve_parsed_t **ps)
+{
+    b->coview_ps = ps;
     return 0;
 }
 
@@ -1547,6 +1556,7 @@ build_filter(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
     }
 
     out->filtering = (uint8_t) u->p->filtering;
+    out->algorithm = (uint8_t) u->p->algorithm;
 
     rc = adserve_target_compile_filter(&b->tb, u->p->filter, &out->filter);
     out->filter_refuses = rc == 1;
@@ -1967,6 +1977,8 @@ build_pools(build_t *b)
                             &s->pool_mask)
            || build_pool_table(b, b->popular_ps, b->n[ADSERVE_KIND_POPULAR_ITEMS],
                                &s->popular, &s->popular_mask)
+           || build_pool_table(b, b->coview_ps, b->n[ADSERVE_KIND_COVIEW_POOLS],
+                               &s->coview, &s->coview_mask)
            ? -1 : 0;
 }
 
@@ -1982,7 +1994,7 @@ build(build_t *b, const adserve_input_t *in)
     static const link_pt  linkers[ADSERVE_KIND_COUNT] = {
         link_units, link_placements, link_orders,
         link_line_items, link_creatives, link_licas, link_styles, link_unit_styles,
-        link_items, link_pools, link_popular
+        link_items, link_pools, link_popular, link_coview
     };
     adserve_parsed_t  **ps;
     uint32_t            k, i, nunits;
@@ -2183,9 +2195,20 @@ pool_find(const adserve_pool_t *pools, uint32_t mask, const char *id, size_t len
 
 
 const adserve_pool_t *
-adserve_snapshot_pool(const adserve_snapshot_t *s, const char *id, size_t len)
+adserve_snapshot_pool(const adserve_snapshot_t *s, int algorithm, const char *id, size_t len)
 {
-    return s != NULL ? pool_find(s->pools, s->pool_mask, id, len) : NULL;
+    if (s == NULL) {
+        return NULL;
+    }
+
+    switch (algorithm) {
+    case ADSERVE_ALGORITHM_AXA0:
+        return pool_find(s->pools, s->pool_mask, id, len);
+    case ADSERVE_ALGORITHM_COVIEW:
+        return pool_find(s->coview, s->coview_mask, id, len);
+    default:
+        return NULL;                  /* one adserve does not have */
+    }
 }
 
 

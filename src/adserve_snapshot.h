@@ -224,6 +224,8 @@ typedef struct {
                                          * "recommendation":{"items":[ */
     uint8_t         topn;               /* at most this many items */
     uint8_t         filtering;          /* adserve_filtering_e */
+    uint8_t         algorithm;          /* adserve_algorithm_e;
+                                         * ADSERVE_ALGORITHM_COUNT: unknown */
     unsigned        filter_refuses:1;   /* its content filter does not
                                          * compile: no item passes */
     const adserve_target_t *filter;     /* content_filter_rule; NULL: none */
@@ -320,6 +322,8 @@ typedef struct adserve_snapshot_s {
     uint32_t        item_mask;
     adserve_pool_t *pools;            /* open addressing by source item id */
     uint32_t        pool_mask;
+    adserve_pool_t *coview;           /* co-view pools by source item id */
+    uint32_t        coview_mask;
     adserve_pool_t *popular;          /* by context: its popular items */
     uint32_t        popular_mask;
     adserve_str_t  *pop_contexts;     /* the contexts popular fallbacks */
@@ -350,9 +354,10 @@ const adserve_creative_t *adserve_snapshot_creative(const adserve_snapshot_t *s,
 const adserve_item_t *adserve_snapshot_item(const adserve_snapshot_t *s, const char *id,
     size_t len);
 
-/* The pool of a source item, or NULL. */
-const adserve_pool_t *adserve_snapshot_pool(const adserve_snapshot_t *s, const char *id,
-    size_t len);
+/* The pool of a source item for an algorithm (adserve_algorithm_e), or
+ * NULL (an unknown algorithm has none). */
+const adserve_pool_t *adserve_snapshot_pool(const adserve_snapshot_t *s, int algorithm,
+    const char *id, size_t len);
 
 /* A context's popular items (ADSERVE_KIND_POPULAR_ITEMS), or NULL. */
 const adserve_pool_t *adserve_snapshot_popular(const adserve_snapshot_t *s,

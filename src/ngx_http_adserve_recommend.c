@@ -3,12 +3,16 @@
  * ext.recommendation.enabled answers POST /app/v0/ad/{tagid} with up to
  * its topn catalog items, in place of an ad.
  *
- * axa0, the default algorithm: the associated items pool of the item the
- * request names (ext.item_id), in its rank; then the placement's fallback
- * chain, in order, until topn items are there (presets: their items not
- * expired, in order or shuffled). Everything was resolved by the snapshot
- * build (the pool's and the presets' ids to catalog items, each item's part
- * of the answer rendered): a request looks the pool up and copies.
+ * The unit's algorithm gives its own items: axa0, the default, the
+ * associated items pool of the item the request names (ext.item_id), in
+ * its rank; coview, the co-view pool the sidecar computed for that item.
+ * Then the placement's fallback chain, in order, until topn items are
+ * there: presets (their items not expired), popular items of a context,
+ * a snapshot file's items, each in order or shuffled. Every item passes the
+ * content filter, and candidate filtering over the user's history
+ * (ngx_http_adserve_history.c) drops or demotes what they saw. Everything
+ * was resolved by the snapshot build (ids to catalog items, each item's
+ * part of the answer rendered): a request looks up and copies.
  *
  * One ad_log token serves the answer. It names the ad unit and the user,
  * no line item and no creative; each item's click URL adds ?item= with its
@@ -149,7 +153,7 @@ ngx_http_adserve_rec_items(ngx_http_adserve_picks_t *pk, const adserve_snapshot_
     pk->ctx = ctx;
     pk->facts = d->facts;
 
-    pool = item->data ? adserve_snapshot_pool(s, item->data, item->len) : NULL;
+    pool = item->data ? adserve_snapshot_pool(s, unit->algorithm, item->data, item->len) : NULL;
     for (i = 0; pool != NULL && i < pool->n && pk->n < pk->topn; i++) {
         ngx_http_adserve_pick(pk, &s->items[pool->items[i]], ADSERVE_SOURCE_ALGORITHM);
     }

@@ -99,9 +99,10 @@ my $full = created(
         candidate_filtering => {},
         content_filter_rule => { type => 'and', data => [
             { type => 'cmp', data => { lhs => ['category'], op => 'in', rhs => ['a', 'b'] } },
-            { type => 'not', data => { type => 'or', data => [] } } ] },
+            { type => 'not', data => { type => 'or', data => [
+                { type => 'cmp', data => { lhs => ['kv', 'section'], op => 'eq', rhs => 'x' } } ] } } ] },
         fallback => [ { type => 'popular' }, { type => 'preset' },
-                      { type => 'snapshot', path => '/srv/snap.json' } ],
+                      { type => 'snapshot', path => 'snap/picks.txt' } ],
     },
 );
 is_deeply($full->{display}, {
@@ -119,11 +120,12 @@ is_deeply($full->{recommendation}, {
     candidate_filtering => { method => 'NoFilter' },
     content_filter_rule => { type => 'and', data => [
         { type => 'cmp', data => { lhs => ['category'], op => 'in', rhs => ['a', 'b'] } },
-        { type => 'not', data => { type => 'or', data => [] } } ] },
+        { type => 'not', data => { type => 'or', data => [
+            { type => 'cmp', data => { lhs => ['kv', 'section'], op => 'eq', rhs => 'x' } } ] } } ] },
     fallback => [
         { type => 'popular', activation => 'except_timeout', serving_context => 'all' },
         { type => 'preset', activation => 'always', order => 'sequential', items => [] },
-        { type => 'snapshot', path => '/srv/snap.json', activation => 'always', order => 'sequential' },
+        { type => 'snapshot', path => 'snap/picks.txt', activation => 'always', order => 'sequential' },
     ],
 }, 'RecommendationPlacement, Expr, fallbacks and candidate_filtering defaults');
 is_deeply($full->{ext}, {

@@ -1,9 +1,10 @@
-# The popular fallback on the real stack (README "Recommendation"): serving
-# counts each request's viewed item per serving context in
-# adserve:pop:{hour} through its flush; the sidecar's recommendation job
-# ranks them into popular_items records (only what changed); a popular
-# fallback serves its context's ranking within a second; and the counts per
-# item and per source (shown, view, clk) land in the stats hashes.
+# The recommendation jobs on the real stack (README "Recommendation"):
+# serving counts each request's viewed item per serving context in
+# adserve:pop:{hour} through its flush; the sidecar's job ranks them into
+# popular_items records (only what changed), and a popular fallback serves
+# its context's ranking within a second; the counts per item and per source
+# (shown, view, clk) land in the stats hashes; and the co-view algorithm
+# recommends B after users viewed A then B, from their view histories.
 use strict;
 use warnings;
 use FindBin;
@@ -12,7 +13,7 @@ use Test::More;
 use POSIX qw(strftime);
 use Adserve::Test;
 
-my $t = Adserve::Test->new;
+my $t = Adserve::Test->new(test_clock => 1);   # co-view: views spaced in time
 sub current { ok($t->wait_until(5, sub { $t->workers_at($t->revision) }), 'every worker has the change') }
 sub body {
     my (%ext) = @_;
@@ -88,6 +89,55 @@ ok($t->wait_until(10, sub { $t->stat_sum("it:p:3:view") == 6 && $t->stat_sum("it
    'it:{item}:view: the requests that viewed it');
 is($t->stat_sum("it:p:3:shown"), 2, 'it:{item}:shown: the answers that showed it');
 is($t->stat_sum("rs:$all/popular:shown"), 3 + 3 + 3, "rs:{unit}/popular:shown: each item shown by the unit's popular fallback");
+
+# ---- co-view: users who viewed A then B ----------------------------------------------------------
+for my $id (map { "c:$_" } qw(a b c d)) {
+    $t->created('/api/catalog-items', { item_id => $id, title => "Coview $id", url => "https://pop.example/$id" });
+}
+my $cv = $t->created('/api/ad-units', { code => "coview-$$", name => 'Co-view', status => 'ACTIVE',
+    recommendation => { topn => 3 }, ext => { algorithm => 'coview', recommendation => { enabled => 1 } } })->{id};
+my $axa0 = rec_unit('axa0', topn => 3);
+# the spec's ext.algorithm is any string: one adserve does not have gives no items of its own
+my $bogus = $t->created('/api/ad-units', { code => "bogus-$$", name => 'Bogus', status => 'ACTIVE',
+    recommendation => { topn => 3, fallback => [ { type => 'preset', items => [ { id => 'c:d' } ] } ] },
+    ext => { algorithm => 'bogus', recommendation => { enabled => 1 } } })->{id};
+current();
+my $T = time - 3600;
+sub view {
+    my ($user, $item, $at) = @_;
+    return $t->ad($cv, { version => '0.1.0', user => { id => $user }, ext => { item_id => $item } },
+                  headers => { 'x-adserve-clock' => $at });
+}
+for my $u (1 .. 5) {
+    view("cv-$u", 'c:a', $T);
+    view("cv-$u", 'c:b', $T + 60);
+    view("cv-$u", 'c:c', $T + 120) if $u <= 2;
+}
+view('cv-6', 'c:c', $T);
+view('cv-6', 'c:a', $T + 60);
+view('cv-7', 'c:a', $T - 3 * 86400);
+view('cv-7', 'c:d', $T - 3 * 86400 + 2 * 86400 + 1);
+$r = run_jobs();
+cmp_ok($r->{histories}, '>=', 7, "the job read the users' histories ($r->{histories})");
+cmp_ok($r->{pools_written}, '>=', 3, "... and wrote the co-view pools ($r->{pools_written})");
+my $pool = JSON::PP::decode_json($t->redis('HGET', 'adserve:coview_pools', 'c:a'));
+is_deeply($pool->{items}, [ { item_id => 'c:b', score => 5 }, { item_id => 'c:c', score => 2 } ],
+          'c:a: c:b (5 users viewed it next), c:c (2); not c:d, viewed two days later')
+    or diag explain $pool;
+is_deeply([ map { $_->{item_id} } @{ JSON::PP::decode_json($t->redis('HGET', 'adserve:coview_pools', 'c:c'))->{items} } ],
+          [ 'c:a' ], 'c:c: c:a, by the one user who viewed them in that order');
+is($t->redis('HEXISTS', 'adserve:coview_pools', 'c:d'), 0, 'c:d: no one viewed anything after it');
+is(run_jobs()->{pools_written}, 0, 'run again: nothing written');
+current();
+is_deeply(items($t->ad($cv, body(item_id => 'c:a'))), [ 'c:b/algorithm', 'c:c/algorithm' ],
+          'the algorithm coview recommends B after A: the users\' order');
+is($t->ad($axa0, body(item_id => 'c:a'))->{status}, 204, 'an axa0 unit does not serve co-view pools');
+$t->created('/api/associated-items-pools', { source_item_id => 'c:d', items => [ { item_id => 'c:a', score => 1 } ] });
+current();
+is_deeply(items($t->ad($axa0, body(item_id => 'c:d'))), [ 'c:a/algorithm' ], 'a customer\'s pool for c:d serves axa0');
+is($t->ad($cv, body(item_id => 'c:d'))->{status}, 204, '... and not coview (no one viewed anything after c:d)');
+is_deeply(items($t->ad($bogus, body(item_id => 'c:a'))), [ 'c:d/preset' ],
+          'an algorithm adserve does not have: no items of its own, the fallbacks serve');
 
 # a day later the views are out of the window: the ranking goes
 $t->redis('DEL', "adserve:pop:$hour");
