@@ -18,7 +18,8 @@
  *                     adserve_cap_timeout, adserve_event_buffer,
  *                     adserve_event_stream_max, adserve_event_ttl,
  *                     adserve_conversion_ttl, adserve_test_clock,
- *                     adserve_rec_snapshots
+ *                     adserve_rec_snapshots, adserve_rec_services,
+ *                     adserve_rec_timeout
  * Directives (location): adserve_ad, adserve_vast, adserve_event, adserve_status
  */
 
@@ -132,6 +133,20 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_adserve_main_conf_t, cap_timeout),
+      NULL },
+
+    { ngx_string("adserve_rec_services"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, rec_services),
+      NULL },
+
+    { ngx_string("adserve_rec_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, rec_timeout),
       NULL },
 
     { ngx_string("adserve_event_buffer"),
@@ -324,6 +339,7 @@ ngx_http_adserve_create_main_conf(ngx_conf_t *cf)
     amcf->flush = NGX_CONF_UNSET_MSEC;
     amcf->pacing = NGX_CONF_UNSET_MSEC;
     amcf->cap_timeout = NGX_CONF_UNSET_MSEC;
+    amcf->rec_timeout = NGX_CONF_UNSET_MSEC;
     amcf->event_buffer = NGX_CONF_UNSET_UINT;
     amcf->stream_max = NGX_CONF_UNSET_UINT;
     amcf->event_ttl = NGX_CONF_UNSET;
@@ -414,6 +430,24 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(amcf->flush, 1000);
     ngx_conf_init_msec_value(amcf->pacing, 5000);
     ngx_conf_init_msec_value(amcf->cap_timeout, 20);
+    ngx_conf_init_msec_value(amcf->rec_timeout, 100);
+
+    if (amcf->rec_services.len == 0) {
+        ngx_str_set(&amcf->rec_services, "/_adserve/rec/");
+    }
+
+    if (amcf->rec_services.data[0] != '/'
+        || amcf->rec_services.data[amcf->rec_services.len - 1] != '/')
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "adserve_rec_services must be a path that begins and ends with /");
+        return NGX_CONF_ERROR;
+    }
+
+    if (amcf->rec_timeout < 1 || amcf->rec_timeout > 10000) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "adserve_rec_timeout must be between 1ms and 10s");
+        return NGX_CONF_ERROR;
+    }
     ngx_conf_init_uint_value(amcf->event_buffer, 16384);
     ngx_conf_init_uint_value(amcf->stream_max, 1000000);
     ngx_conf_init_value(amcf->event_ttl, 86400);

@@ -122,9 +122,23 @@ static bool snapshot_paths_ok(const cJSON *unit, struct reply *rep)
     return true;
 }
 
+/* ext.target_service names an nginx location: a safe URI segment. */
+static bool target_service_ok(const cJSON *unit, struct reply *rep)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(unit, "ext"), "target_service");
+
+    if (v == NULL || cJSON_IsNull(v) || adserve_service_name_ok(cJSON_GetStringValue(v)))
+        return true;
+    reply_error(rep, 422, "ext.target_service: 1 to %d letters, digits, _ or -",
+                ADSERVE_SERVICE_MAX);
+    return false;
+}
+
 bool ad_unit_fits(const cJSON *unit, struct reply *rep)
 {
-    if (!filter_compiles(unit, rep) || !snapshot_paths_ok(unit, rep))
+    if (!filter_compiles(unit, rep) || !snapshot_paths_ok(unit, rep) ||
+        !target_service_ok(unit, rep))
         return false;
 
     char *json = cJSON_PrintUnformatted(unit);

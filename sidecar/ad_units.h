@@ -47,7 +47,8 @@ cJSON *ad_unit_finish(cJSON *unit);
 
 /* True when the normalised unit can be stored: its recommendation's
  * content_filter_rule compiles as serving compiles it, its snapshot
- * fallbacks' paths stay in their folder, and it fits AD_UNIT_MAX_BYTES;
+ * fallbacks' paths stay in their folder, its ext.target_service is a name
+ * serving can call, and it fits AD_UNIT_MAX_BYTES;
  * else a 422 (or a 500 out of memory) in rep. */
 bool ad_unit_fits(const cJSON *unit, struct reply *rep);
 

@@ -302,7 +302,10 @@ static const struct schema_field ad_unit_ext_fields[] = {
     { "recommendation", &free_object, .dflt = "{\"enabled\":0}" },
     { "responsive", &responsive, .dflt = "\"fixed\"" },
     { "target_ecpm", &cost, .dflt = "0", .description = "target effective cost per mille" },
-    { .name = "target_service", .schema = &str_n },
+    { .name = "target_service", .schema = &str_n,
+      .description = "an external recommender for a recommendation unit: the name (1 to 64 "
+                     "letters, digits, _ or -) of the nginx location adserve_rec_services + "
+                     "name that reaches it; it replaces the algorithm" },
     { "video", &free_object, .dflt = "{\"enabled\":0}" },
     { NULL },
 };

@@ -179,6 +179,15 @@ adserve_item_id_ok(const char *s)
 }
 
 
+int
+adserve_service_name_ok(const char *s)
+{
+    size_t  n = s ? strlen(s) : 0;
+
+    return n > 0 && n <= ADSERVE_SERVICE_MAX && strspn(s, ADSERVE_SERVICE_CHARS) == n;
+}
+
+
 const char *
 adserve_snapshot_path_check(const char *path)
 {

@@ -473,6 +473,14 @@ typedef enum {
 
 extern const char *const adserve_algorithm_names[ADSERVE_ALGORITHM_COUNT + 1];
 
+/* ext.target_service: an external recommender, by the name of the nginx
+ * location that reaches it (adserve_rec_services + name): 1..64 bytes of
+ * ADSERVE_SERVICE_CHARS, a safe URI segment. */
+#define ADSERVE_SERVICE_MAX           64
+#define ADSERVE_SERVICE_CHARS         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" \
+                                      "0123456789_-"
+int adserve_service_name_ok(const char *s);
+
 /* What produced a recommended item (its "source" in the answer). */
 typedef enum {
     ADSERVE_SOURCE_ALGORITHM = 0,

@@ -433,6 +433,10 @@ parse_unit_ext(scratch_t *sc, adserve_parsed_t *p, const cJSON *o, int *oom)
                        ? ADSERVE_ALGORITHM_AXA0
                        : adserve_vocab_str(adserve_algorithm_names, get_str(ext, "algorithm"));
         u->algorithm = u->algorithm >= 0 ? u->algorithm : ADSERVE_ALGORITHM_COUNT;
+        /* a name the API would refuse calls nothing */
+        if (adserve_service_name_ok(get_str(ext, "target_service"))) {
+            u->target_service = dup_str(sc, ext, "target_service", oom);
+        }
         v = cJSON_GetObjectItemCaseSensitive(rec, "content_filter_rule");
         u->filter = v != NULL && !cJSON_IsNull(v) ? (cJSON *) v : NULL;
     }
@@ -1105,6 +1109,7 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         MOVE(p->u.unit.parent_id);
         MOVE(p->u.unit.sizes);
         MOVE(p->u.unit.public_url);
+        MOVE(p->u.unit.target_service);
         MOVE(p->u.unit.rqddurs);
         move_strs(&p->u.unit.bcat, delta);
         move_strs(&p->u.unit.video_mimes, delta);

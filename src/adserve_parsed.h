@@ -90,6 +90,8 @@ typedef struct {
                                        * compiled by each build; NULL: none */
     int             filtering;        /* adserve_filtering_e */
     int             algorithm;        /* adserve_algorithm_e; COUNT: unknown */
+    const char     *target_service;   /* ext.target_service, a valid name,
+                                       * or NULL */
 } adserve_parsed_unit_t;
 
 typedef struct {

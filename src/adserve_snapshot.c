@@ -1557,6 +1557,14 @@ build_filter(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 
     out->filtering = (uint8_t) u->p->filtering;
     out->algorithm = (uint8_t) u->p->algorithm;
+    if (u->p->target_service != NULL) {
+        out->target_service.len = strlen(u->p->target_service);
+        out->target_service.data = adserve_arena_memdup(&b->snap->arena, u->p->target_service,
+                                                        out->target_service.len);
+        if (out->target_service.data == NULL) {
+            return -1;
+        }
+    }
 
     rc = adserve_target_compile_filter(&b->tb, u->p->filter, &out->filter);
     out->filter_refuses = rc == 1;

@@ -226,6 +226,8 @@ typedef struct {
     uint8_t         filtering;          /* adserve_filtering_e */
     uint8_t         algorithm;          /* adserve_algorithm_e;
                                          * ADSERVE_ALGORITHM_COUNT: unknown */
+    adserve_str_t   target_service;     /* an external recommender's name
+                                         * (its location), or empty */
     unsigned        filter_refuses:1;   /* its content filter does not
                                          * compile: no item passes */
     const adserve_target_t *filter;     /* content_filter_rule; NULL: none */

@@ -337,6 +337,13 @@ typedef ngx_int_t (*ngx_http_adserve_caps_done_pt)(ngx_http_request_t *r);
 typedef void (*ngx_http_adserve_parse_pt)(ngx_http_request_t *r,
     ngx_http_adserve_ctx_t *ctx, redisReply *reply);
 
+/* a target service's call (src/ngx_http_adserve_recsvc.c) */
+#define NGX_HTTP_ADSERVE_SVC_NONE       0     /* not called */
+#define NGX_HTTP_ADSERVE_SVC_WAITING    1
+#define NGX_HTTP_ADSERVE_SVC_ANSWERED   2     /* svc_ids hold its items */
+#define NGX_HTTP_ADSERVE_SVC_TIMED_OUT  3     /* the deadline passed */
+#define NGX_HTTP_ADSERVE_SVC_FAILED     4     /* an error, a bad answer, down */
+
 /* per request, from the pool */
 struct ngx_http_adserve_ctx_s {
     ngx_queue_t            queue;         /* in the loader's waiting list */
@@ -354,12 +361,19 @@ struct ngx_http_adserve_ctx_s {
     unsigned               explain:1;     /* the explainer, not serving */
     unsigned               vast:1;        /* GET /app/v0/vast: facts from
                                            * the query, no body */
+    ngx_uint_t             svc;           /* the target service's call:
+                                           * NGX_HTTP_ADSERVE_SVC_* */
+    ngx_event_t            svc_timer;     /* its deadline */
+    adserve_str_t         *svc_ids;       /* what it recommended */
+    ngx_uint_t             nsvc_ids;
     uint64_t              *history;       /* hashes of the items in the
                                            * user's recommendation history */
     uint32_t               nhistory;
     unsigned               history_known:1;
     ngx_http_adserve_answer_pt     answer;
     ngx_http_adserve_caps_done_pt  caps_done;     /* the read's end */
+    ngx_http_adserve_caps_done_pt  finish;        /* the answer, once every
+                                                   * input is there */
     ngx_http_adserve_parse_pt      parse;         /* its reply */
     const char                    *late;          /* logged when it is late */
 };
@@ -394,6 +408,12 @@ ngx_int_t ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ct
  * item's and its source's clicks (?src=), and a view in the history. */
 void ngx_http_adserve_rec_click(ngx_http_request_t *r, const adserve_snapshot_t *s,
     const adserve_ad_log_t *log, const adserve_item_t *it, time_t now);
+
+/* A target service's call: NGX_AGAIN while it runs (ctx->finish(r) then
+ * answers, by the reply or at the deadline), NGX_ERROR when it cannot be
+ * made. */
+ngx_int_t ngx_http_adserve_recsvc_call(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit);
 
 /* The user's recommendation history (src/ngx_http_adserve_history.c): read
  * as ngx_http_adserve_caps_read, into ctx->history; recorded after an
@@ -497,6 +517,8 @@ struct ngx_http_adserve_main_conf_s {
     ngx_flag_t                  test_clock;    /* honour X-Adserve-Clock */
     ngx_str_t                   public_url;
     ngx_str_t                   rec_snapshots; /* the snapshot fallbacks' folder */
+    ngx_str_t                   rec_services;  /* target services' location prefix */
+    ngx_msec_t                  rec_timeout;   /* a target service's deadline */
     ngx_str_t                   key_file;
     adserve_tokens_t           *tokens;
     ngx_http_adserve_loader_t  *loader;        /* per worker, from init_process */

@@ -288,6 +288,7 @@ ngx_http_adserve_caps_done(ngx_http_adserve_ctx_t *ctx)
 {
     ngx_http_request_t  *r = ctx->request;
     ngx_connection_t    *c = r->connection;
+    ngx_int_t            rc;
 
     ngx_http_adserve_caps_release(ctx);
 
@@ -296,7 +297,12 @@ ngx_http_adserve_caps_done(ngx_http_adserve_ctx_t *ctx)
                    ctx->caps_known ? "known" : "unknown", ctx->nseen,
                    ctx->history_known ? "known" : "unknown", ctx->nhistory);
 
-    ngx_http_finalize_request(r, ctx->caps_done(r));
+    /* NGX_AGAIN: the answer waits for more (a target service) */
+    rc = ctx->caps_done(r);
+    if (rc != NGX_AGAIN) {
+        ngx_http_finalize_request(r, rc);
+    }
+
     ngx_http_run_posted_requests(c);
 }
 

@@ -133,17 +133,19 @@ ngx_http_adserve_fallback(ngx_http_adserve_picks_t *pk, const adserve_snapshot_t
 }
 
 
-/* The algorithm's items (axa0: the pool of the request's item, in its
- * rank), then the fallback chain in order until topn are there. No
- * target service is called yet, so no answer times out: a fallback
- * activated only on a timeout never runs, the others always do. */
+/* The algorithm's items (the pool of the request's item, in its rank), or
+ * the target service's, then the fallback chain in order until topn are
+ * there, each fallback by its activation: always; except_timeout, unless
+ * the service gave no answer in time; timeout_only, only then. */
 static void
 ngx_http_adserve_rec_items(ngx_http_adserve_picks_t *pk, const adserve_snapshot_t *s,
     ngx_http_adserve_ctx_t *ctx, const adserve_unit_t *unit, adserve_decision_t *d)
 {
     const adserve_str_t   *item = &ctx->req.item_id;
     const adserve_pool_t  *pool;
-    ngx_uint_t             i;
+    const adserve_item_t  *it;
+    ngx_uint_t             i, timed_out;
+    uint8_t                a;
 
     pk->n = 0;
     pk->nlater = 0;
@@ -153,13 +155,33 @@ ngx_http_adserve_rec_items(ngx_http_adserve_picks_t *pk, const adserve_snapshot_
     pk->ctx = ctx;
     pk->facts = d->facts;
 
-    pool = item->data ? adserve_snapshot_pool(s, unit->algorithm, item->data, item->len) : NULL;
-    for (i = 0; pool != NULL && i < pool->n && pk->n < pk->topn; i++) {
-        ngx_http_adserve_pick(pk, &s->items[pool->items[i]], ADSERVE_SOURCE_ALGORITHM);
+    if (unit->target_service.len) {
+        /* the service's items replace the algorithm's; no answer in time
+         * (late, failed, down) is the fallbacks' timeout */
+        timed_out = ctx->svc != NGX_HTTP_ADSERVE_SVC_ANSWERED;
+
+        for (i = 0; !timed_out && i < ctx->nsvc_ids && pk->n < pk->topn; i++) {
+            it = adserve_snapshot_item(s, ctx->svc_ids[i].data, ctx->svc_ids[i].len);
+            if (it != NULL) {
+                ngx_http_adserve_pick(pk, it, ADSERVE_SOURCE_ALGORITHM);
+            }
+        }
+
+    } else {
+        timed_out = 0;
+        pool = item->data ? adserve_snapshot_pool(s, unit->algorithm, item->data, item->len)
+                          : NULL;
+        for (i = 0; pool != NULL && i < pool->n && pk->n < pk->topn; i++) {
+            ngx_http_adserve_pick(pk, &s->items[pool->items[i]], ADSERVE_SOURCE_ALGORITHM);
+        }
     }
 
     for (i = 0; i < unit->nfallbacks && pk->n < pk->topn; i++) {
-        if (unit->fallbacks[i].activation != ADSERVE_ACTIVATION_TIMEOUT_ONLY) {
+        a = unit->fallbacks[i].activation;
+        if (a == ADSERVE_ACTIVATION_ALWAYS
+            || (a == ADSERVE_ACTIVATION_EXCEPT_TIMEOUT && !timed_out)
+            || (a == ADSERVE_ACTIVATION_TIMEOUT_ONLY && timed_out))
+        {
             ngx_http_adserve_fallback(pk, s, &unit->fallbacks[i], ctx->now);
         }
     }
@@ -331,6 +353,19 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     s = amcf->loader->snapshot;
+
+    /* a target service: called once, and the answer waits for it until
+     * its deadline (ctx->finish comes back here) */
+    if (unit->target_service.len && ctx->svc == NGX_HTTP_ADSERVE_SVC_NONE) {
+        if (ngx_http_adserve_recsvc_call(r, ctx, unit) == NGX_AGAIN) {
+            return NGX_AGAIN;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "target service \"%*s\" cannot be called",
+                      unit->target_service.len, unit->target_service.data);
+        ctx->svc = NGX_HTTP_ADSERVE_SVC_FAILED;
+    }
 
     ngx_http_adserve_rec_items(&pk, s, ctx, unit, d);
 

@@ -484,6 +484,7 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
     }
 
     ctx->now = ngx_http_adserve_now(r);
+    ctx->finish = ngx_http_adserve_finish;
 
     if (!ctx->explain) {
         ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,

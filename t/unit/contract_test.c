@@ -188,6 +188,22 @@ static void test_snapshot_path(void) {
     ok(adserve_snapshot_path_check(longest) != NULL, "... of 256: refused");
 }
 
+static void test_service_name(void) {
+    char longest[ADSERVE_SERVICE_MAX + 2];
+
+    ok(adserve_service_name_ok("demo") && adserve_service_name_ok("recs_v2-EU"), "service names");
+    ok(!adserve_service_name_ok("") && !adserve_service_name_ok(NULL) &&
+       !adserve_service_name_ok("../admin") && !adserve_service_name_ok("a/b") &&
+       !adserve_service_name_ok("a?b") && !adserve_service_name_ok("a b"),
+       "a service name is one safe path segment");
+    memset(longest, 'a', sizeof longest);
+    longest[ADSERVE_SERVICE_MAX] = '\0';
+    ok(adserve_service_name_ok(longest), "a service name of 64 bytes");
+    longest[ADSERVE_SERVICE_MAX] = 'a';
+    longest[ADSERVE_SERVICE_MAX + 1] = '\0';
+    ok(!adserve_service_name_ok(longest), "... of 65: refused");
+}
+
 int main(void) {
     test_kinds();
     test_vocab();
@@ -195,5 +211,6 @@ int main(void) {
     test_hash();
     test_parse_time();
     test_snapshot_path();
+    test_service_name();
     return done_testing();
 }
