@@ -280,59 +280,90 @@ static enum store_status popularity(struct store_conn *c, time_t now, struct rec
 
 /* ---- co-view ---------------------------------------------------------------------- */
 
-/* A history entry's time; -1 when the reply is not one. */
-static long long score_of(const redisReply *s)
+/* The catalog's item ids by the hash a history holds (adserve_hash). */
+static enum store_status catalog_hashes(struct store_conn *c, struct stats_map *ids)
 {
-    return s->type == REDIS_REPLY_STRING ? strtoll(s->str, NULL, 10) : -1;
+    const char *const keys[] = { "HKEYS", ADSERVE_KEY_CATALOG_ITEM_IDS, NULL };
+    redisReply *reply = NULL;
+    enum store_status st = store_cmd(c, &reply, keys);
+    char hex[17];
+
+    if (st != STORE_OK)
+        return st;
+    for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
+        const redisReply *k = reply->element[i];
+        if (k->type != REDIS_REPLY_STRING)
+            continue;
+        snprintf(hex, sizeof hex, "%016" PRIx64, adserve_hash(k->str, k->len));
+        struct stats_entry *e = stats_map_slot(ids, hex, 16);
+        if (e == NULL || (e->value == NULL && (e->value = strndup(k->str, k->len)) == NULL)) {
+            st = STORE_ERROR;
+            break;
+        }
+    }
+    freeReplyObject(reply);
+    return st;
 }
 
-/* One user's history (member, score, ...: oldest first): each item viewed,
- * then each item viewed after it within ADSERVE_COVIEW_SECONDS, as a pair.
- * A history holds an item once per kind, so a user counts once per pair. */
-static bool coview_user(struct pairs *p, const redisReply *h, struct rec_jobs_report *r)
+static const char *item_of(const struct stats_map *ids, uint64_t hash)
 {
-    static const char viewed[] = ADSERVE_HISTORY_VIEWED;
-    const size_t k = ADSERVE_HISTORY_KIND_LEN;
+    char hex[17];
 
-    if (h->type != REDIS_REPLY_ARRAY)
+    snprintf(hex, sizeof hex, "%016" PRIx64, hash);
+    return stats_map_get(ids, hex, 16);
+}
+
+/* One user's history (entries oldest first; the latest ADSERVE_HISTORY_MAX
+ * count): each item viewed, then each item viewed later within
+ * ADSERVE_COVIEW_SECONDS, as a pair. Items viewed more than once count at
+ * their first view, so a user counts once per pair. */
+static bool coview_user(struct pairs *p, const struct stats_map *ids, const redisReply *h,
+                        struct rec_jobs_report *r)
+{
+    adserve_history_entry_t v[ADSERVE_HISTORY_MAX];
+    size_t n = 0, from, entries;
+
+    if (h->type != REDIS_REPLY_STRING)
         return true;
     r->histories++;
-    for (size_t i = 0; i + 1 < h->elements; i += 2) {
-        const redisReply *a = h->element[i];
-        long long ta = score_of(h->element[i + 1]);
-        if (ta < 0 || a->type != REDIS_REPLY_STRING || a->len <= k ||
-            memcmp(a->str, viewed, k) != 0)
-            continue;
-        for (size_t j = i + 2; j + 1 < h->elements; j += 2) {
-            const redisReply *b = h->element[j];
-            long long tb = score_of(h->element[j + 1]);
-            if (tb - ta > ADSERVE_COVIEW_SECONDS)
-                break;
-            if (tb <= ta || b->type != REDIS_REPLY_STRING || b->len <= k ||
-                memcmp(b->str, viewed, k) != 0)
+    entries = h->len / ADSERVE_HISTORY_ENTRY;
+    from = entries > ADSERVE_HISTORY_MAX ? entries - ADSERVE_HISTORY_MAX : 0;
+    for (size_t i = from; i < entries; i++) {
+        adserve_history_get((const unsigned char *)h->str + i * ADSERVE_HISTORY_ENTRY, &v[n]);
+        n += v[n].kind == ADSERVE_HISTORY_VIEWED && item_of(ids, v[n].hash) != NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool before = false;
+        for (size_t k = 0; k < i && !before; k++)
+            before = v[k].hash == v[i].hash;             /* A's pairs are its first view's */
+        for (size_t j = i + 1; !before && j < n && v[j].at - v[i].at <= ADSERVE_COVIEW_SECONDS;
+             j++) {
+            bool again = false;
+            for (size_t k = i + 1; k < j && !again; k++)
+                again = v[k].hash == v[j].hash;          /* counted at its first view */
+            if (again || v[j].at <= v[i].at || v[j].hash == v[i].hash)
                 continue;
-            if (!pairs_add(p, a->str + k, a->len - k, b->str + k, b->len - k, 1))
+            const char *a = item_of(ids, v[i].hash), *b = item_of(ids, v[j].hash);
+            if (!pairs_add(p, a, strlen(a), b, strlen(b), 1))
                 return false;
         }
     }
     return true;
 }
 
-/* The histories of keys[0..n), pipelined. */
-static enum store_status coview_batch(struct store_conn *c, const redisReply *keys, size_t from,
-                                      size_t n, struct pairs *p, struct rec_jobs_report *r)
+/* The histories of keys[from .. from + n), pipelined. */
+static enum store_status coview_batch(struct store_conn *c, const struct stats_map *ids,
+                                      const redisReply *keys, size_t from, size_t n,
+                                      struct pairs *p, struct rec_jobs_report *r)
 {
-    const char *argv[HISTORY_BATCH][6];
+    const char *argv[HISTORY_BATCH][3];
     const char *const *cmds[HISTORY_BATCH];
     redisReply *replies[HISTORY_BATCH];
 
     for (size_t i = 0; i < n; i++) {
-        argv[i][0] = "ZRANGE";
+        argv[i][0] = "GET";
         argv[i][1] = keys->element[from + i]->str;
-        argv[i][2] = "0";
-        argv[i][3] = "-1";
-        argv[i][4] = "WITHSCORES";
-        argv[i][5] = NULL;
+        argv[i][2] = NULL;
         cmds[i] = argv[i];
     }
     enum store_status st = store_pipeline(c, cmds, n, replies);
@@ -340,15 +371,15 @@ static enum store_status coview_batch(struct store_conn *c, const redisReply *ke
         return st;
     bool oom = false;
     for (size_t i = 0; i < n; i++) {
-        oom = oom || !coview_user(p, replies[i], r);
+        oom = oom || !coview_user(p, ids, replies[i], r);
         freeReplyObject(replies[i]);
     }
     return oom ? STORE_ERROR : STORE_OK;
 }
 
 /* Every user's history, SCANned: the pairs they viewed in order. */
-static enum store_status coview_read(struct store_conn *c, struct pairs *p,
-                                     struct rec_jobs_report *r)
+static enum store_status coview_read(struct store_conn *c, const struct stats_map *ids,
+                                     struct pairs *p, struct rec_jobs_report *r)
 {
     char cursor[32] = "0";
 
@@ -370,7 +401,7 @@ static enum store_status coview_read(struct store_conn *c, struct pairs *p,
         memcpy(cursor, reply->element[0]->str, reply->element[0]->len + 1);
         for (size_t i = 0; st == STORE_OK && i < keys->elements; i += HISTORY_BATCH) {
             size_t n = keys->elements - i < HISTORY_BATCH ? keys->elements - i : HISTORY_BATCH;
-            st = coview_batch(c, keys, i, n, p, r);
+            st = coview_batch(c, ids, keys, i, n, p, r);
         }
         freeReplyObject(reply);
         if (st != STORE_OK)
@@ -406,7 +437,11 @@ static char *coview_record(const struct pair *v, size_t n)
 static enum store_status coview(struct store_conn *c, struct rec_jobs_report *r)
 {
     struct pairs p = { 0 };
-    enum store_status st = coview_read(c, &p, r);
+    struct stats_map ids = { 0 };
+    enum store_status st = catalog_hashes(c, &ids);
+
+    if (st == STORE_OK)
+        st = coview_read(c, &ids, &p, r);
 
     if (st == STORE_OK) {
         pairs_rank(&p);
@@ -415,6 +450,7 @@ static enum store_status coview(struct store_conn *c, struct rec_jobs_report *r)
                           &r->pools_written, &r->pools_removed);
     }
     pairs_free(&p);
+    stats_map_free(&ids, free);
     return st;
 }
 

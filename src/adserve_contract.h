@@ -103,19 +103,36 @@
 #define ADSERVE_KEY_FLUSH                ADSERVE_KEY("flush:")     /* + instance */
 #define ADSERVE_KEY_FC                   ADSERVE_KEY("fc:")        /* + user id */
 
-/* A user's recommendation history (README "Recommendation"): a sorted set
- * per user, each member an entry's kind then a catalog item id, scored by
- * its unix time. Shown: recommended to the user; viewed: the item a
+/* A user's recommendation history (README "Recommendation"): a string per
+ * user, adserve:rh:{user id}, of ADSERVE_HISTORY_ENTRY-byte entries, oldest
+ * first (adserve_history_put / _get): the item id's adserve_hash (8 bytes,
+ * little-endian), the unix time (4 bytes, little-endian), the kind (1
+ * byte), 3 zero bytes. Shown: recommended to the user; viewed: the item a
  * request said the user looks at (ext.item_id), or one they clicked.
- * candidate_filtering reads both kinds, the co-view algorithm the views.
- * Bounded: the latest ADSERVE_HISTORY_MAX entries within
- * ADSERVE_HISTORY_SECONDS. */
+ * candidate_filtering reads both kinds, the co-view algorithm the views (it
+ * maps the hashes back to catalog item ids). One string, so that reading a
+ * long history is one reply to parse, and a write is an append.
+ *
+ * What counts: the latest ADSERVE_HISTORY_MAX entries within
+ * ADSERVE_HISTORY_SECONDS. The writer's script (APPEND) cuts the string to
+ * those ADSERVE_HISTORY_MAX once it holds twice as many, and sets it to
+ * expire with its last entry. */
 #define ADSERVE_KEY_HISTORY              ADSERVE_KEY("rh:")        /* + user id */
-#define ADSERVE_HISTORY_SHOWN            "s:"
-#define ADSERVE_HISTORY_VIEWED           "v:"
-#define ADSERVE_HISTORY_KIND_LEN         2
+#define ADSERVE_HISTORY_ENTRY            16
+#define ADSERVE_HISTORY_SHOWN            's'
+#define ADSERVE_HISTORY_VIEWED           'v'
 #define ADSERVE_HISTORY_MAX              200
 #define ADSERVE_HISTORY_SECONDS          (7 * 86400)
+
+typedef struct {
+    uint64_t        hash;             /* adserve_hash of the item id */
+    int64_t         at;               /* unix seconds */
+    char            kind;             /* ADSERVE_HISTORY_SHOWN, _VIEWED */
+} adserve_history_entry_t;
+
+/* One entry into out[ADSERVE_HISTORY_ENTRY], and back. */
+void adserve_history_put(unsigned char *out, const adserve_history_entry_t *e);
+void adserve_history_get(const unsigned char *in, adserve_history_entry_t *e);
 
 /* Popularity (the popular fallback, README "Recommendation"): the views of
  * each item per serving context, a hash per UTC hour,

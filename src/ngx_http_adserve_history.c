@@ -10,7 +10,9 @@
  * history, since a repeated recommendation breaks no contract, unlike a
  * broken cap. Written after every recommendation with a user id, and on
  * every item click, on the caps' connection and at once: the user's next
- * request may reach another worker or node a moment later.
+ * request may reach another worker or node a moment later. The format is
+ * the contract's (packed entries in one string): one reply to read, an
+ * append to write.
  */
 
 
@@ -19,7 +21,23 @@
 
 #define NGX_HTTP_ADSERVE_HISTORY_KEY  (sizeof(ADSERVE_KEY_HISTORY) - 1              \
                                        + ADSERVE_TOKEN_USER_MAX)
-#define NGX_HTTP_ADSERVE_HISTORY_ITEM (ADSERVE_HISTORY_KIND_LEN + ADSERVE_ITEM_ID_MAX)
+
+/*
+ * The write: append the entries; once the string holds twice the entries
+ * that count, keep only the latest ADSERVE_HISTORY_MAX (a cut every
+ * ADSERVE_HISTORY_MAX entries or so, not on every write); and expire with
+ * the last entry. One script, so that a cut never loses an entry another
+ * worker appended in between. KEYS[1] the history, ARGV[1] the entries,
+ * ARGV[2] the bytes kept, ARGV[3] the seconds it lives.
+ */
+static const char  ngx_http_adserve_history_script[] =
+    "local n = redis.call('APPEND', KEYS[1], ARGV[1])\n"
+    "local keep = tonumber(ARGV[2])\n"
+    "if n >= 2 * keep then\n"
+    "  redis.call('SET', KEYS[1], redis.call('GETRANGE', KEYS[1], n - keep, -1))\n"
+    "end\n"
+    "redis.call('EXPIRE', KEYS[1], ARGV[3])\n"
+    "return n\n";
 
 
 static size_t
@@ -31,31 +49,40 @@ ngx_http_adserve_history_key(u_char *key, const adserve_str_t *user)
 }
 
 
-/* The members into ctx->history, as the hashes of their item ids (the
- * snapshot may change before the answer: a hash outlives it). */
+/* The latest ADSERVE_HISTORY_MAX entries within ADSERVE_HISTORY_SECONDS
+ * into ctx->history, as the hashes of their item ids (the snapshot may
+ * change before the answer: a hash outlives it). */
 static void
 ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     redisReply *reply)
 {
-    redisReply  *m;
-    size_t       i;
+    adserve_history_entry_t  e;
+    const u_char            *p, *end;
+    size_t                   n;
 
-    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
+    if (reply == NULL || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL))
+    {
         return;
     }
 
-    ctx->history = ngx_palloc(r->pool, (reply->elements + 1) * sizeof(uint64_t));
+    n = reply->type == REDIS_REPLY_STRING ? reply->len / ADSERVE_HISTORY_ENTRY : 0;
+    n = ngx_min(n, ADSERVE_HISTORY_MAX);
+
+    ctx->history = ngx_palloc(r->pool, (n + 1) * sizeof(uint64_t));
     if (ctx->history == NULL) {
         return;
     }
 
     ctx->nhistory = 0;
 
-    for (i = 0; i < reply->elements; i++) {
-        m = reply->element[i];
-        if (m->type == REDIS_REPLY_STRING && m->len > ADSERVE_HISTORY_KIND_LEN) {
-            ctx->history[ctx->nhistory++] = adserve_hash(m->str + ADSERVE_HISTORY_KIND_LEN,
-                                                         m->len - ADSERVE_HISTORY_KIND_LEN);
+    if (n > 0) {
+        end = (u_char *) reply->str + reply->len / ADSERVE_HISTORY_ENTRY * ADSERVE_HISTORY_ENTRY;
+
+        for (p = end - n * ADSERVE_HISTORY_ENTRY; p < end; p += ADSERVE_HISTORY_ENTRY) {
+            adserve_history_get(p, &e);
+            if (e.at > (int64_t) ctx->now - ADSERVE_HISTORY_SECONDS) {
+                ctx->history[ctx->nhistory++] = e.hash;
+            }
         }
     }
 
@@ -68,35 +95,20 @@ ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     ngx_http_adserve_caps_done_pt done)
 {
     u_char       key[NGX_HTTP_ADSERVE_HISTORY_KEY];
-    u_char       min[NGX_TIME_T_LEN + 2], *last;
-    const char  *argv[4];
-    size_t       argvlen[4];
+    const char  *argv[2];
+    size_t       argvlen[2];
 
     if (ctx->req.user_id.len == 0 || ctx->req.user_id.len > ADSERVE_TOKEN_USER_MAX) {
         return NGX_DECLINED;
     }
 
-    last = ngx_sprintf(min, "(%T", ctx->now - (time_t) ADSERVE_HISTORY_SECONDS);
-
-    argv[0] = "ZRANGEBYSCORE";     argvlen[0] = sizeof("ZRANGEBYSCORE") - 1;
+    argv[0] = "GET";               argvlen[0] = 3;
     argv[1] = (char *) key;
     argvlen[1] = ngx_http_adserve_history_key(key, &ctx->req.user_id);
-    argv[2] = (char *) min;        argvlen[2] = last - min;
-    argv[3] = "+inf";              argvlen[3] = 4;
 
-    return ngx_http_adserve_user_read(r, ctx, 4, argv, argvlen, ngx_http_adserve_history_parse,
+    return ngx_http_adserve_user_read(r, ctx, 2, argv, argvlen, ngx_http_adserve_history_parse,
                                       "view history not read in time, recommending "
                                       "without it", done);
-}
-
-
-/* "{kind}{item id}" into member, its length */
-static size_t
-ngx_http_adserve_history_member(u_char *member, const char *kind, const adserve_str_t *item)
-{
-    return ngx_cpymem(ngx_cpymem(member, kind, ADSERVE_HISTORY_KIND_LEN), item->data,
-                      item->len)
-           - member;
 }
 
 
@@ -104,66 +116,54 @@ void
 ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, time_t now,
     const adserve_item_t *const *shown, ngx_uint_t nshown, const adserve_str_t *viewed)
 {
-    u_char       key[NGX_HTTP_ADSERVE_HISTORY_KEY], score[NGX_TIME_T_LEN];
-    u_char       old[NGX_TIME_T_LEN + 1], ttl[NGX_INT_T_LEN], *members, *p;
-    u_char       keep[NGX_INT_T_LEN + 1];
-    const char **argv;
-    size_t      *argvlen, slen;
-    ngx_uint_t   i, argc, n;
+    adserve_history_entry_t  e;
+    u_char                   key[NGX_HTTP_ADSERVE_HISTORY_KEY], keep[NGX_INT_T_LEN];
+    u_char                   ttl[NGX_INT_T_LEN], *entries, *p;
+    const char              *argv[7];
+    size_t                   argvlen[7];
+    ngx_uint_t               i, n;
 
     n = nshown + (viewed != NULL && viewed->len > 0 && viewed->len <= ADSERVE_ITEM_ID_MAX);
     if (user->len == 0 || user->len > ADSERVE_TOKEN_USER_MAX || n == 0) {
         return;
     }
 
-    argv = ngx_palloc(pool, (2 + 2 * n) * sizeof(char *));
-    argvlen = ngx_palloc(pool, (2 + 2 * n) * sizeof(size_t));
-    members = ngx_pnalloc(pool, n * NGX_HTTP_ADSERVE_HISTORY_ITEM);
-    if (argv == NULL || argvlen == NULL || members == NULL) {
+    entries = ngx_pnalloc(pool, n * ADSERVE_HISTORY_ENTRY);
+    if (entries == NULL) {
         return;
     }
 
-    slen = ngx_sprintf(score, "%T", now) - score;
+    e.at = (int64_t) now;
 
-    argv[0] = "ZADD";              argvlen[0] = 4;
-    argv[1] = (char *) key;
-    argvlen[1] = ngx_http_adserve_history_key(key, user);
-    argc = 2;
-    p = members;
-
-    for (i = 0; i < n; i++) {
-        argv[argc] = (char *) score;
-        argvlen[argc++] = slen;
-        argv[argc] = (char *) p;
-        argvlen[argc++] = i < nshown
-            ? ngx_http_adserve_history_member(p, ADSERVE_HISTORY_SHOWN, &shown[i]->id)
-            : ngx_http_adserve_history_member(p, ADSERVE_HISTORY_VIEWED, viewed);
-        p += argvlen[argc - 1];
+    for (p = entries, i = 0; i < n; i++, p += ADSERVE_HISTORY_ENTRY) {
+        if (i < nshown) {
+            e.hash = shown[i]->hash;
+            e.kind = ADSERVE_HISTORY_SHOWN;
+        } else {
+            e.hash = adserve_hash(viewed->data, viewed->len);
+            e.kind = ADSERVE_HISTORY_VIEWED;
+        }
+        adserve_history_put(p, &e);
     }
 
-    if (ngx_http_adserve_user_write((int) argc, argv, argvlen) != NGX_OK) {
-        return;
+    argv[0] = "EVAL";
+    argvlen[0] = 4;
+    argv[1] = ngx_http_adserve_history_script;
+    argvlen[1] = sizeof(ngx_http_adserve_history_script) - 1;
+    argv[2] = "1";
+    argvlen[2] = 1;
+    argv[3] = (char *) key;
+    argvlen[3] = ngx_http_adserve_history_key(key, user);
+    argv[4] = (char *) entries;
+    argvlen[4] = n * ADSERVE_HISTORY_ENTRY;
+    argv[5] = (char *) keep;
+    argvlen[5] = ngx_sprintf(keep, "%d", ADSERVE_HISTORY_MAX * ADSERVE_HISTORY_ENTRY) - keep;
+    argv[6] = (char *) ttl;
+    argvlen[6] = ngx_sprintf(ttl, "%d", ADSERVE_HISTORY_SECONDS) - ttl;
+
+    if (ngx_http_adserve_user_write(7, argv, argvlen) == NGX_OK) {
+        ngx_http_adserve_user_flush();
     }
-
-    /* bounded in age and in length; the key goes with its last entry */
-    argv[0] = "ZREMRANGEBYSCORE";  argvlen[0] = sizeof("ZREMRANGEBYSCORE") - 1;
-    argv[2] = "-inf";              argvlen[2] = 4;
-    argv[3] = (char *) old;
-    argvlen[3] = ngx_sprintf(old, "(%T", now - (time_t) ADSERVE_HISTORY_SECONDS) - old;
-    (void) ngx_http_adserve_user_write(4, argv, argvlen);
-
-    argv[0] = "ZREMRANGEBYRANK";   argvlen[0] = sizeof("ZREMRANGEBYRANK") - 1;
-    argv[2] = "0";                 argvlen[2] = 1;
-    argv[3] = (char *) keep;
-    argvlen[3] = ngx_sprintf(keep, "-%d", ADSERVE_HISTORY_MAX + 1) - keep;
-    (void) ngx_http_adserve_user_write(4, argv, argvlen);
-
-    argv[0] = "EXPIRE";            argvlen[0] = 6;
-    argv[2] = (char *) ttl;
-    argvlen[2] = ngx_sprintf(ttl, "%d", ADSERVE_HISTORY_SECONDS) - ttl;
-    (void) ngx_http_adserve_user_write(3, argv, argvlen);
-
-    ngx_http_adserve_user_flush();
 }
 
 

@@ -12,7 +12,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Adserve::Test;
 
-my $t = Adserve::Test->new;
+my $t = Adserve::Test->new(test_clock => 1);   # the history's age bound
 sub current { ok($t->wait_until(5, sub { $t->workers_at($t->revision) }), 'every worker has the change') }
 sub body {
     my ($user, %ext) = @_;
@@ -26,6 +26,19 @@ sub rec_unit {
                                           recommendation => { %rec }, ext => { recommendation => { enabled => 1 } } })->{id};
 }
 sub cmp_rule { my ($lhs, $op, $rhs) = @_; return { type => 'cmp', data => { lhs => $lhs, op => $op, rhs => $rhs } } }
+# the contract's hash of an item id (FNV-1a, 64 bits), as hex
+sub fnv { my ($s) = @_; my $h = 0xcbf29ce484222325; { use integer; for (unpack 'C*', $s) { $h ^= $_; $h *= 0x100000001b3 } }
+          return sprintf '%016x', $h }
+# a user's history, as the contract packs it: [hash hex, time, kind] oldest first
+sub history {
+    my ($user) = @_;
+    my $hex = $t->redis('EVAL', "local v = redis.call('GET', KEYS[1]) or '' "
+                        . "return (v:gsub('.', function(c) return string.format('%02x', c:byte()) end))",
+                        1, "adserve:rh:$user");
+    return map { my @b = unpack '(A2)*', $_;
+                 [ join('', reverse @b[0 .. 7]), hex(join '', reverse @b[8 .. 11]), chr hex $b[12] ] }
+           unpack '(A32)*', $hex;
+}
 
 # ---- a catalog with attributes, one pool ranking all of it -------------------------------------------
 my %attrs = (
@@ -127,28 +140,41 @@ ok(!grep({ $_ eq 'n:2' } @{ ids($res) }), 'an item the user viewed (an earlier e
 is_deeply(ids($res), [ 'n:1', 'n:3', 'n:4', 'n:5' ], '... the others in rank');
 my $clicked = $res->{json}{ad}{recommendation}{items}[1];
 is($t->request('GET', $clicked->{click_url} =~ s{^\Q${\ $t->base }\E}{}r, redirect => 0)->{status}, 302, 'a click on n:3');
-my @members = split /\n/, $t->redis('ZRANGE', 'adserve:rh:vo-3', 0, -1);
-ok((grep { $_ eq 'v:n:3' } @members) && (grep { $_ eq 'v:n:2' } @members) && (grep { $_ eq 's:n:5' } @members),
-   'the history in Redis: views (v:), the click (v:) and what was shown (s:)');
+my %kinds;
+push @{ $kinds{ $_->[2] } }, $_->[0] for history('vo-3');
+is_deeply([ map { scalar @{ $kinds{$_} // [] } } qw(s v) ], [ 4, 3 ],
+          'the history in Redis: 16-byte entries, 4 shown (s), 3 viewed (v): two requests (the first '
+          . 'had no items) and a click');
+is_deeply($kinds{v}, [ fnv('n:2'), fnv('n:0'), fnv('n:3') ], '... the views in order: n:2, n:0, then the click on n:3');
+ok((grep { $_ eq fnv('n:5') } @{ $kinds{s} }), '... n:5 among the shown');
 my $ttl = $t->redis('TTL', 'adserve:rh:vo-3');
 ok($ttl > 6 * 86400 && $ttl <= 7 * 86400, "it expires with its last entry, in 7 days ($ttl s)");
 
 # ---- ViewPenalty: seen items go last, and still fill -----------------------------------------------------
 is_deeply(ids(rec($pen, 'vp-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'ViewPenalty, a new user: the top 4');
 is_deeply(ids(rec($pen, 'vp-1', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ], '... then the next 4 first');
-$t->redis('ZADD', 'adserve:rh:vp-2', time, "s:n:$_") for 1 .. 18;
+my $nof18 = rec_unit('nofilter-18', topn => 18);
+current();
+rec($nof18, 'vp-2', item_id => 'n:0');
 is_deeply(ids(rec($pen, 'vp-2', item_id => 'n:0')), [ 'n:19', 'n:20', 'n:1', 'n:2' ],
           'a user who saw 18 of 20: the 2 unseen, then the seen ones in rank');
 
 # ---- bounds -----------------------------------------------------------------------------------------
-$t->redis('DEL', 'adserve:rh:vb-1');
-$t->redis('ZADD', 'adserve:rh:vb-1', time - 8 * 86400, $_) for 's:n:1', 'v:gone';
-$t->redis('ZADD', 'adserve:rh:vb-1', time - 1000 + $_, "s:old-$_") for 1 .. 250;
+$t->ad($nof, body('vb-1', item_id => 'n:0'), headers => { 'x-adserve-clock' => time - 8 * 86400 });
+is(scalar(history('vb-1')), 5, 'shown 8 days ago: 4 shown, 1 viewed');
+# (a worker's test clock only goes forward: now again, on both)
+$t->ad($nof, body('vb-0'), via => $_, headers => { 'x-adserve-clock' => time }) for @conns;
 is_deeply(ids(rec($out, 'vb-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
           'an entry older than 7 days does not count');
-my $n = $t->redis('ZCARD', 'adserve:rh:vb-1');
-is($n, 200, 'the history keeps its latest 200 entries');
-is($t->redis('ZSCORE', 'adserve:rh:vb-1', 'v:gone'), '', '... the 8-day-old entries are gone');
+my @lengths;
+for (1 .. 25) {
+    rec($nof18, 'vb-2', item_id => 'n:0');
+    push @lengths, $t->redis('STRLEN', 'adserve:rh:vb-2') / 16;
+}
+is_deeply([ @lengths[0, 1, 19, 20, 21, 22] ], [ 19, 38, 380, 399, 200, 219 ],
+          'the history grows 19 entries an answer; at 400 it is cut to its latest 200');
+is_deeply((history('vb-2'))[-1], [ fnv('n:0'), (history('vb-2'))[-1][1], 'v' ], '... the latest kept, last');
+cmp_ok((sort { $b <=> $a } @lengths)[0], '<', 400, '... never 400 or more');
 
 # ---- without a user, and with Redis stalled: recommended unfiltered ----------------------------------
 is_deeply(ids(rec($out, undef, item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'no user id: nothing to filter by');
