@@ -33,5 +33,6 @@ ROUTE_GROUP(ad_unit_native_styles);
 ROUTE_GROUP(catalog_items);
 ROUTE_GROUP(item_pools);
 ROUTE_GROUP(rec_jobs);
+ROUTE_GROUP(rec_metrics);
 
 #endif

@@ -37,6 +37,7 @@ const struct route_table route_tables[] = {
     GROUP(catalog_items),
     GROUP(item_pools),
     GROUP(rec_jobs),
+    GROUP(rec_metrics),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

@@ -36,7 +36,9 @@ my $hour = strftime('%Y%m%d%H', gmtime);
 for my $id (map { "p:$_" } 1 .. 8) {
     $t->created('/api/catalog-items', { item_id => $id, title => "Story $id", url => "https://pop.example/$id" });
 }
-my $all = rec_unit('all', topn => 3, fallback => [ { type => 'popular' } ]);
+my $all = $t->created('/api/ad-units', { code => "pop-all-$$", name => 'Popular, all', status => 'ACTIVE',
+    recommendation => { topn => 3, fallback => [ { type => 'popular' } ] },
+    ext => { algorithm => 'none-of-ours', recommendation => { enabled => 1 } } })->{id};
 my $blog = rec_unit('blog', topn => 3, fallback => [ { type => 'popular', serving_context => 'blog' } ]);
 my $late = rec_unit('timeout-only', topn => 3, fallback => [ { type => 'popular', activation => 'timeout_only' } ]);
 current();
@@ -89,6 +91,22 @@ ok($t->wait_until(10, sub { $t->stat_sum("it:p:3:view") == 6 && $t->stat_sum("it
    'it:{item}:view: the requests that viewed it');
 is($t->stat_sum("it:p:3:shown"), 2, 'it:{item}:shown: the answers that showed it');
 is($t->stat_sum("rs:$all/popular:shown"), 3 + 3 + 3, "rs:{unit}/popular:shown: each item shown by the unit's popular fallback");
+
+# ... and in the report: per source, with CTR and its interval; per item
+my $m = $t->api('GET', "/api/metrics/recommendations?ad_unit_id=$all");
+is($m->{status}, 200, 'GET /api/metrics/recommendations: 200') or diag $m->{content};
+is_deeply([ map { [ @$_{qw(source shown clicks)} ] } @{ $m->{json}{sources} } ], [ [ 'popular', 9, 1 ] ],
+          '... the popular source: 9 shown, 1 click');
+my ($src) = @{ $m->{json}{sources} };
+ok(abs($src->{ctr} - 1 / 9) < 1e-6 && $src->{ctr_low} < $src->{ctr} && $src->{ctr} < $src->{ctr_high}
+   && $src->{ctr_low} >= 0 && $src->{ctr_high} <= 1,
+   "... its CTR 1/9 inside its 95% interval [$src->{ctr_low}, $src->{ctr_high}]");
+is_deeply([ @{ $m->{json} }{qw(algorithm target_service requests answers)} ], [ 'none-of-ours', JSON::PP::false, 14, 3 ],
+          '... the unit: its algorithm, requests and answers with items');
+my ($p3) = grep { $_->{item_id} eq 'p:3' } @{ $m->{json}{items} };
+is_deeply([ @$p3{qw(shown views clicks)} ], [ 2, 6, 2 ], '... the item p:3: shown 2, viewed 6, clicked 2');
+is($t->api('GET', '/api/metrics/recommendations?ad_unit_id=' . $t->uuid)->{status}, 404, '... an unknown unit: 404');
+is($t->api('GET', '/api/metrics/recommendations')->{status}, 422, '... no unit: 422');
 
 # ---- co-view: users who viewed A then B ----------------------------------------------------------
 for my $id (map { "c:$_" } qw(a b c d)) {
