@@ -26,12 +26,13 @@ my $locations = join '', map { <<"NGINX" } [ fast => $fast_port ], [ slow => $sl
 NGINX
 my $t = Adserve::Test->new(template => Adserve::Test::with_locations($locations));
 
-# the reference service: a fast one, and one that answers after 1 s (the deadline is 100 ms)
+# the reference service: a fast one, and one that answers after 3 s (the deadline is 100 ms;
+# the margins below are wide, for a busy machine)
 my ($fh, $map) = tempfile('rec-map-XXXXXX', TMPDIR => 1, UNLINK => 1);
 print $fh '{"s:a": ["s:b", "s:c", "s:ghost", "s:a", "s:d"], "s:e": []}';
 close $fh;
 my @services;
-for ([ $fast_port, 0 ], [ $slow_port, 1000 ]) {
+for ([ $fast_port, 0 ], [ $slow_port, 3000 ]) {
     my $pid = fork // die "fork: $!";
     if (!$pid) {
         open STDERR, '>>', $t->var . '/log/rec-service.log';
@@ -81,7 +82,7 @@ my $res = $t->ad($unit{slow}, body(item_id => 's:a'));
 my $took = Time::HiRes::time() - $t0;
 is_deeply(sources($res), [ 's:e/preset', 's:g/preset' ],
           'the service is late: answered at the deadline with the always and timeout_only fallbacks');
-cmp_ok($took, '<', 0.9, sprintf('... without waiting for the service (%.0f ms)', 1000 * $took));
+cmp_ok($took, '<', 2.5, sprintf('... without waiting for the service (%.0f ms)', 1000 * $took));
 is_deeply(sources($t->ad($unit{down}, body(item_id => 's:a'))), [ 's:e/preset', 's:g/preset' ],
           'the service is down (nothing listens): as on a timeout');
 
@@ -95,9 +96,9 @@ for (1 .. 4) {
 my $fast = Time::HiRes::time();
 is($t->ad($unit{fast}, body(item_id => 's:a'))->{status}, 200, 'with slow calls in flight, a fast one answers');
 waitpid $_, 0 for @pids;
-ok(Time::HiRes::time() - $fast < 1, '... before the slow service would have');
+ok(Time::HiRes::time() - $fast < 2.5, '... before the slow service would have');
 
-sleep 1.5;   # the late replies come in, for requests long answered
+sleep 3.5;   # the late replies come in, for requests long answered
 like($t->log_text('nginx-error.log'), qr/target service not answered in time/, 'the deadline is logged');
 like($t->log_text('nginx-error.log'), qr/target service "\/_adserve\/rec\/down" answered 502, no object/, 'so is a service down');
 unlike($t->log_text('nginx-error.log'), qr/\[(?:alert|crit|emerg)\]|segfault|signal/, 'no alert, crit or emerg, no crash');

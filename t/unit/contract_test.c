@@ -204,6 +204,23 @@ static void test_service_name(void) {
     ok(!adserve_service_name_ok(longest), "... of 65: refused");
 }
 
+static void test_history_entry(void) {
+    adserve_history_entry_t e = { 0x0123456789abcdefULL, 1795651200, ADSERVE_HISTORY_VIEWED }, back;
+    unsigned char out[ADSERVE_HISTORY_ENTRY];
+    static const unsigned char want[ADSERVE_HISTORY_ENTRY] = {
+        0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, 0x80, 0x76, 0x07, 0x6b, 'v', 0, 0, 0 };
+
+    memset(out, 0xff, sizeof out);
+    adserve_history_put(out, &e);
+    ok(memcmp(out, want, sizeof want) == 0, "a history entry: hash, time little-endian, kind, zeros");
+    adserve_history_get(out, &back);
+    ok(back.hash == e.hash && back.at == e.at && back.kind == e.kind, "... read back");
+    e.at = -5;
+    adserve_history_put(out, &e);
+    adserve_history_get(out, &back);
+    ok(back.at == 0, "a time before 1970 is 0");
+}
+
 int main(void) {
     test_kinds();
     test_vocab();
@@ -212,5 +229,6 @@ int main(void) {
     test_parse_time();
     test_snapshot_path();
     test_service_name();
+    test_history_entry();
     return done_testing();
 }
