@@ -897,16 +897,20 @@ parse_item(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 }
 
 
-/* A context's popular items, written by the sidecar's popularity job. */
+/* A ranked list of items by its source: a pool (source_item_id, its items'
+ * item_id), a co-view pool (the same shape), a context's popular items
+ * (context, items as plain ids). */
 static int
-parse_popular(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+parse_ranked(scratch_t *sc, adserve_parsed_t *p, const cJSON *o, const char *source,
+    const char *item_member)
 {
     adserve_parsed_pool_t  *pl = &p->u.pool;
+    const cJSON            *items = cJSON_GetObjectItemCaseSensitive(o, "items");
     int                     oom = 0;
 
-    pl->source = dup_str(sc, o, "context", &oom);
+    pl->source = dup_str(sc, o, source, &oom);
     pl->source_hash = hash_of(pl->source);
-    pl->items = dup_strs(sc, cJSON_GetObjectItemCaseSensitive(o, "items"), &oom);
+    pl->items = item_member ? dup_strs_of(sc, items, item_member, &oom) : dup_strs(sc, items, &oom);
 
     return oom ? -1 : 0;
 }
@@ -915,14 +919,14 @@ parse_popular(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 static int
 parse_pool(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 {
-    adserve_parsed_pool_t  *pl = &p->u.pool;
-    int                     oom = 0;
+    return parse_ranked(sc, p, o, "source_item_id", "item_id");
+}
 
-    pl->source = dup_str(sc, o, "source_item_id", &oom);
-    pl->source_hash = hash_of(pl->source);
-    pl->items = dup_strs_of(sc, cJSON_GetObjectItemCaseSensitive(o, "items"), "item_id", &oom);
 
-    return oom ? -1 : 0;
+static int
+parse_popular(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    return parse_ranked(sc, p, o, "context", NULL);
 }
 
 

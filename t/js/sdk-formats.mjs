@@ -3,7 +3,7 @@
 
 import { tap } from './lib/tap.mjs';
 import {
-    BASE, OUT, DEMO, RECORDER, api, demoUnits, events, inBrowser, metric, observe, sleep, until,
+    BASE, OUT, DEMO, api, demoUnits, events, inBrowser, metric, openDemo, sleep, until,
     waitFor, workersCurrent,
 } from './lib/stack.mjs';
 
@@ -48,13 +48,7 @@ async function evilUnits() {
 }
 
 await inBrowser(t, async (browser) => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    const seen = observe(page);
-    const all = [];
-    context.on('request', (r) => all.push(r));
-    await page.addInitScript(RECORDER);
-    await page.goto(DEMO);
+    const { context, page, seen, all } = await openDemo(browser);
 
     // ---- native, asset mode: the page's own template ----------------------
     const [feed] = await waitFor(page, 'render', 'ad-native-feed');

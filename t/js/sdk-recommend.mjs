@@ -3,7 +3,7 @@
 
 import { tap } from './lib/tap.mjs';
 import {
-    BASE, DEMO, OUT, RECORDER, api, demoUnits, events, inBrowser, observe, sleep, statSum, until, waitFor,
+    BASE, DEMO, OUT, api, demoUnits, events, inBrowser, openDemo, sleep, statSum, until, waitFor,
     workersCurrent,
 } from './lib/stack.mjs';
 
@@ -53,13 +53,7 @@ const view = (page, id) => page.locator(`#${id}`).evaluate((e) => {
 });
 
 await inBrowser(t, async (browser) => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    const seen = observe(page);
-    const all = [];
-    context.on('request', (r) => all.push(r));
-    await page.addInitScript(RECORDER);
-    await page.goto(DEMO);
+    const { context, page, seen, all } = await openDemo(browser);
 
     // ---- the related articles of the page's article ----------------------------
     const [rendered] = await waitFor(page, 'render', 'ad-related');

@@ -155,6 +155,20 @@ export function observe(page) {
     return seen;
 }
 
+// The demo page in a fresh context, the events recorder installed: the
+// context, the page, what it says and does (observe), and every request of
+// the context (popups' too)
+export async function openDemo(browser) {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const seen = observe(page);
+    const all = [];
+    context.on('request', (r) => all.push(r));
+    await page.addInitScript(RECORDER);
+    await page.goto(DEMO);
+    return { context, page, seen, all };
+}
+
 // the events recorded so far for one element, of one kind
 export function events(page, name, element) {
     return page.evaluate(([n, el]) => __events.filter((e) => e.name === n && e.element === el),
