@@ -314,9 +314,9 @@ static const char *item_of(const struct stats_map *ids, uint64_t hash)
 }
 
 /* One user's history (entries oldest first; the latest ADSERVE_HISTORY_MAX
- * count): each item viewed, then each item viewed later within
- * ADSERVE_COVIEW_SECONDS, as a pair. Items viewed more than once count at
- * their first view, so a user counts once per pair. */
+ * count): each item viewed, then each item first viewed later within
+ * ADSERVE_COVIEW_SECONDS, as a pair. An item counts at its first view, so a
+ * user counts once per pair, and a history costs n^2 at most. */
 static bool coview_user(struct pairs *p, const struct stats_map *ids, const redisReply *h,
                         struct rec_jobs_report *r)
 {
@@ -330,18 +330,14 @@ static bool coview_user(struct pairs *p, const struct stats_map *ids, const redi
     from = entries > ADSERVE_HISTORY_MAX ? entries - ADSERVE_HISTORY_MAX : 0;
     for (size_t i = from; i < entries; i++) {
         adserve_history_get((const unsigned char *)h->str + i * ADSERVE_HISTORY_ENTRY, &v[n]);
-        n += v[n].kind == ADSERVE_HISTORY_VIEWED && item_of(ids, v[n].hash) != NULL;
+        bool again = v[n].kind != ADSERVE_HISTORY_VIEWED || item_of(ids, v[n].hash) == NULL;
+        for (size_t k = 0; k < n && !again; k++)
+            again = v[k].hash == v[n].hash;              /* an item at its first view */
+        n += !again;
     }
     for (size_t i = 0; i < n; i++) {
-        bool before = false;
-        for (size_t k = 0; k < i && !before; k++)
-            before = v[k].hash == v[i].hash;             /* A's pairs are its first view's */
-        for (size_t j = i + 1; !before && j < n && v[j].at - v[i].at <= ADSERVE_COVIEW_SECONDS;
-             j++) {
-            bool again = false;
-            for (size_t k = i + 1; k < j && !again; k++)
-                again = v[k].hash == v[j].hash;          /* counted at its first view */
-            if (again || v[j].at <= v[i].at || v[j].hash == v[i].hash)
+        for (size_t j = i + 1; j < n && v[j].at - v[i].at <= ADSERVE_COVIEW_SECONDS; j++) {
+            if (v[j].at <= v[i].at)
                 continue;
             const char *a = item_of(ids, v[i].hash), *b = item_of(ids, v[j].hash);
             if (!pairs_add(p, a, strlen(a), b, strlen(b), 1))
