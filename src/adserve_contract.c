@@ -179,45 +179,6 @@ adserve_item_id_ok(const char *s)
 }
 
 
-void
-adserve_history_put(unsigned char *out, const adserve_history_entry_t *e)
-{
-    uint32_t  at = e->at < 0 ? 0 : e->at > UINT32_MAX ? UINT32_MAX : (uint32_t) e->at;
-    int       i;
-
-    for (i = 0; i < 8; i++) {
-        out[i] = (unsigned char) (e->hash >> (8 * i));
-    }
-
-    for (i = 0; i < 4; i++) {
-        out[8 + i] = (unsigned char) (at >> (8 * i));
-    }
-
-    out[12] = (unsigned char) e->kind;
-    out[13] = out[14] = out[15] = 0;
-}
-
-
-void
-adserve_history_get(const unsigned char *in, adserve_history_entry_t *e)
-{
-    uint32_t  at = 0;
-    int       i;
-
-    e->hash = 0;
-    for (i = 0; i < 8; i++) {
-        e->hash |= (uint64_t) in[i] << (8 * i);
-    }
-
-    for (i = 0; i < 4; i++) {
-        at |= (uint32_t) in[8 + i] << (8 * i);
-    }
-
-    e->at = at;
-    e->kind = (char) in[12];
-}
-
-
 int
 adserve_service_name_ok(const char *s)
 {

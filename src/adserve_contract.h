@@ -130,9 +130,46 @@ typedef struct {
     char            kind;             /* ADSERVE_HISTORY_SHOWN, _VIEWED */
 } adserve_history_entry_t;
 
-/* One entry into out[ADSERVE_HISTORY_ENTRY], and back. */
-void adserve_history_put(unsigned char *out, const adserve_history_entry_t *e);
-void adserve_history_get(const unsigned char *in, adserve_history_entry_t *e);
+/* One entry into out[ADSERVE_HISTORY_ENTRY], and back. Inline: a request
+ * reads up to ADSERVE_HISTORY_MAX of them, and a compiler makes these byte
+ * loops single loads on a little-endian machine. */
+static inline void
+adserve_history_put(unsigned char *out, const adserve_history_entry_t *e)
+{
+    uint32_t  at = e->at < 0 ? 0 : e->at > (int64_t) UINT32_MAX ? UINT32_MAX : (uint32_t) e->at;
+    int       i;
+
+    for (i = 0; i < 8; i++) {
+        out[i] = (unsigned char) (e->hash >> (8 * i));
+    }
+
+    for (i = 0; i < 4; i++) {
+        out[8 + i] = (unsigned char) (at >> (8 * i));
+    }
+
+    out[12] = (unsigned char) e->kind;
+    out[13] = out[14] = out[15] = 0;
+}
+
+static inline void
+adserve_history_get(const unsigned char *in, adserve_history_entry_t *e)
+{
+    uint64_t  h = 0;
+    uint32_t  at = 0;
+    int       i;
+
+    for (i = 0; i < 8; i++) {
+        h |= (uint64_t) in[i] << (8 * i);
+    }
+
+    for (i = 0; i < 4; i++) {
+        at |= (uint32_t) in[8 + i] << (8 * i);
+    }
+
+    e->hash = h;
+    e->at = at;
+    e->kind = (char) in[12];
+}
 
 /* Popularity (the popular fallback, README "Recommendation"): the views of
  * each item per serving context, a hash per UTC hour,

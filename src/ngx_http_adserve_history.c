@@ -94,19 +94,24 @@ ngx_int_t
 ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     ngx_http_adserve_caps_done_pt done)
 {
-    u_char       key[NGX_HTTP_ADSERVE_HISTORY_KEY];
-    const char  *argv[2];
-    size_t       argvlen[2];
+    u_char       key[NGX_HTTP_ADSERVE_HISTORY_KEY], from[NGX_INT_T_LEN + 1];
+    const char  *argv[4];
+    size_t       argvlen[4];
 
     if (ctx->req.user_id.len == 0 || ctx->req.user_id.len > ADSERVE_TOKEN_USER_MAX) {
         return NGX_DECLINED;
     }
 
-    argv[0] = "GET";               argvlen[0] = 3;
+    /* the latest ADSERVE_HISTORY_MAX entries only: the string may hold
+     * up to twice as many until its next cut */
+    argv[0] = "GETRANGE";          argvlen[0] = sizeof("GETRANGE") - 1;
     argv[1] = (char *) key;
     argvlen[1] = ngx_http_adserve_history_key(key, &ctx->req.user_id);
+    argv[2] = (char *) from;
+    argvlen[2] = ngx_sprintf(from, "-%d", ADSERVE_HISTORY_MAX * ADSERVE_HISTORY_ENTRY) - from;
+    argv[3] = "-1";                argvlen[3] = 2;
 
-    return ngx_http_adserve_user_read(r, ctx, 2, argv, argvlen, ngx_http_adserve_history_parse,
+    return ngx_http_adserve_user_read(r, ctx, 4, argv, argvlen, ngx_http_adserve_history_parse,
                                       "view history not read in time, recommending "
                                       "without it", done);
 }
