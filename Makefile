@@ -22,7 +22,7 @@ FUZZERS  = $(patsubst t/fuzz/fuzz_%.c,$(BUILD)/fuzz/%,$(wildcard t/fuzz/fuzz_*.c
 # tools the black-box tests feed (not tests of their own)
 TOOLS    = $(BUILD)/t/tools/targeting-check $(BUILD)/t/tools/snapshot-profile
 
-.PHONY: all deps build module sidecar unit fuzzers fuzz run stop test bench bench-scale simulate clean
+.PHONY: all deps build module sidecar unit fuzzers fuzz run stop test bench bench-scale simulate simulate-rec clean
 
 all: build
 
@@ -81,6 +81,9 @@ bench-scale: build
 
 simulate: build
 	@scripts/simulate
+
+simulate-rec: build
+	@scripts/simulate-rec
 
 clean:
 	rm -rf $(BUILD)

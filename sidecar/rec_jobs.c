@@ -112,21 +112,27 @@ static void pairs_rank(struct pairs *p)
     qsort(p->v, p->n, sizeof *p->v, by_rank);
 }
 
-/* The value of field in an HGETALL reply, or NULL. */
-static const redisReply *hash_value(const redisReply *h, const char *field)
+/* for maps whose values belong to something else (stats_map_free frees
+ * them otherwise) */
+static void borrowed(void *value)
 {
-    for (size_t i = 0; h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
-        if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, field) == 0)
-            return h->element[i + 1];
-    return NULL;
+    (void)value;
 }
 
-static bool ranked(const struct pairs *p, const char *key)
+/* An HGETALL reply's fields by name (their value replies), for lookups in
+ * constant time: a catalog's worth of keys is compared once each. */
+static bool hash_index(const redisReply *h, struct stats_map *m)
 {
-    for (size_t i = 0; i < p->n; i++)
-        if (strcmp(p->v[i].key, key) == 0)
-            return true;
-    return false;
+    for (size_t i = 0; h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2) {
+        const redisReply *f = h->element[i];
+        struct stats_entry *e;
+        if (f->type != REDIS_REPLY_STRING)
+            continue;
+        if ((e = stats_map_slot(m, f->str, f->len)) == NULL)
+            return false;
+        e->value = h->element[i + 1];
+    }
+    return true;
 }
 
 /* A key's record from its ranked pairs v[0..n). */
@@ -141,35 +147,46 @@ static enum store_status write_ranked(struct store_conn *c, const struct pairs *
 {
     const char *const get[] = { "HGETALL", hash, NULL };
     redisReply *old = NULL;
+    struct stats_map was = { 0 }, now = { 0 };
     enum store_status st = store_cmd(c, &old, get);
     struct txn t;
 
     if (st != STORE_OK)
         return st;
     txn_init(&t);
-    for (size_t i = 0; i < p->n;) {
+    t.failed = !hash_index(old, &was);
+    for (size_t i = 0; i < p->n && !t.failed;) {
         size_t n = 1;
         while (i + n < p->n && strcmp(p->v[i + n].key, p->v[i].key) == 0)
             n++;
         char *json = record(&p->v[i], n < max ? n : max);
-        const redisReply *was = hash_value(old, p->v[i].key);
-        if (json == NULL)
+        const redisReply *prev = stats_map_get(&was, p->v[i].key, strlen(p->v[i].key));
+        struct stats_entry *ranked = stats_map_slot(&now, p->v[i].key, strlen(p->v[i].key));
+        if (json == NULL || ranked == NULL) {
             t.failed = true;
-        else if (was == NULL || was->type != REDIS_REPLY_STRING || strcmp(was->str, json) != 0) {
-            txn_cmd(&t, "HSET", hash, p->v[i].key, json, NULL);
-            (*written)++;
+        } else {
+            ranked->value = p->v[i].key;            /* present */
+            if (prev == NULL || prev->type != REDIS_REPLY_STRING || strcmp(prev->str, json) != 0) {
+                txn_cmd(&t, "HSET", hash, p->v[i].key, json, NULL);
+                (*written)++;
+            }
         }
         cJSON_free(json);
         i += n;
     }
-    for (size_t i = 0; old->type == REDIS_REPLY_ARRAY && i + 1 < old->elements; i += 2) {
-        if (old->element[i]->type == REDIS_REPLY_STRING && !ranked(p, old->element[i]->str)) {
-            txn_cmd(&t, "HDEL", hash, old->element[i]->str, NULL);
+    /* a key no longer ranked goes */
+    for (size_t i = 0; !t.failed && old->type == REDIS_REPLY_ARRAY && i + 1 < old->elements;
+         i += 2) {
+        const redisReply *f = old->element[i];
+        if (f->type == REDIS_REPLY_STRING && stats_map_get(&now, f->str, f->len) == NULL) {
+            txn_cmd(&t, "HDEL", hash, f->str, NULL);
             (*removed)++;
         }
     }
     st = t.n > 0 || t.failed ? txn_exec(&t, c) : STORE_OK;
     txn_free(&t);
+    stats_map_free(&was, borrowed);
+    stats_map_free(&now, borrowed);
     freeReplyObject(old);
     return st;
 }

@@ -27,7 +27,8 @@ sub rec_unit {
 }
 sub cmp_rule { my ($lhs, $op, $rhs) = @_; return { type => 'cmp', data => { lhs => $lhs, op => $op, rhs => $rhs } } }
 # the contract's hash of an item id (FNV-1a, 64 bits), as hex
-sub fnv { my ($s) = @_; my $h = 0xcbf29ce484222325; { use integer; for (unpack 'C*', $s) { $h ^= $_; $h *= 0x100000001b3 } }
+sub fnv { my ($s) = @_; no warnings 'portable'; my $h = 0xcbf29ce484222325;
+          { use integer; for (unpack 'C*', $s) { $h ^= $_; $h *= 0x100000001b3 } }
           return sprintf '%016x', $h }
 # a user's history, as the contract packs it: [hash hex, time, kind] oldest first
 sub history {
