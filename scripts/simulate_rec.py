@@ -52,37 +52,11 @@ import subprocess
 import sys
 import time
 import traceback
+
+from simlib import Conn, Redis, env_num, fail, interval_seconds, say
 import urllib.error
 import urllib.parse
 import urllib.request
-
-
-def fail(why):
-    """An error, not a missed target: exit status 2."""
-    print(f'error: {why}', file=sys.stderr)
-    sys.exit(2)
-
-
-def env_num(name, default, kind=float, lo=None, hi=None):
-    raw = os.environ.get(name, '')
-    if raw == '':
-        return default
-    try:
-        v = kind(raw)
-    except ValueError:
-        fail(f'{name}={raw!r} is not a number')
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        fail(f'{name}={raw} is out of range ({lo}..{hi})')
-    return v
-
-
-def interval_seconds(name, default):
-    raw = os.environ.get(name, default)
-    if raw.endswith('ms'):
-        return float(raw[:-2]) / 1000
-    if raw.endswith('s'):
-        return float(raw[:-1])
-    return float(raw)
 
 
 USERS = env_num('SIM_USERS', 3000, int, 10, 1000000)
@@ -127,10 +101,6 @@ TOPIC_NAMES = ['cycling', 'cooking', 'gardening', 'astronomy', 'chess', 'jazz', 
                'wine', 'running', 'poetry', 'travel', 'knitting', 'physics']
 
 
-def say(msg=''):
-    print(msg, file=sys.stderr, flush=True)
-
-
 def hour_key(t):
     return time.strftime('%Y%m%d%H', time.gmtime(t))
 
@@ -140,45 +110,6 @@ def sim_label(t):
     s = t - START
     return f'day {s // 86400 + 1} {s % 86400 // 3600:02d}:{s % 3600 // 60:02d}'
 
-
-# ---- Redis (RESP over a socket) ------------------------------------------------------------------
-
-class Redis:
-    def __init__(self, port):
-        self.sock = socket.create_connection(('127.0.0.1', port), timeout=30)
-        self.file = self.sock.makefile('rb')
-
-    def send(self, *cmds):
-        out = []
-        for cmd in cmds:
-            out.append(b'*%d\r\n' % len(cmd))
-            for a in cmd:
-                a = a if isinstance(a, bytes) else str(a).encode()
-                out.append(b'$%d\r\n%s\r\n' % (len(a), a))
-        self.sock.sendall(b''.join(out))
-        return [self.read() for _ in cmds]
-
-    def cmd(self, *args):
-        return self.send(args)[0]
-
-    def read(self):
-        line = self.file.readline()
-        kind, rest = line[:1], line[1:-2]
-        if kind == b'+':
-            return rest.decode()
-        if kind == b'-':
-            raise RuntimeError('redis: ' + rest.decode())
-        if kind == b':':
-            return int(rest)
-        if kind == b'$':
-            n = int(rest)
-            if n < 0:
-                return None
-            return self.file.read(n + 2)[:-2].decode()
-        if kind == b'*':
-            n = int(rest)
-            return None if n < 0 else [self.read() for _ in range(n)]
-        raise RuntimeError(f'redis: unexpected reply {line!r}')
 
 
 # ---- the management API --------------------------------------------------------------------------
@@ -274,60 +205,13 @@ DIURNAL_CUM = cumulative(DIURNAL)
 
 # ---- plain HTTP/1.1 over keep-alive connections --------------------------------------------------
 
-class Conn:
-    """One keep-alive connection, requests one at a time."""
-
-    def __init__(self):
-        self.reader = self.writer = None
-        self.pid = None
-
-    async def open(self):
-        self.reader, self.writer = await asyncio.open_connection('127.0.0.1', PORT)
-        self.writer.get_extra_info('socket').setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        st, body = await self.request(b'GET /app/v0/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
-        st_json = json.loads(body) if st == 200 else {}
-        self.pid = st_json.get('pid')
-        return st_json
-
-    def close(self):
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
-
-    async def request(self, raw):
-        for attempt in (0, 1):
-            try:
-                if self.writer is None:
-                    await self.open()
-                self.writer.write(raw)
-                head = await self.reader.readuntil(b'\r\n\r\n')
-                lines = head.split(b'\r\n')
-                status = int(lines[0].split(b' ', 2)[1])
-                n, close = 0, False
-                for line in lines[1:]:
-                    k, _, v = line.partition(b':')
-                    k = k.strip().lower()
-                    if k == b'content-length':
-                        n = int(v)
-                    elif k == b'connection' and v.strip().lower() == b'close':
-                        close = True
-                body = await self.reader.readexactly(n) if n else b''
-                if close:
-                    self.close()
-                return status, body
-            except (ConnectionError, asyncio.IncompleteReadError):
-                self.close()
-                if attempt:
-                    raise
-
-
 async def open_pool():
     """CONNS connections, spread over the workers."""
     conns, per_pid, tries = [], collections.Counter(), 0
     want = max(1, CONNS // WORKERS)
     while len(conns) < CONNS:
         tries += 1
-        c = Conn()
+        c = Conn(PORT)
         await c.open()
         if per_pid[c.pid] >= want and tries < 40 * CONNS:
             c.close()
@@ -344,7 +228,7 @@ async def workers_status():
     """pid -> GET /app/v0/status of every worker, over fresh connections."""
     seen = {}
     for _ in range(40 * WORKERS):
-        c = Conn()
+        c = Conn(PORT)
         try:
             st = await c.open()
             seen[st['pid']] = st
