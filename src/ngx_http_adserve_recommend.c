@@ -43,7 +43,8 @@ typedef struct {
     uint8_t                later_source[ADSERVE_TOPN_MAX];
     ngx_uint_t             nlater;
     const adserve_unit_t  *unit;
-    const adserve_str_t   *viewed;      /* the request's item: never shown */
+    const adserve_item_t  *viewed;      /* the request's item, if the catalog
+                                         * has it: never shown */
     ngx_http_adserve_ctx_t *ctx;        /* its history */
     adserve_req_ctx_t     *facts;       /* what content filters read */
 } ngx_http_adserve_picks_t;
@@ -76,8 +77,7 @@ ngx_http_adserve_pick(ngx_http_adserve_picks_t *pk, const adserve_item_t *it,
     const adserve_unit_t  *u = pk->unit;
 
     if (pk->n == pk->topn
-        || (pk->viewed->data != NULL && it->id.len == pk->viewed->len
-            && ngx_memcmp(it->id.data, pk->viewed->data, it->id.len) == 0)
+        || it == pk->viewed
         || ngx_http_adserve_picked(pk->item, pk->n, it)
         || ngx_http_adserve_picked(pk->later, pk->nlater, it)
         || (u->filter != NULL && !adserve_target_filter(u->filter, pk->facts, &it->attrs)))
@@ -151,7 +151,7 @@ ngx_http_adserve_rec_items(ngx_http_adserve_picks_t *pk, const adserve_snapshot_
     pk->nlater = 0;
     pk->topn = unit->filter_refuses ? 0 : unit->topn;
     pk->unit = unit;
-    pk->viewed = item;
+    pk->viewed = item->data ? adserve_snapshot_item(s, item->data, item->len) : NULL;
     pk->ctx = ctx;
     pk->facts = d->facts;
 
@@ -275,11 +275,10 @@ ngx_http_adserve_rec_count(ngx_http_adserve_events_t *ev, const adserve_snapshot
     ngx_http_adserve_ctx_t *ctx, const adserve_unit_t *unit,
     const ngx_http_adserve_picks_t *pk)
 {
-    const adserve_str_t   *vid = &ctx->req.item_id, *cx = &ctx->req.context;
-    const adserve_item_t  *it;
+    const adserve_str_t   *cx = &ctx->req.context;
+    const adserve_item_t  *it = pk->viewed;
     ngx_uint_t             i, shown[ADSERVE_SOURCE_COUNT];
 
-    it = vid->data != NULL ? adserve_snapshot_item(s, vid->data, vid->len) : NULL;
     if (it != NULL) {
         ngx_http_adserve_count(ev, ctx->now, ADSERVE_DIM_ITEM, &it->id, it->hash,
                                NGX_HTTP_ADSERVE_M_VIEWS, 1);
