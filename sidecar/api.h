@@ -34,5 +34,6 @@ ROUTE_GROUP(catalog_items);
 ROUTE_GROUP(item_pools);
 ROUTE_GROUP(rec_jobs);
 ROUTE_GROUP(rec_metrics);
+ROUTE_GROUP(experiments);
 
 #endif

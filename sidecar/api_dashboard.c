@@ -24,7 +24,10 @@
 #include "api.h"
 
 #include "ad_units.h"
+#include "dash_rec.h"
 #include "resource.h"
+#include "schema_catalog.h"
+#include "schema_experiment.h"
 #include "stats.h"
 
 #include <math.h>
@@ -43,6 +46,7 @@ struct dash {
     long long now, today, same_until;
     struct stats_map units[DAYS], items[DAYS];  /* id -> struct stats_counts */
     struct stats_records unit_recs, item_recs;
+    struct dash_rec *rec;               /* admins and operators: recommendations */
     enum store_status st;
 };
 
@@ -50,6 +54,11 @@ static int on_hour(long long hour, const redisReply *fields, void *arg)
 {
     struct dash *d = arg;
     enum day day = hour >= d->today ? TODAY : YESTERDAY;
+
+    if (day == TODAY && d->rec != NULL && dash_rec_add_hour(d->rec, fields) != 0) {
+        d->st = STORE_ERROR;
+        return -1;
+    }
 
     for (int pass = 0; pass < 2; pass++) {
         if ((d->caller == NULL && stats_add_hour(&d->units[day], fields, STATS_UNIT, NULL) != 0) ||
@@ -457,6 +466,7 @@ static void dash_free(struct dash *d)
     }
     stats_records_free(&d->unit_recs);
     stats_records_free(&d->item_recs);
+    dash_rec_free(d->rec);
 }
 
 /* Adds item under name, freeing it when that fails; -1 then. */
@@ -491,7 +501,13 @@ static enum store_status build(struct dash *d, cJSON *body)
         return STORE_ERROR;
     if ((st = pacing(d, &pace_list)) != STORE_OK)
         return st;
-    return put(body, "pacing", pace_list) == 0 ? STORE_OK : STORE_ERROR;
+    if (put(body, "pacing", pace_list) != 0)
+        return STORE_ERROR;
+    cJSON *rec = NULL;
+    if (d->rec != NULL && (st = dash_rec_json(d->rec, d->c, &rec)) != STORE_OK)
+        return st;
+    return put(body, "recommendations", rec != NULL ? rec : cJSON_CreateNull()) == 0 ? STORE_OK
+                                                                                   : STORE_ERROR;
 }
 
 static const struct schema dashboard_query;
@@ -512,7 +528,9 @@ static void api_dashboard(struct request *req, struct reply *rep)
     d.same_until = stats_floor(d.now, STATS_HOUR) - STATS_DAY;
     d.caller = resource_caller_advertiser(req);
     d.c = request_store(req);
-    enum store_status st = body != NULL ? build(&d, body) : STORE_ERROR;
+    d.rec = d.caller == NULL ? dash_rec_new() : NULL;
+    enum store_status st = body != NULL && (d.caller != NULL || d.rec != NULL) ? build(&d, body)
+                                                                               : STORE_ERROR;
     dash_free(&d);
     if (st != STORE_OK) {
         cJSON_Delete(body);
@@ -608,6 +626,35 @@ static const struct schema pacing_s = { .name = "DashboardPacing", .type = SCHEM
                                         .fields = pacing_fields };
 static const struct schema pacing_list = { .type = SCHEMA_ARRAY, .items = &pacing_s };
 
+static const struct schema rec_sources = { .type = SCHEMA_ARRAY, .items = &schema_rec_source_metrics };
+static const struct schema rec_algorithms = { .type = SCHEMA_ARRAY,
+                                              .items = &schema_rec_algorithm_metrics };
+static const struct schema variant_rows = { .type = SCHEMA_ARRAY,
+                                            .items = &schema_experiment_variant_result };
+static const struct schema_field experiment_fields[] = {
+    { "experiment_id", &str, .required = true },
+    { "name", &str, .required = true },
+    { "ad_unit_id", &str, .required = true },
+    { "variants", &variant_rows, .required = true, .description = "today's, in its order" },
+    { NULL },
+};
+static const struct schema experiment_s = { .name = "DashboardExperiment", .type = SCHEMA_OBJECT,
+                                            .fields = experiment_fields };
+static const struct schema experiments_s = { .type = SCHEMA_ARRAY, .items = &experiment_s };
+static const struct schema_field rec_fields[] = {
+    { "sources", &rec_sources, .required = true,
+      .description = "today's recommended items per source, over every recommendation unit" },
+    { "algorithms", &rec_algorithms, .required = true,
+      .description = "... and the algorithm source's per algorithm" },
+    { "experiments", &experiments_s, .required = true,
+      .description = "every ACTIVE experiment, by name: its variants today (the whole run: "
+                     "/api/experiments/{id}/results)" },
+    { NULL },
+};
+static const struct schema rec_s = { .name = "DashboardRecommendations", .type = SCHEMA_OBJECT,
+                                     .fields = rec_fields, .nullable = true,
+                                     .description = "Admins and operators; null for advertisers." };
+
 static const struct schema_field dashboard_fields[] = {
     { "at", &at_s, .required = true, .description = "now, as the figures use it" },
     { "today", &totals_s, .required = true, .description = "the UTC day so far" },
@@ -618,6 +665,8 @@ static const struct schema_field dashboard_fields[] = {
       .description = "today's 10 with the most impressions" },
     { "pacing", &pacing_list, .required = true,
       .description = "every ACTIVE line item with a goal, by name" },
+    { "recommendations", &rec_s, .required = true,
+      .description = "recommendation CTR per source and algorithm, and experiments, today" },
     { NULL },
 };
 static const struct schema dashboard_s = { .name = "Dashboard", .type = SCHEMA_OBJECT,

@@ -12,6 +12,7 @@
 #include "api.h"
 
 #include "ad_units.h"
+#include "schema_catalog.h"
 #include "stats.h"
 
 #include <math.h>
@@ -33,6 +34,7 @@ struct rec_report {
     const char *unit;
     size_t unit_len;
     struct rec_row total, sources[ADSERVE_SOURCE_COUNT];
+    struct rec_row algorithms[ADSERVE_ALGORITHM_SERVICE + 1];
     struct stats_map items;             /* item id -> struct rec_row */
     bool oom;
 };
@@ -57,16 +59,12 @@ static int counter_of(const char *name, size_t len)
 static bool field_of(const redisReply *f, const char *prefix, const char **id, size_t *len,
                      int *counter)
 {
-    size_t plen = strlen(prefix);
+    const char *metric;
+    size_t mlen;
 
-    if (f->type != REDIS_REPLY_STRING || f->len <= plen || memcmp(f->str, prefix, plen) != 0)
+    if (!stats_field_split(f, prefix, id, len, &metric, &mlen))
         return false;
-    const char *colon = memrchr(f->str, ':', f->len);
-    if (colon == NULL || colon <= f->str + plen)
-        return false;
-    *id = f->str + plen;
-    *len = (size_t)(colon - *id);
-    *counter = counter_of(colon + 1, f->len - (size_t)(colon + 1 - f->str));
+    *counter = counter_of(metric, mlen);
     return *counter >= 0;
 }
 
@@ -79,14 +77,16 @@ static void add_field(struct rec_report *r, const redisReply *f, long long n)
     if (field_of(f, ADSERVE_V_DIM_UNIT, &id, &len, &c)) {
         if (len == r->unit_len && memcmp(id, r->unit, len) == 0)
             r->total.v[c] += n;
-    } else if (field_of(f, ADSERVE_V_DIM_SOURCE, &id, &len, &c)) {
-        int k = len > r->unit_len + 1 && memcmp(id, r->unit, r->unit_len) == 0 &&
-                        id[r->unit_len] == ADSERVE_SOURCE_SEP
-                    ? adserve_vocab(adserve_rec_source_names, id + r->unit_len + 1,
-                                    len - r->unit_len - 1)
-                    : -1;
+    } else if (field_of(f, ADSERVE_V_DIM_SOURCE, &id, &len, &c) && len > r->unit_len + 1 &&
+               memcmp(id, r->unit, r->unit_len) == 0 && id[r->unit_len] == ADSERVE_SOURCE_SEP) {
+        const char *name = id + r->unit_len + 1;
+        size_t nlen = len - r->unit_len - 1;
+        int a = adserve_vocab(adserve_rec_algorithm_counted, name, nlen);
+        int k = a >= 0 ? ADSERVE_SOURCE_ALGORITHM : adserve_vocab(adserve_rec_source_names, name, nlen);
         if (k >= 0)
             r->sources[k].v[c] += n;
+        if (a >= 0)
+            r->algorithms[a].v[c] += n;
     } else if (field_of(f, ADSERVE_V_DIM_ITEM, &id, &len, &c) && len <= ADSERVE_ITEM_ID_MAX) {
         struct stats_entry *e = stats_map_slot(&r->items, id, len);
         if (e == NULL || (e->value == NULL && (e->value = calloc(1, sizeof(struct rec_row))) == NULL))
@@ -111,34 +111,6 @@ static int on_hour(long long hour, const redisReply *fields, void *arg)
     return r->oom ? -1 : 0;
 }
 
-/* clicks / shown, and its 95% Wilson interval (0, 0, 0 when none shown) */
-static void ctr_of(long long clicks, long long shown, double out[3])
-{
-    const double z = 1.959964;
-    double n = (double)shown, p, d, c, h;
-
-    if (shown <= 0) {
-        out[0] = out[1] = out[2] = 0;
-        return;
-    }
-    p = (double)(clicks < shown ? clicks : shown) / n;
-    d = 1 + z * z / n;
-    c = (p + z * z / (2 * n)) / d;
-    h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d;
-    out[0] = round(p * 1e6) / 1e6;
-    out[1] = round(fmax(0, c - h) * 1e6) / 1e6;
-    out[2] = round(fmin(1, c + h) * 1e6) / 1e6;
-}
-
-static bool add_ctr(cJSON *o, long long clicks, long long shown)
-{
-    double ctr[3];
-
-    ctr_of(clicks, shown, ctr);
-    return cJSON_AddNumberToObject(o, "ctr", ctr[0]) && cJSON_AddNumberToObject(o, "ctr_low", ctr[1]) &&
-           cJSON_AddNumberToObject(o, "ctr_high", ctr[2]);
-}
-
 static int by_shown(const void *a, const void *b)
 {
     const struct rec_row *x = (*(struct stats_entry *const *)a)->value;
@@ -151,7 +123,7 @@ static int by_shown(const void *a, const void *b)
 
 static cJSON *report_json(struct rec_report *r, const cJSON *unit)
 {
-    cJSON *o = cJSON_CreateObject(), *sources, *items, *e;
+    cJSON *o = cJSON_CreateObject(), *sources, *algorithms, *items, *e;
     const cJSON *ext = cJSON_GetObjectItemCaseSensitive(unit, "ext");
     const char *service = json_str_member(ext, "target_service");
     struct stats_entry **sorted = stats_map_sorted(&r->items);
@@ -166,17 +138,20 @@ static cJSON *report_json(struct rec_report *r, const cJSON *unit)
               cJSON_AddNumberToObject(o, "impressions", (double)r->total.v[C_IMP]) &&
               cJSON_AddNumberToObject(o, "clicks", (double)r->total.v[C_CLK]) &&
               (sources = cJSON_AddArrayToObject(o, "sources")) != NULL &&
+              (algorithms = cJSON_AddArrayToObject(o, "algorithms")) != NULL &&
               (items = cJSON_AddArrayToObject(o, "items")) != NULL;
 
     for (int k = 0; ok && k < ADSERVE_SOURCE_COUNT; k++) {
         const struct rec_row *s = &r->sources[k];
-        if (s->v[C_SHOWN] == 0 && s->v[C_CLK] == 0)
-            continue;
-        ok = (e = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(sources, e) &&
-             cJSON_AddStringToObject(e, "source", adserve_rec_source_names[k]) &&
-             cJSON_AddNumberToObject(e, "shown", (double)s->v[C_SHOWN]) &&
-             cJSON_AddNumberToObject(e, "clicks", (double)s->v[C_CLK]) &&
-             add_ctr(e, s->v[C_CLK], s->v[C_SHOWN]);
+        if (s->v[C_SHOWN] != 0 || s->v[C_CLK] != 0)
+            ok = stats_ctr_row(sources, "source", adserve_rec_source_names[k], s->v[C_SHOWN],
+                               s->v[C_CLK]) != NULL;
+    }
+    for (int a = 0; ok && a <= ADSERVE_ALGORITHM_SERVICE; a++) {
+        const struct rec_row *s = &r->algorithms[a];
+        if (s->v[C_SHOWN] != 0 || s->v[C_CLK] != 0)
+            ok = stats_ctr_row(algorithms, "algorithm", adserve_rec_algorithm_counted[a],
+                               s->v[C_SHOWN], s->v[C_CLK]) != NULL;
     }
     if (r->items.n > 0 && sorted == NULL)
         ok = false;
@@ -184,12 +159,9 @@ static cJSON *report_json(struct rec_report *r, const cJSON *unit)
         qsort(sorted, r->items.n, sizeof *sorted, by_shown);
     for (size_t i = 0; ok && i < r->items.n && i < REC_ITEMS_MAX; i++) {
         const struct rec_row *it = sorted[i]->value;
-        ok = (e = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(items, e) &&
-             cJSON_AddStringToObject(e, "item_id", sorted[i]->id) &&
-             cJSON_AddNumberToObject(e, "shown", (double)it->v[C_SHOWN]) &&
-             cJSON_AddNumberToObject(e, "views", (double)it->v[C_VIEW]) &&
-             cJSON_AddNumberToObject(e, "clicks", (double)it->v[C_CLK]) &&
-             add_ctr(e, it->v[C_CLK], it->v[C_SHOWN]);
+        ok = (e = stats_ctr_row(items, "item_id", sorted[i]->id, it->v[C_SHOWN], it->v[C_CLK])) !=
+                 NULL &&
+             cJSON_AddNumberToObject(e, "views", (double)it->v[C_VIEW]);
     }
     free(sorted);
     if (!ok) {
@@ -209,17 +181,12 @@ static void api_rec_metrics(struct request *req, struct reply *rep)
 
     if (q == NULL)
         return;
-    const char *f = json_str_member(q, "from"), *t = json_str_member(q, "to");
+    const char *why = stats_window(json_str_member(q, "from"), json_str_member(q, "to"),
+                                   stats_floor(now, STATS_DAY), REC_WINDOW_DAYS, &from, &to);
     r.unit = json_str_member(q, "ad_unit_id");
     r.unit_len = strlen(r.unit);
-    from = stats_floor(now, STATS_DAY);
-    to = now;
-    if ((f != NULL && rfc3339_parse(f, &from) != 0) || (t != NULL && rfc3339_parse(t, &to) != 0))
-        reply_error(rep, 422, "from, to: must be RFC 3339 date-times");
-    else if (to <= from)
-        reply_error(rep, 422, "to: must be after from");
-    else if (to - from > REC_WINDOW_DAYS * STATS_DAY)
-        reply_error(rep, 422, "to: the window spans more than %d days", REC_WINDOW_DAYS);
+    if (why != NULL)
+        reply_error(rep, 422, "%s", why);
     else {
         enum store_status st = ad_unit_load(request_store(req), r.unit, &unit);
         long long first = stats_floor(from, STATS_HOUR);
@@ -253,34 +220,11 @@ static const struct schema rec_metrics_query = { .type = SCHEMA_OBJECT, .fields 
 static const struct schema text = { .type = SCHEMA_STRING };
 static const struct schema flag = { .type = SCHEMA_BOOLEAN };
 static const struct schema count = { .type = SCHEMA_INTEGER, .has_min = true, .min = 0 };
-static const struct schema ratio = { .type = SCHEMA_NUMBER, .has_min = true, .min = 0,
-                                     .has_max = true, .max = 1 };
-#define CTR_ROWS                                                                                  \
-    { "shown", &count, .required = true, .description = "times recommended" },                   \
-    { "clicks", &count, .required = true },                                                      \
-    { "ctr", &ratio, .required = true, .description = "clicks / shown, 6 decimals" },           \
-    { "ctr_low", &ratio, .required = true, .description = "its 95% Wilson interval's low end" }, \
-    { "ctr_high", &ratio, .required = true, .description = "... and high end" }
-static const struct schema_field source_fields[] = {
-    { "source", &text, .required = true,
-      .description = "algorithm (the unit's algorithm or target service), popular, preset or "
-                     "snapshot" },
-    CTR_ROWS,
-    { NULL },
-};
-static const struct schema source_row = { .name = "RecommendationSourceMetrics",
-                                          .type = SCHEMA_OBJECT, .fields = source_fields };
-static const struct schema sources = { .type = SCHEMA_ARRAY, .items = &source_row };
-static const struct schema_field item_fields[] = {
-    { "item_id", &text, .required = true },
-    { "views", &count, .required = true,
-      .description = "recommendation requests that viewed it (ext.item_id)" },
-    CTR_ROWS,
-    { NULL },
-};
-static const struct schema item_row = { .name = "RecommendationItemMetrics",
-                                        .type = SCHEMA_OBJECT, .fields = item_fields };
-static const struct schema items = { .type = SCHEMA_ARRAY, .items = &item_row };
+static const struct schema sources = { .type = SCHEMA_ARRAY,
+                                       .items = &schema_rec_source_metrics };
+static const struct schema algorithms = { .type = SCHEMA_ARRAY,
+                                          .items = &schema_rec_algorithm_metrics };
+static const struct schema items = { .type = SCHEMA_ARRAY, .items = &schema_rec_item_metrics };
 static const struct schema_field report_fields[] = {
     { "ad_unit_id", &uuid, .required = true },
     { "algorithm", &text, .required = true,
@@ -291,6 +235,8 @@ static const struct schema_field report_fields[] = {
     { "impressions", &count, .required = true },
     { "clicks", &count, .required = true, .description = "once per answer" },
     { "sources", &sources, .required = true, .description = "per source, those counted" },
+    { "algorithms", &algorithms, .required = true,
+      .description = "the algorithm source per algorithm, those counted" },
     { "items", &items, .required = true,
       .description = "the catalog's items, across units, most shown first (100 at most)" },
     { NULL },

@@ -258,6 +258,7 @@ extern const struct resource resource_native_styles;
 extern const struct resource resource_ad_unit_native_styles;
 extern const struct resource resource_catalog_items;
 extern const struct resource resource_item_pools;
+extern const struct resource resource_experiments;
 /* Ad units (api_ad_units.c owns them) as a reference target only. */
 extern const struct resource resource_ad_units_ref;
 

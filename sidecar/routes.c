@@ -38,6 +38,7 @@ const struct route_table route_tables[] = {
     GROUP(item_pools),
     GROUP(rec_jobs),
     GROUP(rec_metrics),
+    GROUP(experiments),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

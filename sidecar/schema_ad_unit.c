@@ -726,7 +726,7 @@ static const struct schema_field recommendation_placement_fields[] = {
     { .name = "fallback", .schema = &recommendation_fallback_array_n },
     { NULL },
 };
-static const struct schema recommendation_placement = {
+const struct schema schema_recommendation_placement = {
     .name = "RecommendationPlacement", .type = SCHEMA_OBJECT,
     .fields = recommendation_placement_fields,
 };
@@ -764,7 +764,7 @@ static const struct schema_field ad_unit_fields[] = {
     { "is_active", &boolean_n, .read_only = true, .description = "status == ACTIVE" },
     { "native", &native_placement, .dflt = "{\"assets\":[]}" },
     { .name = "no", .schema = &integer_n },
-    { "recommendation", &recommendation_placement, .dflt = "{\"ext\":{},\"topn\":10}" },
+    { "recommendation", &schema_recommendation_placement, .dflt = "{\"ext\":{},\"topn\":10}" },
     { "status", &ad_unit_status, .dflt = SCHEMA_JSON_STR(ADSERVE_V_INACTIVE) },
     { .name = "video", .schema = &video_placement },
     { NULL },

@@ -91,3 +91,52 @@ static const struct schema_field item_pool_query_fields[] = {
     { NULL },
 };
 LIST_QUERY(item_pool, item_pool_query_fields);
+
+/* ---- recommendation metrics' rows (/api/metrics/recommendations, the dashboard) ------------ */
+
+static const struct schema text = { .type = SCHEMA_STRING };
+static const struct schema count = { .type = SCHEMA_INTEGER, .has_min = true, .min = 0 };
+static const struct schema ratio = { .type = SCHEMA_NUMBER, RANGE(0, 1) };
+#define CTR_ROWS                                                                                  \
+    { "shown", &count, .required = true, .description = "times recommended" },                   \
+    { "clicks", &count, .required = true },                                                      \
+    { "ctr", &ratio, .required = true, .description = "clicks / shown, 6 decimals" },           \
+    { "ctr_low", &ratio, .required = true, .description = "its 95% Wilson interval's low end" }, \
+    { "ctr_high", &ratio, .required = true, .description = "... and high end" }
+
+static const struct schema source_name = { .type = SCHEMA_STRING,
+                                           .enum_values = adserve_rec_source_names };
+static const struct schema_field source_fields[] = {
+    { "source", &source_name, .required = true,
+      .description = "algorithm (the unit's algorithm or target service: see algorithms), "
+                     "popular, preset or snapshot" },
+    CTR_ROWS,
+    { NULL },
+};
+const struct schema schema_rec_source_metrics = {
+    .name = "RecommendationSourceMetrics", .type = SCHEMA_OBJECT, .fields = source_fields,
+};
+
+static const struct schema algorithm_name = { .type = SCHEMA_STRING,
+                                              .enum_values = adserve_rec_algorithm_counted };
+static const struct schema_field algorithm_fields[] = {
+    { "algorithm", &algorithm_name, .required = true,
+      .description = "the algorithm that gave the items: the unit's ext.algorithm when they "
+                     "were shown, or target_service" },
+    CTR_ROWS,
+    { NULL },
+};
+const struct schema schema_rec_algorithm_metrics = {
+    .name = "RecommendationAlgorithmMetrics", .type = SCHEMA_OBJECT, .fields = algorithm_fields,
+};
+
+static const struct schema_field item_fields[] = {
+    { "item_id", &text, .required = true },
+    { "views", &count, .required = true,
+      .description = "recommendation requests that viewed it (ext.item_id)" },
+    CTR_ROWS,
+    { NULL },
+};
+const struct schema schema_rec_item_metrics = {
+    .name = "RecommendationItemMetrics", .type = SCHEMA_OBJECT, .fields = item_fields,
+};

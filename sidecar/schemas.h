@@ -20,6 +20,9 @@ extern const struct schema schema_developer_ad_unit_ext_request;
 extern const struct schema schema_ad_unit_list_query;
 /* The spec's "Expr or null" (RecommendationPlacement, line item kv targeting). */
 extern const struct schema schema_expr_n;
+/* RecommendationPlacement with its defaults (experiments' variants are
+ * checked against it). */
+extern const struct schema schema_recommendation_placement;
 /* NativePlacement's assets: AssetRequest[] (native formats name theirs so). */
 extern const struct schema schema_asset_requests;
 

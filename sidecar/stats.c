@@ -533,6 +533,90 @@ double stats_ratio(long long num, long long den)
     return round((double)num / (double)den * 1e6) / 1e6;
 }
 
+void stats_wilson(long long successes, long long trials, double out[3])
+{
+    const double z = 1.959964;           /* the normal's 97.5% quantile */
+    double n = (double)trials, p, d, c, h;
+
+    if (trials <= 0) {
+        out[0] = out[1] = out[2] = 0;
+        return;
+    }
+    p = (double)(successes < trials ? successes : trials) / n;
+    d = 1 + z * z / n;
+    c = (p + z * z / (2 * n)) / d;
+    h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d;
+    out[0] = round(p * 1e6) / 1e6;
+    out[1] = round(fmax(0, c - h) * 1e6) / 1e6;
+    out[2] = round(fmin(1, c + h) * 1e6) / 1e6;
+}
+
+cJSON *stats_ctr_row(cJSON *arr, const char *key, const char *name, long long shown,
+                     long long clicks)
+{
+    double ctr[3];
+    cJSON *e = cJSON_CreateObject();
+
+    stats_wilson(clicks, shown, ctr);
+    if (e == NULL || !cJSON_AddItemToArray(arr, e)) {
+        cJSON_Delete(e);
+        return NULL;
+    }
+    return cJSON_AddStringToObject(e, key, name) &&
+                   cJSON_AddNumberToObject(e, "shown", (double)shown) &&
+                   cJSON_AddNumberToObject(e, "clicks", (double)clicks) &&
+                   cJSON_AddNumberToObject(e, "ctr", ctr[0]) &&
+                   cJSON_AddNumberToObject(e, "ctr_low", ctr[1]) &&
+                   cJSON_AddNumberToObject(e, "ctr_high", ctr[2])
+               ? e : NULL;
+}
+
+double stats_two_proportion_p(long long s1, long long n1, long long s2, long long n2)
+{
+    if (n1 <= 0 || n2 <= 0)
+        return -1;
+    double p1 = (double)s1 / (double)n1, p2 = (double)s2 / (double)n2;
+    double pool = (double)(s1 + s2) / (double)(n1 + n2);
+    double se = sqrt(pool * (1 - pool) * (1 / (double)n1 + 1 / (double)n2));
+
+    /* no variance at all (no clicks anywhere, or every one clicked): the
+     * rates are equal, and nothing tells them apart */
+    if (se == 0)
+        return 1;
+    return round(erfc(fabs(p1 - p2) / se / sqrt(2)) * 1e6) / 1e6;
+}
+
+const char *stats_window(const char *from, const char *to, long long dflt_from, long long max_days,
+                         long long *f, long long *t)
+{
+    *f = dflt_from;
+    *t = (long long)time(NULL);
+    if ((from != NULL && rfc3339_parse(from, f) != 0) || (to != NULL && rfc3339_parse(to, t) != 0))
+        return "from, to: must be RFC 3339 date-times";
+    if (*t <= *f)
+        return "to: must be after from";
+    if (*t - *f > max_days * STATS_DAY)
+        return "to: the window spans more than the days allowed (31)";
+    return NULL;
+}
+
+bool stats_field_split(const redisReply *f, const char *prefix, const char **id, size_t *len,
+                       const char **metric, size_t *mlen)
+{
+    size_t plen = strlen(prefix);
+
+    if (f->type != REDIS_REPLY_STRING || f->len <= plen || memcmp(f->str, prefix, plen) != 0)
+        return false;
+    const char *colon = memrchr(f->str, ':', f->len);
+    if (colon == NULL || colon <= f->str + plen)
+        return false;
+    *id = f->str + plen;
+    *len = (size_t)(colon - *id);
+    *metric = colon + 1;
+    *mlen = f->len - (size_t)(colon + 1 - f->str);
+    return true;
+}
+
 void stats_figures(const struct stats_counts *c, struct stats_figures *f)
 {
     f->ctr = stats_ratio(c->v[STATS_CLK], c->v[STATS_IMP]);

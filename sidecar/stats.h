@@ -10,6 +10,8 @@
 #define ADSERVE_STATS_H
 
 #include "store.h"
+
+#include <cJSON.h>
 #include "util.h"
 
 #include <stdbool.h>
@@ -144,6 +146,29 @@ void stats_buf_free(struct stats_buf *b);
 
 /* num / den rounded to 6 decimals; 0 when den is 0. */
 double stats_ratio(long long num, long long den);
+
+/* successes / trials and its 95% Wilson score interval, each rounded to 6
+ * decimals, in out: rate, low, high (zeros without trials). So that a
+ * product owner can tell a real difference in CTR from noise. */
+void stats_wilson(long long successes, long long trials, double out[3]);
+
+/* Appends {key: name, shown, clicks, ctr, ctr_low, ctr_high} to arr (the
+ * CTR as stats_wilson gives it): the row, or NULL out of memory. */
+cJSON *stats_ctr_row(cJSON *arr, const char *key, const char *name, long long shown,
+                     long long clicks);
+
+/* The two-sided p-value of a pooled two-proportion z-test of s1/n1 against
+ * s2/n2 (6 decimals); -1 when either has no trials. */
+double stats_two_proportion_p(long long s1, long long n1, long long s2, long long n2);
+
+/* A report's window from its query's from and to (RFC 3339, or NULL for
+ * dflt_from and now) into f and t: NULL, or the 422's detail. */
+const char *stats_window(const char *from, const char *to, long long dflt_from, long long max_days,
+                         long long *f, long long *t);
+
+/* One hour hash field "{prefix}{id}:{metric}": its id and metric. */
+bool stats_field_split(const redisReply *f, const char *prefix, const char **id, size_t *len,
+                       const char **metric, size_t *mlen);
 
 /* The figures derived from counters (README "Statistics"): ctr = clicks /
  * impressions, fill_rate = ads / requests (ad units only), spend and

@@ -32,6 +32,7 @@ const adserve_kind_t  adserve_kinds[ADSERVE_KIND_ALL] = {
     [ADSERVE_KIND_ITEM_POOLS]     = KIND(ADSERVE_KEY_ITEM_POOLS, ADSERVE_RECORD_ITEM_POOL),
     [ADSERVE_KIND_POPULAR_ITEMS]  = KIND(ADSERVE_KEY_POPULAR_ITEMS, ADSERVE_RECORD_POPULAR_ITEMS),
     [ADSERVE_KIND_COVIEW_POOLS]   = KIND(ADSERVE_KEY_COVIEW_POOLS, ADSERVE_RECORD_COVIEW_POOL),
+    [ADSERVE_KIND_EXPERIMENTS]    = KIND(ADSERVE_KEY_EXPERIMENTS, ADSERVE_RECORD_EXPERIMENT),
 };
 
 
@@ -115,6 +116,14 @@ const char *const adserve_algorithm_names[ADSERVE_ALGORITHM_COUNT + 1] = {
     ADSERVE_V_AXA0, ADSERVE_V_COVIEW, NULL
 };
 
+const char *const adserve_experiment_status_names[ADSERVE_EXPERIMENT_STATUS_COUNT + 1] = {
+    ADSERVE_V_ACTIVE, ADSERVE_V_PAUSED, ADSERVE_V_ARCHIVED, NULL
+};
+
+const char *const adserve_rec_algorithm_counted[ADSERVE_ALGORITHM_SERVICE + 2] = {
+    ADSERVE_V_AXA0, ADSERVE_V_COVIEW, ADSERVE_V_SERVICE_ALGORITHM, NULL
+};
+
 const char *const adserve_rec_source_names[ADSERVE_SOURCE_COUNT + 1] = {
     "algorithm", ADSERVE_V_POPULAR, ADSERVE_V_PRESET, ADSERVE_V_SNAPSHOT, NULL
 };
@@ -170,21 +179,34 @@ const uint16_t  adserve_vast_error_codes[ADSERVE_VAST_ERROR_CODES] = {
 };
 
 
-int
-adserve_item_id_ok(const char *s)
+/* 1..max bytes, each of chars */
+static int
+name_ok(const char *s, size_t max, const char *chars)
 {
     size_t  n = s ? strlen(s) : 0;
 
-    return n > 0 && n <= ADSERVE_ITEM_ID_MAX && strspn(s, ADSERVE_ITEM_ID_CHARS) == n;
+    return n > 0 && n <= max && strspn(s, chars) == n;
+}
+
+
+int
+adserve_item_id_ok(const char *s)
+{
+    return name_ok(s, ADSERVE_ITEM_ID_MAX, ADSERVE_ITEM_ID_CHARS);
 }
 
 
 int
 adserve_service_name_ok(const char *s)
 {
-    size_t  n = s ? strlen(s) : 0;
+    return name_ok(s, ADSERVE_SERVICE_MAX, ADSERVE_SERVICE_CHARS);
+}
 
-    return n > 0 && n <= ADSERVE_SERVICE_MAX && strspn(s, ADSERVE_SERVICE_CHARS) == n;
+
+int
+adserve_variant_id_ok(const char *s)
+{
+    return name_ok(s, ADSERVE_VARIANT_ID_MAX, ADSERVE_VARIANT_ID_CHARS);
 }
 
 
@@ -293,7 +315,7 @@ const char *const adserve_op_names[ADSERVE_OP_COUNT + 1] = {
 
 const char *const adserve_dim_names[ADSERVE_DIM_COUNT + 1] = {
     ADSERVE_V_DIM_UNIT, ADSERVE_V_DIM_LINE_ITEM, ADSERVE_V_DIM_CREATIVE, ADSERVE_V_DIM_ITEM,
-    ADSERVE_V_DIM_SOURCE, NULL
+    ADSERVE_V_DIM_SOURCE, ADSERVE_V_DIM_VARIANT, NULL
 };
 
 const char *const adserve_metric_names[ADSERVE_METRIC_COUNT + 1] = {

@@ -48,6 +48,7 @@
 #define ADSERVE_KEY_ITEM_POOLS           ADSERVE_KEY("associated_items_pools")
 #define ADSERVE_KEY_POPULAR_ITEMS        ADSERVE_KEY("popular_items")
 #define ADSERVE_KEY_COVIEW_POOLS         ADSERVE_KEY("coview_pools")
+#define ADSERVE_KEY_EXPERIMENTS          ADSERVE_KEY("experiments")
 
 /* what serving follows: INCR on every change it reads, and the change log
  * (a stream of {kind, id}) that lets a worker fetch just those records */
@@ -79,6 +80,7 @@
                                          ADSERVE_KEY("native_format_creatives:")
 #define ADSERVE_KEY_CATALOG_ITEM_IDS     ADSERVE_KEY("catalog_item_ids")
 #define ADSERVE_KEY_POOL_SOURCES         ADSERVE_KEY("pool_sources")
+#define ADSERVE_KEY_AD_UNIT_EXPERIMENTS  ADSERVE_KEY("ad_unit_experiments:")
 
 /* users and sessions (the sidecar's alone) */
 #define ADSERVE_KEY_USERS                ADSERVE_KEY("users")
@@ -214,6 +216,7 @@ typedef enum {
     ADSERVE_KIND_ITEM_POOLS,
     ADSERVE_KIND_POPULAR_ITEMS,
     ADSERVE_KIND_COVIEW_POOLS,
+    ADSERVE_KIND_EXPERIMENTS,
     ADSERVE_KIND_ADVERTISERS,
     ADSERVE_KIND_TARGETING_KEYS,
     ADSERVE_KIND_NATIVE_FORMATS,
@@ -221,7 +224,7 @@ typedef enum {
     ADSERVE_KIND_ALL
 } adserve_kind_e;
 
-#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_COVIEW_POOLS + 1)
+#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_EXPERIMENTS + 1)
 /* the kinds a snapshot is built from */
 #define ADSERVE_KIND_COUNT    ADSERVE_KIND_SERVING
 
@@ -257,6 +260,7 @@ int adserve_kind_by_key(const char *key);
 #define ADSERVE_RECORD_ITEM_POOL         "associated_items_pool"
 #define ADSERVE_RECORD_POPULAR_ITEMS     "popular_items"
 #define ADSERVE_RECORD_COVIEW_POOL       "coview_pool"
+#define ADSERVE_RECORD_EXPERIMENT        "experiment"
 
 
 /* ---- vocabularies ---------------------------------------------------------
@@ -546,6 +550,17 @@ typedef enum {
 
 extern const char *const adserve_rec_source_names[ADSERVE_SOURCE_COUNT + 1];
 
+/* The algorithm source's items are counted per algorithm: the source id
+ * "{ad unit id}/{name}" (ADSERVE_DIM_SOURCE) names the unit's algorithm
+ * (adserve_algorithm_names), or this word when a target service gave them.
+ * A click URL's src= still says "algorithm". */
+#define ADSERVE_V_SERVICE_ALGORITHM   "target_service"
+#define ADSERVE_ALGORITHM_SERVICE     ADSERVE_ALGORITHM_COUNT
+
+/* the algorithm source's counted names: adserve_algorithm_names, then
+ * ADSERVE_V_SERVICE_ALGORITHM (index ADSERVE_ALGORITHM_SERVICE) */
+extern const char *const adserve_rec_algorithm_counted[ADSERVE_ALGORITHM_SERVICE + 2];
+
 /* A RecommendationFallback's type (the union's tag: a source's name too),
  * its activation, and its order. */
 #define ADSERVE_V_POPULAR             "popular"
@@ -776,6 +791,42 @@ extern const char *const adserve_op_names[ADSERVE_OP_COUNT + 1];
 #define ADSERVE_KV_MAX_RHS        10000
 
 
+/* ---- experiments -----------------------------------------------------------
+ *
+ * An experiment (README "Experiments") splits an ad unit's traffic between
+ * variants: {"id", "ad_unit_id", "status", "variants": [{"id", "weight",
+ * "ext": {…}, "recommendation": {…}}]}. Only an ACTIVE one splits, one per
+ * ad unit. A variant's ext and recommendation members replace the unit's
+ * members of the same names (adserve_variant_apply), so a variant is the
+ * unit as it would be with those fields. A request joins the variant its
+ * user.id draws (adserve_experiment_draw): stable, and independent between
+ * experiments; a request without a user.id is served the unit as it is and
+ * counted in no variant. Each variant is counted as
+ * ADSERVE_V_DIM_VARIANT "{experiment id}/{variant id}", and its ad_log
+ * token names it, so its events count there too. */
+#define ADSERVE_VARIANTS_MIN          2
+#define ADSERVE_VARIANTS_MAX          8
+#define ADSERVE_VARIANT_ID_MAX        24       /* bytes of ADSERVE_VARIANT_ID_CHARS */
+#define ADSERVE_VARIANT_ID_CHARS      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" \
+                                      "0123456789_-"
+#define ADSERVE_VARIANT_WEIGHT_MAX    10000
+#define ADSERVE_VARIANT_SEP           '/'
+#define ADSERVE_V_VARIANT_EXT         "ext"    /* the members a variant */
+#define ADSERVE_V_VARIANT_REC         "recommendation"   /* overrides */
+
+typedef enum {
+    ADSERVE_EXPERIMENT_ACTIVE = 0,
+    ADSERVE_EXPERIMENT_PAUSED,
+    ADSERVE_EXPERIMENT_ARCHIVED,
+    ADSERVE_EXPERIMENT_STATUS_COUNT
+} adserve_experiment_status_e;
+
+extern const char *const adserve_experiment_status_names[ADSERVE_EXPERIMENT_STATUS_COUNT + 1];
+
+/* Whether s (NUL-terminated, may be NULL) can be a variant id. */
+int adserve_variant_id_ok(const char *s);
+
+
 /* ---- counters -------------------------------------------------------------
  *
  * adserve:stats:{YYYYMMDDHH} (UTC) holds {dim}{id}:{metric} per ad unit,
@@ -790,6 +841,8 @@ typedef enum {
     ADSERVE_DIM_CREATIVE,
     ADSERVE_DIM_ITEM,                 /* a catalog item: shown, view, clk */
     ADSERVE_DIM_SOURCE,               /* "{ad unit id}/{source}": shown, clk */
+    ADSERVE_DIM_VARIANT,              /* "{experiment id}/{variant id}": req,
+                                       * ads, shown, and the events */
     ADSERVE_DIM_COUNT
 } adserve_dim_e;
 
@@ -799,6 +852,7 @@ typedef enum {
 #define ADSERVE_V_DIM_ITEM        "it:"
 #define ADSERVE_V_DIM_SOURCE      "rs:"
 #define ADSERVE_SOURCE_SEP        '/'
+#define ADSERVE_V_DIM_VARIANT     "xv:"
 
 extern const char *const adserve_dim_names[ADSERVE_DIM_COUNT + 1];
 

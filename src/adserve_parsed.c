@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "adserve_experiment.h"
 #include "adserve_jsonw.h"
 #include "adserve_vast.h"
 #include "adserve_parsed.h"
@@ -930,6 +931,62 @@ parse_popular(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 }
 
 
+/* An experiment: its unit, and its variants if it can split; the
+ * variants array stays with the parse (adserve_parse detaches it). */
+static int
+parse_experiment(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_experiment_t  *x = &p->u.experiment;
+    const cJSON                  *vs, *v, *w;
+    uint32_t                      i, j, weights[ADSERVE_VARIANTS_MAX];
+    int                           n, oom = 0, ok;
+
+    x->ad_unit_id = dup_str(sc, o, "ad_unit_id", &oom);
+    x->ad_unit_hash = hash_of(x->ad_unit_id);
+
+    vs = cJSON_GetObjectItemCaseSensitive(o, "variants");
+    n = cJSON_IsArray(vs) ? cJSON_GetArraySize(vs) : 0;
+    ok = n >= ADSERVE_VARIANTS_MIN && n <= ADSERVE_VARIANTS_MAX
+         && adserve_vocab_str(adserve_experiment_status_names, get_str(o, "status"))
+            == ADSERVE_EXPERIMENT_ACTIVE;
+    if (!ok || oom) {
+        return oom ? -1 : 0;
+    }
+
+    x->variants = s_alloc(sc, n * sizeof(adserve_parsed_variant_t));
+    if (x->variants == NULL) {
+        return -1;
+    }
+
+    cJSON_ArrayForEach(v, vs) {
+        adserve_parsed_variant_t  *pv = &x->variants[x->nvariants];
+
+        w = cJSON_GetObjectItemCaseSensitive(v, "weight");
+        ok = ok && adserve_variant_id_ok(get_str(v, "id")) && cJSON_IsNumber(w)
+             && w->valuedouble >= 1 && w->valuedouble <= ADSERVE_VARIANT_WEIGHT_MAX
+             && w->valuedouble == (double) (uint32_t) w->valuedouble;
+        if (!ok) {
+            break;
+        }
+
+        pv->id = dup_str(sc, v, "id", &oom);
+        pv->weight = weights[x->nvariants] = (uint32_t) w->valuedouble;
+        pv->overrides = v;
+
+        for (j = 0; pv->id != NULL && j < x->nvariants; j++) {
+            ok = ok && strcmp(x->variants[j].id, pv->id) != 0;
+        }
+        x->nvariants++;
+    }
+
+    i = x->nvariants;
+    x->active = ok && !oom && adserve_experiment_bounds(weights, i, x->upto) == 0;
+    x->doc = x->active ? (cJSON *) vs : NULL;
+
+    return oom ? -1 : 0;
+}
+
+
 /* A style that fails the API's check never serves: a record written past
  * the API must not put markup where a value goes. */
 static int
@@ -999,7 +1056,7 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
     static const parse_kind_pt  parsers[ADSERVE_KIND_COUNT] = {
         parse_unit, parse_placement, parse_order,
         parse_li, parse_creative, parse_lica, parse_style, parse_unit_style,
-        parse_item, parse_pool, parse_popular, parse_pool
+        parse_item, parse_pool, parse_popular, parse_pool, parse_experiment
     };
     /* a parse is as long as its own kind's member of the union: a LICA's
      * is a fifth of a line item's */
@@ -1009,7 +1066,8 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
         sizeof(adserve_parsed_creative_t), sizeof(adserve_parsed_lica_t),
         sizeof(adserve_parsed_style_t), sizeof(adserve_parsed_unit_style_t),
         sizeof(adserve_parsed_item_t), sizeof(adserve_parsed_pool_t),
-        sizeof(adserve_parsed_pool_t), sizeof(adserve_parsed_pool_t)
+        sizeof(adserve_parsed_pool_t), sizeof(adserve_parsed_pool_t),
+        sizeof(adserve_parsed_experiment_t)
     };
     adserve_parsed_t  *p;
     const char        *id;
@@ -1162,6 +1220,13 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         MOVE(p->u.pool.source);
         move_strs(&p->u.pool.items, delta);
         break;
+    case ADSERVE_KIND_EXPERIMENTS:
+        MOVE(p->u.experiment.ad_unit_id);
+        MOVE(p->u.experiment.variants);
+        for (uint32_t i = 0; i < p->u.experiment.nvariants; i++) {
+            MOVE(p->u.experiment.variants[i].id);
+        }
+        break;
     default:
         break;
     }
@@ -1170,15 +1235,13 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
 #undef MOVE
 
 
-adserve_parsed_t *
-adserve_parse(adserve_kind_e kind, const char *text, size_t len)
+/* The parse of document o (freed here), whose text was len bytes. */
+static adserve_parsed_t *
+parse_doc(adserve_kind_e kind, cJSON *o, size_t len)
 {
     scratch_t          sc;
     adserve_parsed_t  *p = NULL, *out = NULL;
-    cJSON             *o;
     int                rc;
-
-    o = parse_json(text, len);
 
     /* a parse is rarely larger than its text: copies of some of its
      * strings, a few arrays; a larger one is tried again */
@@ -1223,9 +1286,36 @@ adserve_parse(adserve_kind_e kind, const char *text, size_t len)
                                    out->u.unit.filter);
     }
 
+    if (out != NULL && kind == ADSERVE_KIND_EXPERIMENTS && out->u.experiment.doc != NULL) {
+        cJSON_DetachItemViaPointer(o, out->u.experiment.doc);
+    }
+
     cJSON_Delete(o);
 
     return out;
+}
+
+
+adserve_parsed_t *
+adserve_parse(adserve_kind_e kind, const char *text, size_t len)
+{
+    return parse_doc(kind, parse_json(text, len), len);
+}
+
+
+adserve_parsed_t *
+adserve_parse_variant(const char *text, size_t len, const cJSON *variant)
+{
+    cJSON  *o = parse_json(text, len);
+
+    /* a unit that is not an object parses as one without an id: unusable,
+     * as the unit itself is */
+    if (o != NULL && adserve_variant_apply(o, variant) != 0 && cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+
+    return parse_doc(ADSERVE_KIND_AD_UNITS, o, len);
 }
 
 
@@ -1242,6 +1332,10 @@ adserve_parsed_free(adserve_parsed_t *p)
 
     if (p->kind == ADSERVE_KIND_AD_UNITS) {
         cJSON_Delete(p->u.unit.filter);
+    }
+
+    if (p->kind == ADSERVE_KIND_EXPERIMENTS) {
+        cJSON_Delete(p->u.experiment.doc);
     }
 
     free(p);

@@ -192,6 +192,27 @@ typedef struct {
     uint64_t        ad_unit_hash, native_style_hash;
 } adserve_parsed_unit_style_t;
 
+/* An experiment's variant; its overrides are its element of the kept
+ * variants array (adserve_variant_apply applies them). */
+typedef struct {
+    const char     *id;               /* a valid variant id */
+    uint32_t        weight;
+    const struct cJSON *overrides;
+} adserve_parsed_variant_t;
+
+/* An experiment: usable when ACTIVE with ADSERVE_VARIANTS_MIN ..
+ * ADSERVE_VARIANTS_MAX variants of distinct valid ids and valid weights
+ * (anything else splits nothing: the unit serves as it is). */
+typedef struct {
+    const char     *ad_unit_id;
+    uint64_t        ad_unit_hash;
+    int             active;           /* ACTIVE and usable */
+    adserve_parsed_variant_t *variants;
+    uint32_t        nvariants;
+    uint64_t        upto[ADSERVE_VARIANTS_MAX];  /* adserve_experiment_bounds */
+    struct cJSON   *doc;              /* the variants array, kept */
+} adserve_parsed_experiment_t;
+
 typedef struct {
     adserve_kind_e  kind;
     const char     *id;               /* NULL: not an object with a usable
@@ -209,12 +230,19 @@ typedef struct {
         adserve_parsed_unit_style_t unit_style;
         adserve_parsed_item_t       item;
         adserve_parsed_pool_t       pool;
+        adserve_parsed_experiment_t experiment;
     } u;
 } adserve_parsed_t;
 
 
 /* Parses one record of kind; NULL only when out of memory. */
 adserve_parsed_t *adserve_parse(adserve_kind_e kind, const char *text, size_t len);
+
+/* Parses an ad unit's record as a variant of an experiment makes it (its
+ * overrides applied: adserve_variant_apply); NULL only when out of
+ * memory. */
+adserve_parsed_t *adserve_parse_variant(const char *text, size_t len,
+    const struct cJSON *variant);
 void adserve_parsed_free(adserve_parsed_t *p);
 
 #endif

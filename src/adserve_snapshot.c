@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "adserve_snapshot.h"
+#include "adserve_experiment.h"
 #include "adserve_native.h"
 #include "adserve_pacing.h"
 #include "adserve_vast.h"
@@ -42,7 +43,8 @@ struct creative_rec_s;
 typedef struct {
     struct li_rec_s              *li;
     struct creative_rec_s        *cr;
-    uint32_t                      weight;
+    uint32_t                      weight;   /* its LICA's */
+    uint32_t                      reason;   /* excluded: adserve_excl_e */
 } bcand_t;
 
 /* What one build makes of a record: its parse (adserve_parsed), and the
@@ -141,6 +143,11 @@ typedef struct {
     adserve_parsed_t  **pool_ps;
     adserve_parsed_t  **popular_ps;   /* the contexts' popular items */
     adserve_parsed_t  **coview_ps;    /* the co-view pools */
+    adserve_parsed_t  **experiment_ps;
+    const adserve_input_rec_t **unit_texts;  /* each unit's record, by its
+                                       * index: its variants parse it */
+    adserve_parsed_t  **variant_ps;   /* the variants' parses: freed after */
+    uint32_t            nvariant_ps;
     snapshot_file_t     snapshot_files[SNAPSHOT_FILES_CACHED];  /* read so far */
     uint32_t            nsnapshot_files;
     uint32_t            n[ADSERVE_KIND_COUNT];
@@ -391,12 +398,24 @@ parse_kind(build_t *b, const adserve_input_t *in, adserve_kind_e kind)
         return NULL;
     }
 
+    if (kind == ADSERVE_KIND_AD_UNITS) {
+        b->unit_texts = adserve_arena_alloc(&b->tmp,
+                            (nrec + 1) * sizeof(adserve_input_rec_t *));
+        if (b->unit_texts == NULL) {
+            return NULL;
+        }
+    }
+
     for (i = 0; i < nrec; i++) {
         p = b->parses[kind][i];
 
         if (p->id == NULL || idmap_put(&b->map[kind], p->id, p->id_hash, n) != 0) {
             b->snap->stats.skipped++;
             continue;
+        }
+
+        if (kind == ADSERVE_KIND_AD_UNITS) {
+            b->unit_texts[n] = &in->records[kind][i];
         }
 
         ps[n++] = p;
@@ -688,6 +707,14 @@ link_coview(build_t *b, adserve_parsed_t **ps)
 }
 
 
+static int
+link_experiments(build_t *b, adserve_parsed_t **ps)
+{
+    b->experiment_ps = ps;
+    return 0;
+}
+
+
 static const adserve_pool_t *pool_find(const adserve_pool_t *pools, uint32_t mask,
     const char *id, size_t len);
 
@@ -861,7 +888,7 @@ mark_subtree(build_t *b, uint32_t *marks, uint32_t u, uint32_t stamp)
 
 static int
 push_bcand(bcand_t **v, uint32_t *n, uint32_t *cap, li_rec_t *li, creative_rec_t *cr,
-    uint32_t weight)
+    uint32_t weight, uint32_t reason)
 {
     bcand_t   *c;
     uint32_t   size;
@@ -880,24 +907,25 @@ push_bcand(bcand_t **v, uint32_t *n, uint32_t *cap, li_rec_t *li, creative_rec_t
     c->li = li;
     c->cr = cr;
     c->weight = weight;
+    c->reason = reason;
 
     return 0;
 }
 
 
+/* A creative of a line item that targets the unit: a candidate, or, for
+ * the explainer, one that cannot serve there and why. */
 static int
-add_cand(unit_rec_t *u, li_rec_t *li, creative_rec_t *cr, uint32_t weight)
+add_pair(build_t *b, unit_rec_t *u, li_rec_t *li, creative_rec_t *cr, uint32_t weight)
 {
-    return push_bcand(&u->cands, &u->ncands, &u->cap, li, cr, weight);
-}
+    int  why = creative_fits(b, u, cr->p);
 
+    if (why == 0 && category_blocked(&u->p->bcat, &cr->p->categories)) {
+        why = ADSERVE_EXCL_BCAT;
+    }
 
-/* for the explainer: a creative of a line item that targets the unit but
- * cannot serve there; the reason is the weight */
-static int
-add_excl(unit_rec_t *u, li_rec_t *li, creative_rec_t *cr, adserve_excl_e why)
-{
-    return push_bcand(&u->excl, &u->nexcl, &u->xcap, li, cr, why);
+    return why ? push_bcand(&u->excl, &u->nexcl, &u->xcap, li, cr, weight, (uint32_t) why)
+               : push_bcand(&u->cands, &u->ncands, &u->cap, li, cr, weight, 0);
 }
 
 
@@ -907,9 +935,7 @@ join_line_item(build_t *b, uint32_t i)
     li_rec_t        *li = &b->lis[i];
     lica_rec_t      *l;
     unit_rec_t      *u;
-    creative_rec_t  *cr;
     uint32_t         k, j, m, stamp = i + 1;
-    int              rc, why;
 
     b->nmarked = 0;
 
@@ -939,21 +965,7 @@ join_line_item(build_t *b, uint32_t i)
         for (k = li->first_lica; k != NONE; k = l->next) {
             l = &b->licas[k];
 
-            cr = &b->crs[l->cr];
-
-            why = creative_fits(b, u, cr->p);
-
-            if (why != 0) {
-                rc = add_excl(u, li, cr, (adserve_excl_e) why);
-
-            } else if (category_blocked(&u->p->bcat, &cr->p->categories)) {
-                rc = add_excl(u, li, cr, ADSERVE_EXCL_BCAT);
-
-            } else {
-                rc = add_cand(u, li, cr, l->weight);
-            }
-
-            if (rc != 0) {
+            if (add_pair(b, u, li, &b->crs[l->cr], l->weight) != 0) {
                 return -1;
             }
         }
@@ -1539,11 +1551,17 @@ static int
 build_filter(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 {
     char  id[ADSERVE_TOKEN_ID_MAX + 16];
-    int   rc, k, n;
+    int   rc, k, n, a;
+
+    /* the algorithm's items are counted per algorithm (the contract's
+     * adserve_rec_algorithm_counted); an unknown one gives none */
+    a = u->p->target_service != NULL ? ADSERVE_ALGORITHM_SERVICE
+        : u->p->algorithm < ADSERVE_ALGORITHM_COUNT ? u->p->algorithm : ADSERVE_ALGORITHM_AXA0;
 
     for (k = 0; k < ADSERVE_SOURCE_COUNT; k++) {
         n = snprintf(id, sizeof(id), "%s%c%s", u->id, ADSERVE_SOURCE_SEP,
-                     adserve_rec_source_names[k]);
+                     k == ADSERVE_SOURCE_ALGORITHM ? adserve_rec_algorithm_counted[a]
+                                                   : adserve_rec_source_names[k]);
         if (n < 0 || (size_t) n >= sizeof(id)) {
             return -1;
         }
@@ -1682,7 +1700,7 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         }
         x[i].line_item_id = bc->li->snap_id;
         x[i].creative_id = bc->cr->snap_id;
-        x[i].reason = (uint8_t) bc->weight;
+        x[i].reason = (uint8_t) bc->reason;
     }
     out->excluded = x;
     out->nexcluded = u->nexcl;
@@ -1779,6 +1797,142 @@ build_table(build_t *b)
     }
 
     return index_lis(s);
+}
+
+
+/* A variant's unit: the unit's record parsed with the variant's overrides,
+ * and every creative that targets the unit judged again against it (its
+ * sizes, formats or bcat may differ), then finished as any unit is. The
+ * parse lives until the build ends: fallbacks keep pointers into it. 0, 1
+ * when the unit's text is gone (no variant can be made), -1 out of
+ * memory. */
+static int
+build_variant(build_t *b, uint32_t ui, const adserve_parsed_variant_t *pv,
+    adserve_unit_t *out)
+{
+    const adserve_input_rec_t  *text = b->unit_texts[ui];
+    const unit_rec_t           *base = &b->units[ui];
+    adserve_parsed_t           *vp;
+    unit_rec_t                  vr;
+    uint32_t                    i;
+    int                         rc = -1;
+
+    /* the loader keeps the units' texts (a kept parse alone has none) */
+    if (text->len == 0) {
+        return 1;
+    }
+
+    vp = adserve_parse_variant(text->data, text->len, pv->overrides);
+    if (vp == NULL) {
+        return -1;
+    }
+    b->variant_ps[b->nvariant_ps++] = vp;
+
+    vr = *base;
+    vr.p = &vp->u.unit;
+    vr.cands = vr.excl = NULL;
+    vr.ncands = vr.cap = vr.nexcl = vr.xcap = 0;
+
+    for (i = 0; i < base->ncands + base->nexcl; i++) {
+        const bcand_t  *bc = i < base->ncands ? &base->cands[i]
+                                              : &base->excl[i - base->ncands];
+
+        if (add_pair(b, &vr, bc->li, bc->cr, bc->weight) != 0) {
+            goto done;
+        }
+    }
+
+    rc = finish_unit(b, &vr, out);
+
+done:
+
+    free(vr.cands);
+    free(vr.excl);
+
+    return rc;
+}
+
+
+/* Each ACTIVE experiment on an ACTIVE unit: its variants' units, hung on
+ * the unit in the table (the first experiment of a unit wins; the API
+ * allows one). */
+static int
+build_experiments(build_t *b)
+{
+    const adserve_parsed_experiment_t  *x;
+    const adserve_parsed_t             *p;
+    adserve_experiment_t               *ex;
+    adserve_variant_t                  *vs;
+    adserve_unit_t                     *tu, *vu;
+    adserve_arena_t                    *a = &b->snap->arena;
+    char                                id[ADSERVE_TOKEN_VARIANT_MAX + 1];
+    uint32_t                            i, k, ui, n = b->n[ADSERVE_KIND_EXPERIMENTS];
+    int                                 len, rc;
+
+    b->variant_ps = adserve_arena_alloc(&b->tmp,
+                        (n * ADSERVE_VARIANTS_MAX + 1) * sizeof(adserve_parsed_t *));
+    if (b->variant_ps == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        p = b->experiment_ps[i];
+        x = &p->u.experiment;
+        ui = x->active ? idmap_get(&b->map[ADSERVE_KIND_AD_UNITS], x->ad_unit_id,
+                                   x->ad_unit_hash)
+                       : NONE;
+        if (ui == NONE || !b->units[ui].p->active) {
+            continue;
+        }
+
+        tu = (adserve_unit_t *) adserve_snapshot_unit(b->snap, b->units[ui].id,
+                                                      b->units[ui].rec->id_len);
+        if (tu == NULL || tu->experiment != NULL) {
+            continue;
+        }
+
+        ex = adserve_arena_calloc(a, sizeof(adserve_experiment_t));
+        vs = adserve_arena_calloc(a, x->nvariants * sizeof(adserve_variant_t));
+        vu = adserve_arena_calloc(a, x->nvariants * sizeof(adserve_unit_t));
+        if (ex == NULL || vs == NULL || vu == NULL) {
+            return -1;
+        }
+
+        for (k = 0, rc = 0; k < x->nvariants; k++) {
+            len = snprintf(id, sizeof(id), "%s%c%s", p->id, ADSERVE_VARIANT_SEP,
+                           x->variants[k].id);
+            rc = len < 0 || (size_t) len >= sizeof(id)
+                 ? -1 : build_variant(b, ui, &x->variants[k], &vu[k]);
+            if (rc != 0) {
+                break;
+            }
+
+            vs[k].id.len = (size_t) len;
+            vs[k].id.data = adserve_arena_memdup(a, id, (size_t) len);
+            vs[k].hash = adserve_hash(id, (size_t) len);
+            vs[k].upto = x->upto[k];
+            vs[k].unit = &vu[k];
+            vu[k].variant = &vs[k];
+            if (vs[k].id.data == NULL) {
+                return -1;
+            }
+        }
+
+        if (rc < 0) {
+            return -1;
+        }
+
+        if (rc > 0) {
+            continue;
+        }
+
+        ex->salt = p->id_hash;
+        ex->n = x->nvariants;
+        ex->variants = vs;
+        tu->experiment = ex;
+    }
+
+    return 0;
 }
 
 
@@ -2002,7 +2156,7 @@ build(build_t *b, const adserve_input_t *in)
     static const link_pt  linkers[ADSERVE_KIND_COUNT] = {
         link_units, link_placements, link_orders,
         link_line_items, link_creatives, link_licas, link_styles, link_unit_styles,
-        link_items, link_pools, link_popular, link_coview
+        link_items, link_pools, link_popular, link_coview, link_experiments
     };
     adserve_parsed_t  **ps;
     uint32_t            k, i, nunits;
@@ -2040,7 +2194,7 @@ build(build_t *b, const adserve_input_t *in)
 
     /* the catalog first: recommendation units resolve their presets in it */
     if (build_items(b) != 0 || build_pools(b) != 0 || build_table(b) != 0
-        || build_creatives(b) != 0)
+        || build_experiments(b) != 0 || build_creatives(b) != 0)
     {
         build_error(b, "out of memory ranking candidates");
         return -1;
@@ -2062,6 +2216,10 @@ build_cleanup(build_t *b)
 
     for (i = 0; b->crs && i < b->n[ADSERVE_KIND_CREATIVES]; i++) {
         free(b->crs[i].native);
+    }
+
+    for (i = 0; i < b->nvariant_ps; i++) {
+        adserve_parsed_free(b->variant_ps[i]);
     }
 
     /* the parses of records without a slot; the others are kept */
@@ -2264,6 +2422,40 @@ adserve_snapshot_unit(const adserve_snapshot_t *s, const char *id, size_t len)
             return u;
         }
     }
+}
+
+
+const adserve_unit_t *
+adserve_unit_for_user(const adserve_unit_t *u, const char *user, size_t len)
+{
+    const adserve_experiment_t  *x = u->experiment;
+    uint32_t                     i, draw;
+
+    if (x == NULL || len == 0) {
+        return u;
+    }
+
+    draw = adserve_experiment_draw(x->salt, user, len);
+
+    for (i = 0; i + 1 < x->n && draw >= x->variants[i].upto; i++) { /* void */ }
+
+    return x->variants[i].unit;
+}
+
+
+const adserve_unit_t *
+adserve_unit_variant(const adserve_unit_t *u, const char *id, size_t len)
+{
+    const adserve_experiment_t  *x = u->experiment;
+    uint32_t                     i;
+
+    for (i = 0; x != NULL && len && i < x->n; i++) {
+        if (x->variants[i].id.len == len && memcmp(x->variants[i].id.data, id, len) == 0) {
+            return x->variants[i].unit;
+        }
+    }
+
+    return u;
 }
 
 

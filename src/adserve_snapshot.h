@@ -192,10 +192,31 @@ typedef struct {
                                        * NULL: never for all (popular) */
 } adserve_fallback_t;
 
+struct adserve_unit_s;
+
+/* An experiment's variant (README "Experiments"): the draws it takes, and
+ * its ad unit as its overrides make it. */
 typedef struct {
+    adserve_str_t   id;               /* "{experiment id}/{variant id}": its
+                                       * counters, and its ad_log tokens' */
+    uint64_t        hash;
+    uint64_t        upto;             /* adserve_experiment_bounds */
+    const struct adserve_unit_s *unit;
+} adserve_variant_t;
+
+typedef struct {
+    uint64_t        salt;             /* adserve_hash of its id */
+    uint32_t        n;
+    const adserve_variant_t *variants;
+} adserve_experiment_t;
+
+typedef struct adserve_unit_s {
     const char     *id;
     size_t          id_len;
     uint64_t        hash;
+    const adserve_experiment_t *experiment;  /* the ACTIVE experiment that
+                                       * splits its traffic, or NULL */
+    const adserve_variant_t *variant;  /* a variant's unit: its variant */
     const adserve_excl_t *excluded;
     uint32_t        nexcluded;
     const adserve_cand_t *cands;      /* by group, best first; a line item's
@@ -373,6 +394,17 @@ int adserve_snapshot_counts_context(const adserve_snapshot_t *s, const char *con
 /* The ACTIVE ad unit with this id, or NULL. */
 const adserve_unit_t *adserve_snapshot_unit(const adserve_snapshot_t *s,
     const char *id, size_t len);
+
+/* The unit that serves this user: the variant of u's experiment that the
+ * user draws, or u itself (no experiment, or no user id). */
+const adserve_unit_t *adserve_unit_for_user(const adserve_unit_t *u, const char *user,
+    size_t len);
+
+/* The unit of u's variant named id ("{experiment id}/{variant id}", as
+ * an ad_log token carries it), or u when it has no such variant (the
+ * experiment changed or ended). */
+const adserve_unit_t *adserve_unit_variant(const adserve_unit_t *u, const char *id,
+    size_t len);
 
 /* A line item by id, or NULL. */
 adserve_li_t *adserve_snapshot_li(const adserve_snapshot_t *s, const char *id,

@@ -273,6 +273,9 @@ pack(const adserve_ad_log_t *log, unsigned char *out)
     p = put_str(p, &log->line_item, 1);
     p = put_str(p, &log->creative, 1);
     p = put_str(p, &log->user, 2);
+    if (log->variant.len) {
+        p = put_str(p, &log->variant, 1);
+    }
 
     return (size_t) (p - out);
 }
@@ -297,6 +300,13 @@ unpack(const unsigned char *p, size_t len, adserve_ad_log_t *log)
     p = p ? get_str(p, end, &log->line_item, 1) : NULL;
     p = p ? get_str(p, end, &log->creative, 1) : NULL;
     p = p ? get_str(p, end, &log->user, 2) : NULL;
+
+    log->variant.data = NULL;
+    log->variant.len = 0;
+    if (p != NULL && p < end) {
+        p = get_str(p, end, &log->variant, 1);
+        p = p && log->variant.len ? p : NULL;
+    }
 
     return p == end ? 0 : -1;
 }
@@ -418,7 +428,8 @@ adserve_token_encode(adserve_tokens_t *t, adserve_ad_log_t *log, char *out)
     if (log->ad_unit.len > ADSERVE_TOKEN_ID_MAX
         || log->line_item.len > ADSERVE_TOKEN_ID_MAX
         || log->creative.len > ADSERVE_TOKEN_ID_MAX
-        || log->user.len > ADSERVE_TOKEN_USER_MAX)
+        || log->user.len > ADSERVE_TOKEN_USER_MAX
+        || log->variant.len > ADSERVE_TOKEN_VARIANT_MAX)
     {
         return 0;
     }

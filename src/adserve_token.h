@@ -27,10 +27,15 @@
 #define ADSERVE_TOKEN_TAG       16
 #define ADSERVE_TOKEN_ID_MAX    64      /* longest id that fits in a token */
 #define ADSERVE_TOKEN_USER_MAX  256
+/* "{experiment id}/{variant id}" */
+#define ADSERVE_TOKEN_VARIANT_MAX  (ADSERVE_TOKEN_ID_MAX + 1 + ADSERVE_VARIANT_ID_MAX)
 
-/* payload: version, issued, price, 3 ids and the user, each length-prefixed */
+/* payload: version, issued, price, 3 ids and the user, each length-prefixed,
+ * and the variant when there is one (a trailer: tokens without one are as
+ * they were before experiments, and still decode) */
 #define ADSERVE_TOKEN_PAYLOAD_MAX \
-    (1 + 8 + 8 + 1 + 3 * (1 + ADSERVE_TOKEN_ID_MAX) + 2 + ADSERVE_TOKEN_USER_MAX)
+    (1 + 8 + 8 + 1 + 3 * (1 + ADSERVE_TOKEN_ID_MAX) + 2 + ADSERVE_TOKEN_USER_MAX \
+     + 1 + ADSERVE_TOKEN_VARIANT_MAX)
 #define ADSERVE_TOKEN_RAW_MAX \
     (1 + ADSERVE_TOKEN_NONCE + ADSERVE_TOKEN_PAYLOAD_MAX + ADSERVE_TOKEN_TAG)
 #define ADSERVE_TOKEN_MAX       ((ADSERVE_TOKEN_RAW_MAX + 2) / 3 * 4)
@@ -59,6 +64,9 @@ typedef struct {
     adserve_str_t   line_item;
     adserve_str_t   creative;
     adserve_str_t   user;                             /* may be empty */
+    adserve_str_t   variant;                          /* the experiment's
+                                                       * variant that served
+                                                       * it, or empty */
 } adserve_ad_log_t;
 
 /* Parses a key file's text; 0, or -1 with a message in err. */

@@ -56,7 +56,7 @@
 #define NGX_HTTP_ADSERVE_BATCH_EVENTS   500
 #define NGX_HTTP_ADSERVE_BATCH_INCRS    2000
 #define NGX_HTTP_ADSERVE_EXTRA_INCRS    2              /* drops, after the fact */
-#define NGX_HTTP_ADSERVE_EVENT_ARGS     15
+#define NGX_HTTP_ADSERVE_EVENT_ARGS     16
 /* EVALSHA sha numkeys, then the batch's keys, then seq, stream_max, nincr,
  * nevents */
 #define NGX_HTTP_ADSERVE_CMD_ARGS       3
@@ -109,7 +109,7 @@
  *   seq, stream_max, nincr, nevents,
  *   nincr x (key, field, n):          HINCRBY KEYS[key] field n
  *   nevents x (type, ts, stats, seen, seen_expireat, rid, unit, li, cr,
- *              user, cost, price, value, spend, issued)
+ *              user, cost, price, value, spend, issued, variant)
  * Counter increments come made in C ({u|li|cr}:{id}:{req|ads|opp} in an
  * hour's hash, {li}:{metric} in adserve:delivery, invalid:{type},
  * dropped:events, dropped:counters). Each raw event is deduplicated by its
@@ -130,7 +130,7 @@ static const char  ngx_http_adserve_flush_script[] =
     "local smax = ARGV[2]\n"
     "local ni = tonumber(ARGV[3])\n"
     "local ne = tonumber(ARGV[4])\n"
-    "if not seq or not ni or not ne or #ARGV ~= 4 + 3 * ni + 15 * ne then\n"
+    "if not seq or not ni or not ne or #ARGV ~= 4 + 3 * ni + 16 * ne then\n"
     "  return redis.error_reply('ERR adserve: malformed events batch')\n"
     "end\n"
     "local delivery, stream = KEYS[2], KEYS[3]\n"
@@ -160,9 +160,9 @@ static const char  ngx_http_adserve_flush_script[] =
     "  local t, ts, stats, seen, exp, rid = ARGV[i], ARGV[i + 1],\n"
     "    KEYS[tonumber(ARGV[i + 2])], KEYS[tonumber(ARGV[i + 3])], ARGV[i + 4], ARGV[i + 5]\n"
     "  local unit, li, cr, user = ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9]\n"
-    "  local cost, price, value, spend, issued = ARGV[i + 10], ARGV[i + 11],\n"
-    "    ARGV[i + 12], ARGV[i + 13], ARGV[i + 14]\n"
-    "  i = i + 15\n"
+    "  local cost, price, value, spend, issued, variant = ARGV[i + 10], ARGV[i + 11],\n"
+    "    ARGV[i + 12], ARGV[i + 13], ARGV[i + 14], ARGV[i + 15]\n"
+    "  i = i + 16\n"
     "  local added = check(redis.pcall('SADD', seen, rid))\n"
     "  if added == 1 then\n"
     "    if not expiring[seen] then\n"
@@ -170,6 +170,9 @@ static const char  ngx_http_adserve_flush_script[] =
     "      check(redis.pcall('EXPIREAT', seen, exp))\n"
     "    end\n"
     "    add(stats, '" ADSERVE_V_DIM_UNIT "' .. unit .. ':' .. t, 1)\n"
+    "    if variant ~= '' then\n"
+    "      add(stats, '" ADSERVE_V_DIM_VARIANT "' .. variant .. ':' .. t, 1)\n"
+    "    end\n"
     /* a recommendation's token names no line item nor creative */
     "    if li ~= '' then\n"
     "      add(stats, '" ADSERVE_V_DIM_LINE_ITEM "' .. li .. ':' .. t, 1)\n"
@@ -204,7 +207,7 @@ static const char  ngx_http_adserve_flush_script[] =
     "      check(redis.pcall('XADD', stream, 'MAXLEN', '~', smax, '*',\n"
     "        'type', t, 'ts', ts, 'rid', rid, 'unit', unit, 'li', li, 'cr', cr,\n"
     "        'user', user, 'cost', cost, 'price', price, 'value', value,\n"
-    "        'issued', issued))\n"
+    "        'issued', issued, 'variant', variant))\n"
     "    end\n"
     "  elseif added == 0 then\n"
     "    add(stats, '" ADSERVE_FIELD_DUP "' .. t, 1)\n"
@@ -257,11 +260,13 @@ typedef struct {
     uint8_t       li_len;
     uint8_t       cr_len;
     uint16_t      user_len;
+    uint8_t       variant_len;
     u_char        rid[ADSERVE_TOKEN_NONCE];
     u_char        unit[ADSERVE_TOKEN_ID_MAX];
     u_char        li[ADSERVE_TOKEN_ID_MAX];
     u_char        cr[ADSERVE_TOKEN_ID_MAX];
     u_char        user[ADSERVE_TOKEN_USER_MAX];
+    u_char        variant[ADSERVE_TOKEN_VARIANT_MAX];
 } ngx_http_adserve_event_t;
 
 
@@ -514,6 +519,12 @@ ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
         ngx_memcpy(e->user, log->user.data, n);
     }
     e->user_len = (uint16_t) n;
+
+    n = log->variant.data ? ngx_min(log->variant.len, ADSERVE_TOKEN_VARIANT_MAX) : 0;
+    if (n) {
+        ngx_memcpy(e->variant, log->variant.data, n);
+    }
+    e->variant_len = (uint8_t) n;
 
     ev->queued++;
 
@@ -787,6 +798,7 @@ ngx_http_adserve_seal_event(ngx_http_adserve_seal_t *s,
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%uL",
                                              ngx_http_adserve_spend(e)));
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%L", e->issued));
+    ngx_http_adserve_arg(s, e->variant, e->variant_len);
 }
 
 

@@ -278,11 +278,16 @@ ngx_http_adserve_build_thread(void *data, ngx_log_t *log)
     bc->snapshot = adserve_snapshot_build(&bc->input, bc->err, sizeof(bc->err));
 
     /* the build kept a parse of each record: the texts are done with (the
-     * loader does nothing else until the build is back) */
+     * loader does nothing else until the build is back), but for the ad
+     * units': an experiment's variants are parsed from their unit's text
+     * with their overrides applied, by any later build (a few MB at 5,000
+     * units; the line items' texts are the bulk) */
     adserve_input_free(&bc->input);
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
-        adserve_records_drop_texts(&bc->loader->records[k]);
+        if (k != ADSERVE_KIND_AD_UNITS) {
+            adserve_records_drop_texts(&bc->loader->records[k]);
+        }
     }
 
 #ifdef __GLIBC__

@@ -304,6 +304,10 @@ ngx_http_adserve_rec_count(ngx_http_adserve_events_t *ev, const adserve_snapshot
                                    unit->source_hashes[i], NGX_HTTP_ADSERVE_M_SHOWN, shown[i]);
         }
     }
+
+    if (pk->n) {
+        ngx_http_adserve_count_variant(ev, ctx->now, unit, NGX_HTTP_ADSERVE_M_SHOWN, pk->n);
+    }
 }
 
 
@@ -321,8 +325,13 @@ ngx_http_adserve_rec_click(ngx_http_request_t *r, const adserve_snapshot_t *s,
     ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_ITEM, &it->id, it->hash,
                            NGX_HTTP_ADSERVE_M_CLICKS, 1);
 
-    /* the source, as the click URL says: one of the vocabulary, or none */
+    /* the source, as the click URL says: one of the vocabulary, or none;
+     * counted for the unit that served it, an experiment's variant's */
     unit = adserve_snapshot_unit(s, log->ad_unit.data, log->ad_unit.len);
+    if (unit != NULL) {
+        unit = adserve_unit_variant(unit, log->variant.data, log->variant.len);
+    }
+
     if (unit != NULL && unit->rec
         && ngx_http_arg(r, (u_char *) ADSERVE_SOURCE_ARG, sizeof(ADSERVE_SOURCE_ARG) - 1, &arg)
            == NGX_OK
@@ -388,6 +397,7 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     if (ctx->req.user_id.data != NULL) {
         log.user = ctx->req.user_id;
     }
+    ngx_http_adserve_seal_variant(&log, unit);
 
     tn = ngx_http_adserve_encode(r, &log, tok);
     if (tn == 0) {
@@ -433,6 +443,7 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,
                            &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
                            NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_count_variant(amcf->events, ctx->now, unit, NGX_HTTP_ADSERVE_M_ADS, 1);
 
     if (unit->impression_on_response) {
         (void) ngx_http_adserve_track(amcf->events, ADSERVE_EVENT_IMPRESSION, &log,

@@ -126,8 +126,33 @@ ngx_http_adserve_seal(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     if (log->user.data == NULL) {
         log->user.len = 0;
     }
+    ngx_http_adserve_seal_variant(log, unit);
 
     return ngx_http_adserve_encode(r, log, tok);
+}
+
+
+void
+ngx_http_adserve_seal_variant(adserve_ad_log_t *log, const adserve_unit_t *unit)
+{
+    if (unit->variant != NULL) {
+        log->variant = unit->variant->id;
+
+    } else {
+        log->variant.data = NULL;
+        log->variant.len = 0;
+    }
+}
+
+
+void
+ngx_http_adserve_count_variant(ngx_http_adserve_events_t *ev, time_t now,
+    const adserve_unit_t *unit, ngx_http_adserve_metric_e m, ngx_uint_t n)
+{
+    if (unit->variant != NULL) {
+        ngx_http_adserve_count(ev, now, ADSERVE_DIM_VARIANT, &unit->variant->id,
+                               unit->variant->hash, m, n);
+    }
 }
 
 
@@ -166,6 +191,7 @@ ngx_http_adserve_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_UNIT,
                            &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
                            NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_count_variant(amcf->events, now, unit, NGX_HTTP_ADSERVE_M_ADS, 1);
     ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_LINE_ITEM,
                            &li->id, li->hash, NGX_HTTP_ADSERVE_M_ADS, 1);
     ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_CREATIVE,
@@ -354,6 +380,7 @@ ngx_http_adserve_finish(ngx_http_request_t *r)
     if (unit == NULL) {
         return NGX_HTTP_NOT_FOUND;
     }
+    unit = adserve_unit_for_user(unit, ctx->req.user_id.data, ctx->req.user_id.len);
 
     adserve_req_ctx_init(&facts, &ctx->req);
 
@@ -486,10 +513,15 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
     ctx->now = ngx_http_adserve_now(r);
     ctx->finish = ngx_http_adserve_finish;
 
+    /* an experiment's variant is the unit this user is served */
+    unit = adserve_unit_for_user(unit, ctx->req.user_id.data, ctx->req.user_id.len);
+
     if (!ctx->explain) {
         ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,
                                &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
                                NGX_HTTP_ADSERVE_M_REQUESTS, 1);
+        ngx_http_adserve_count_variant(amcf->events, ctx->now, unit,
+                                       NGX_HTTP_ADSERVE_M_REQUESTS, 1);
     }
 
     /* a unit with capped line items needs what this user has seen: an

@@ -2,7 +2,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "adserve_contract.h"
+#include "adserve_experiment.h"
 #include "tap.h"
 
 
@@ -221,6 +226,67 @@ static void test_history_entry(void) {
     ok(back.at == 0, "a time before 1970 is 0");
 }
 
+/* What both programs share of experiments: how a variant overrides its
+ * unit, and how users are drawn. */
+static void test_experiment(void) {
+    cJSON *unit = cJSON_Parse("{\"id\":\"u\",\"ext\":{\"algorithm\":\"axa0\",\"bcat\":[\"IAB7\"]},"
+                              "\"recommendation\":{\"topn\":5,\"fallback\":[]}}");
+    cJSON *variant = cJSON_Parse("{\"id\":\"v\",\"weight\":1,\"ext\":{\"algorithm\":\"coview\"},"
+                                 "\"recommendation\":{\"topn\":2}}");
+    cJSON *bare = cJSON_Parse("{\"id\":\"u\"}");
+    char *text;
+    uint32_t w[3] = { 1, 2, 1 };
+    uint64_t upto[3];
+    unsigned counts[3] = { 0, 0, 0 }, i, k, same = 0;
+    char user[32];
+
+    is_int(adserve_variant_apply(unit, variant), 0, "apply: 0");
+    text = cJSON_PrintUnformatted(unit);
+    is_str(text, "{\"id\":\"u\",\"ext\":{\"bcat\":[\"IAB7\"],\"algorithm\":\"coview\"},"
+                 "\"recommendation\":{\"fallback\":[],\"topn\":2}}",
+           "apply: the variant's members replace the unit's, the others stay");
+    free(text);
+    is_int(adserve_variant_apply(bare, variant), 0, "apply to a unit without ext: 0");
+    text = cJSON_PrintUnformatted(bare);
+    is_str(text, "{\"id\":\"u\",\"ext\":{\"algorithm\":\"coview\"},\"recommendation\":{\"topn\":2}}",
+           "apply: the objects are made");
+    free(text);
+    is_int(adserve_variant_apply(NULL, variant), -1, "apply to no unit: -1");
+
+    is_int(adserve_experiment_bounds(w, 3, upto), 0, "bounds of 1:2:1");
+    ok(upto[0] == 1ULL << 30 && upto[1] == 3ULL << 30 && upto[2] == 1ULL << 32,
+       "bounds: a quarter, three quarters, all");
+    w[1] = 0;
+    is_int(adserve_experiment_bounds(w, 3, upto), -1, "bounds: a weight of 0 is refused");
+    w[1] = ADSERVE_VARIANT_WEIGHT_MAX + 1;
+    is_int(adserve_experiment_bounds(w, 3, upto), -1, "bounds: a weight over the maximum too");
+    w[1] = 2;
+    (void) adserve_experiment_bounds(w, 3, upto);
+
+    for (i = 0; i < 40000; i++) {
+        snprintf(user, sizeof(user), "u%u", i);
+        uint32_t d = adserve_experiment_draw(7, user, strlen(user));
+        for (k = 0; k < 2 && d >= upto[k]; k++) { /* void */ }
+        counts[k]++;
+        same += (adserve_experiment_draw(8, user, strlen(user)) >= upto[0]) == (k >= 1);
+    }
+    ok(counts[0] > 9500 && counts[0] < 10500 && counts[1] > 19500 && counts[1] < 20500,
+       "draws of 40,000 users split 1:2:1 (%u, %u, %u)", counts[0], counts[1], counts[2]);
+    ok(same > 40000 * 0.55 && same < 40000 * 0.70,
+       "another experiment draws independently: %u of 40,000 agree (0.625 expected)", same);
+    is_int(adserve_experiment_draw(7, "u1", 2), adserve_experiment_draw(7, "u1", 2),
+           "a user draws the same every time");
+
+    ok(adserve_variant_id_ok("control") && adserve_variant_id_ok("a-b_9")
+       && !adserve_variant_id_ok("a b") && !adserve_variant_id_ok("") && !adserve_variant_id_ok(NULL)
+       && !adserve_variant_id_ok("abcdefghijklmnopqrstuvwxy"), "variant ids: 1..24 of [A-Za-z0-9_-]");
+
+    cJSON_Delete(unit);
+    cJSON_Delete(variant);
+    cJSON_Delete(bare);
+}
+
+
 int main(void) {
     test_kinds();
     test_vocab();
@@ -230,5 +296,6 @@ int main(void) {
     test_snapshot_path();
     test_service_name();
     test_history_entry();
+    test_experiment();
     return done_testing();
 }

@@ -1830,6 +1830,86 @@ static void test_on_response(void) {
 }
 
 
+/* ---- experiments --------------------------------------------------------- */
+
+#define EXPERIMENT(j)  { ADSERVE_KIND_EXPERIMENTS, j }
+
+/* An ACTIVE experiment hangs its variants' units on the unit: each the unit
+ * with its overrides (a rec variant's topn; a display variant's bcat lets a
+ * blocked creative in); users draw them by weight, the same every time. */
+static void test_experiments(void) {
+    adserve_snapshot_t *s;
+    const adserve_unit_t *u, *v, *d;
+    char user[32];
+    int i, n, counts[2] = { 0, 0 };
+
+    s = BUILD(UNIT("{'id':'r1','status':'ACTIVE','ext':{'recommendation':{'enabled':1}},"
+                   "'recommendation':{'topn':5}}"),
+              UNIT("{'id':'u1','status':'ACTIVE','ext':{'bcat':['IAB7']}}"),
+              ORD(O1_J), LI(L1_J), LICA(A1_J),
+              CRE("{'id':'c1','approval':'APPROVED','type':'IMAGE','w':300,'h':250,"
+                       "'image_url':'https://cdn.example/c1.png','categories':['IAB7-1']}"),
+              EXPERIMENT("{'id':'x1','ad_unit_id':'r1','status':'ACTIVE','variants':["
+                         "{'id':'control','weight':3},"
+                         "{'id':'short','weight':1,'recommendation':{'topn':2}}]}"),
+              EXPERIMENT("{'id':'x2','ad_unit_id':'u1','status':'ACTIVE','variants':["
+                         "{'id':'blocked','weight':1},{'id':'open','weight':1,'ext':{'bcat':[]}}]}"),
+              EXPERIMENT("{'id':'x3','ad_unit_id':'r1','status':'PAUSED','variants':["
+                         "{'id':'a','weight':1},{'id':'b','weight':1}]}"));
+    u = s ? unit(s, "r1") : NULL;
+    ok(u && u->experiment && u->experiment->n == 2, "an ACTIVE experiment splits r1 in 2");
+    if (u == NULL || u->experiment == NULL) {
+        adserve_snapshot_free(s);
+        return;
+    }
+    v = u->experiment->variants[1].unit;
+    is_int(u->experiment->variants[0].unit->topn, 5, "the control: topn 5, as the unit");
+    is_int(v->topn, 2, "the variant: its topn 2");
+    ok(v->rec && v->variant == &u->experiment->variants[1] && v->experiment == NULL,
+       "a variant's unit recommends, knows its variant, and splits no further");
+    is_str(v->variant->id.data, "x1/short", "its counters' id: experiment/variant");
+    ok(v->id == u->id || strcmp(v->id, u->id) == 0, "... and the unit's own id");
+    is_str(v->source_ids[ADSERVE_SOURCE_ALGORITHM].data, "r1/axa0",
+           "the algorithm's items are counted per algorithm");
+
+    for (i = 0; i < 10000; i++) {
+        snprintf(user, sizeof(user), "user-%d", i);
+        n = adserve_unit_for_user(u, user, strlen(user)) == v;
+        counts[n]++;
+    }
+    ok(counts[1] > 2500 - 150 && counts[1] < 2500 + 150, "weights 3:1 over 10,000 users: %d in the 1",
+       counts[1]);
+    ok(adserve_unit_for_user(u, "user-7", 6) == adserve_unit_for_user(u, "user-7", 6),
+       "a user draws the same variant every time");
+    ok(adserve_unit_for_user(u, NULL, 0) == u, "no user: the unit itself");
+    ok(adserve_unit_variant(u, "x1/short", 8) == v, "a token's variant id finds its unit");
+    ok(adserve_unit_variant(u, "x1/gone", 7) == u, "... an unknown one the unit");
+
+    d = unit(s, "u1");
+    ok(d && d->experiment && d->ncands == 0, "u1 blocks the creative's category");
+    ok(d && d->experiment && d->experiment->variants[1].unit->ncands == 1
+       && d->experiment->variants[0].unit->ncands == 0, "its open variant lets it in");
+    adserve_snapshot_free(s);
+
+    /* what splits nothing */
+    s = BUILD(UNIT("{'id':'r1','status':'ACTIVE'}"),
+              EXPERIMENT("{'id':'x1','ad_unit_id':'r1','status':'ACTIVE','variants':["
+                         "{'id':'only','weight':1}]}"),
+              EXPERIMENT("{'id':'x2','ad_unit_id':'r1','status':'ACTIVE','variants':["
+                         "{'id':'a','weight':1},{'id':'a','weight':1}]}"),
+              EXPERIMENT("{'id':'x3','ad_unit_id':'r1','status':'ACTIVE','variants':["
+                         "{'id':'a','weight':0},{'id':'b','weight':1}]}"),
+              EXPERIMENT("{'id':'x4','ad_unit_id':'r1','status':'ACTIVE','variants':["
+                         "{'id':'a b','weight':1},{'id':'b','weight':1}]}"),
+              EXPERIMENT("{'id':'x5','ad_unit_id':'nope','status':'ACTIVE','variants':["
+                         "{'id':'a','weight':1},{'id':'b','weight':1}]}"));
+    u = s ? unit(s, "r1") : NULL;
+    ok(u && u->experiment == NULL, "one variant, ids twice, a weight 0, a bad id, another unit: "
+       "no split");
+    adserve_snapshot_free(s);
+}
+
+
 /* ---- rendering ---------------------------------------------------------- */
 
 static adserve_tokens_t tokens;
@@ -2345,6 +2425,7 @@ int main(void) {
     test_rendering();
     test_public_url();
     test_on_response();
+    test_experiments();
     test_robustness();
     test_scale();
     free_kept();

@@ -86,7 +86,7 @@ static int same_log(const adserve_ad_log_t *a, const adserve_ad_log_t *b) {
         && a->issued == b->issued && a->price_micros == b->price_micros
         && a->cost_type == b->cost_type && str_eq(a->ad_unit, b->ad_unit)
         && str_eq(a->line_item, b->line_item) && str_eq(a->creative, b->creative)
-        && str_eq(a->user, b->user);
+        && str_eq(a->user, b->user) && str_eq(a->variant, b->variant);
 }
 
 static int b64v(char c) {
@@ -300,6 +300,43 @@ static void test_round_trip(void) {
     in = sample_log();
     in.creative = str(id64);
     is_int((long long) adserve_token_encode(&t, &in, tokbuf), 0, "encode: creative over ID_MAX returns 0");
+
+    adserve_tokens_stop(&t);
+}
+
+
+/* An experiment's variant rides as a trailer: a token without one is the
+ * same bytes as before experiments, and still decodes. */
+static void test_variant(void) {
+    adserve_tokens_t t;
+    adserve_ad_log_t in, out;
+    char tok[ADSERVE_TOKEN_MAX + 1], var[ADSERVE_TOKEN_VARIANT_MAX + 2];
+    size_t n, plain;
+
+    keys(&t, "3 " KEY_A "\n");
+
+    in = sample_log();
+    plain = encode(&t, &in, tok);
+    in.variant = str("8a6e0804-2bd0-4b5a-9c5e-6e1a9d1b4a57/short");
+    n = encode(&t, &in, tok);
+    ok(n > plain && decode(&t, tok, n, &out) == 0 && same_log(&in, &out),
+       "variant: it survives the round trip");
+    is_mem(out.variant.data, out.variant.len, in.variant.data, in.variant.len, "variant: its id");
+    in = sample_log();
+    n = encode(&t, &in, tok);
+    ok(n == plain && decode(&t, tok, n, &out) == 0 && out.variant.len == 0,
+       "variant: none, no trailer, and an empty one decoded");
+
+    memset(var, 'v', sizeof(var));
+    var[ADSERVE_TOKEN_VARIANT_MAX] = '\0';
+    in.variant = str(var);
+    n = encode(&t, &in, tok);
+    ok(n > 0 && decode(&t, tok, n, &out) == 0 && same_log(&in, &out),
+       "variant: ADSERVE_TOKEN_VARIANT_MAX (%d) bytes", ADSERVE_TOKEN_VARIANT_MAX);
+    var[ADSERVE_TOKEN_VARIANT_MAX] = 'v';
+    var[ADSERVE_TOKEN_VARIANT_MAX + 1] = '\0';
+    in.variant = str(var);
+    is_int((long long) adserve_token_encode(&t, &in, tokbuf), 0, "encode: a longer variant returns 0");
 
     adserve_tokens_stop(&t);
 }
@@ -522,6 +559,7 @@ static void test_nonces_and_size(void) {
     unsigned char (*nonces)[ADSERVE_TOKEN_NONCE] = malloc(N * ADSERVE_TOKEN_NONCE);
     unsigned char prefix[8], raw[ADSERVE_TOKEN_BUF];
     char tok[ADSERVE_TOKEN_MAX + 1], user[ADSERVE_TOKEN_USER_MAX], id[ADSERVE_TOKEN_ID_MAX];
+    char var[ADSERVE_TOKEN_VARIANT_MAX];
     size_t n, maxlen = 0;
     int i, fail = 0, dups = 0;
 
@@ -556,6 +594,9 @@ static void test_nonces_and_size(void) {
     in.user.len = sizeof(user);
     in.ad_unit.data = in.line_item.data = in.creative.data = id;
     in.ad_unit.len = in.line_item.len = in.creative.len = sizeof(id);
+    memset(var, 'v', sizeof(var));
+    in.variant.data = var;
+    in.variant.len = sizeof(var);
     in.price_micros = UINT64_MAX;
     in.issued = INT64_MIN;
     for (i = 0; i < 100; i++) {
@@ -582,6 +623,7 @@ int main(void) {
 
     test_parse();
     test_round_trip();
+    test_variant();
     test_rotation();
     test_tampering();
     test_nonces_and_size();

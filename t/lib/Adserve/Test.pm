@@ -196,6 +196,49 @@ sub ad {
                           ref $body ? (json => $body) : (body => $body), %o);
 }
 
+# ads_pipelined TAGID BODIES: the serving request of each body, pipelined on
+# one connection (HTTP/1.1, in batches of 100), and each answer as request's
+# ({status, content, json}), in order. For tests that need thousands of
+# answers: HTTP::Tiny writes a request's head and body apart, and the second
+# write waits for the delayed ACK of the first (40 ms an answer).
+sub ads_pipelined {
+    my ($self, $tagid, $bodies) = @_;
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->port, Proto => 'tcp')
+        or die "connect: $!";
+    binmode $sock;
+    my (@out, $buf);
+    $buf = '';
+    for (my $at = 0; $at < @$bodies; $at += 100) {
+        my @batch = @$bodies[$at .. ($at + 99 < $#$bodies ? $at + 99 : $#$bodies)];
+        my $req = join '', map {
+            my $json = $JSON->encode($_);
+            "POST /app/v0/ad/$tagid HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            . "Content-Length: " . length($json) . "\r\n\r\n$json"
+        } @batch;
+        print {$sock} $req or die "write: $!";
+        for (1 .. @batch) {
+            my ($status, $len);
+            until (defined $len) {
+                if ($buf =~ s/\AHTTP\/1\.1 (\d+)[^\r]*\r\n(.*?)\r\n\r\n//s) {
+                    $status = $1;
+                    my $head = $2;
+                    $len = $head =~ /^content-length:\s*(\d+)/mi ? $1 : 0;
+                    last;
+                }
+                sysread($sock, $buf, 65536, length $buf) or die "read: $!";
+            }
+            while (length $buf < $len) {
+                sysread($sock, $buf, 65536, length $buf) or die "read: $!";
+            }
+            my $content = substr($buf, 0, $len, '');
+            push @out, { status => $status, content => $content,
+                         json => $len ? eval { $JSON->decode($content) } : undef };
+        }
+    }
+    close $sock;
+    return @out;
+}
+
 # One keep-alive connection on each worker: [HTTP::Tiny, ...]. nginx gives a
 # connection to one worker for its life, and fresh ones to a worker in runs,
 # so only these reach every worker for sure: each worker reloads its
