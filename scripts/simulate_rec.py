@@ -480,6 +480,8 @@ class Sim:
 
 FIELDS = ('req', 'ads', 'imp', 'clk')
 SOURCES = ('algorithm', 'popular')
+# the algorithm source is counted per algorithm (rs:{unit}/{name}); summed here
+ALGORITHMS = ('axa0', 'coview', 'target_service')
 
 
 def server_counts(r, unit_ids):
@@ -489,16 +491,20 @@ def server_counts(r, unit_ids):
     for h in range(HOURS + 1):        # a click can land in the hour after the last
         for u, uid in unit_ids.items():
             fields = [f'u:{uid}:{f}' for f in FIELDS]
-            fields += [f'rs:{uid}/{s}:{k}' for s in SOURCES for k in ('shown', 'clk')]
+            names = [n for s in SOURCES for n in (ALGORITHMS if s == 'algorithm' else (s,))]
+            fields += [f'rs:{uid}/{n}:{k}' for n in names for k in ('shown', 'clk')]
             cmds.append(('HMGET', f'adserve:stats:{hour_key(START + h * HOUR)}', *fields))
             keys.append((h, u))
     out = {}
     for (h, u), vals in zip(keys, r.send(*cmds)):
         v = [int(x or 0) for x in vals]
         c = dict(zip(FIELDS, v[:4]))
-        for k, s in enumerate(SOURCES):
-            c[f'shown:{s}'] = v[4 + 2 * k]
-            c[f'clk:{s}'] = v[5 + 2 * k]
+        for s in SOURCES:
+            c[f'shown:{s}'] = c[f'clk:{s}'] = 0
+        for k, n in enumerate(names):
+            s = n if n in SOURCES else 'algorithm'
+            c[f'shown:{s}'] += v[4 + 2 * k]
+            c[f'clk:{s}'] += v[5 + 2 * k]
         out[(h, u)] = c
     return out
 

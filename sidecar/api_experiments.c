@@ -14,9 +14,11 @@
  *   - delete when not ACTIVE (409);
  *   - serving reads adserve:experiments, so every write bumps the
  *     revision. A variant is checked against the unit as it is when the
- *     experiment is written; a later change to the unit is the unit's: a
- *     variant that no longer makes a valid unit serves what the engine
- *     makes of it, as any record written past the API would. */
+ *     variants are written and when the experiment starts; a later change
+ *     to the unit is the unit's: a variant that no longer makes a valid
+ *     unit serves what the engine makes of it, as any record written past
+ *     the API would, and can still be paused, archived or deleted (as can
+ *     an experiment whose unit was deleted). */
 #include "api.h"
 
 #include "ad_units.h"
@@ -154,6 +156,15 @@ static enum store_status experiment_check(struct resource_write *w)
         i++;
     }
 
+    /* the variants against the unit as it is now: when they are written,
+     * and when the experiment starts (the unit may have changed since);
+     * pausing, archiving or renaming one whose unit changed or went stays
+     * possible */
+    const char *was = w->before != NULL ? json_str_member(w->before, "status") : NULL;
+    bool active = status != NULL && strcmp(status, ADSERVE_V_ACTIVE) == 0;
+    bool starts = active && (was == NULL || strcmp(was, ADSERVE_V_ACTIVE) != 0);
+    if (w->before != NULL && !starts && !resource_changed(w, "variants"))
+        return STORE_OK;
     st = ad_unit_load(w->c, unit_id, &unit);
     if (st == STORE_NOT_FOUND)
         return resource_refuse(w, 422, "ad_unit_id: no such ad unit");
@@ -164,8 +175,7 @@ static enum store_status experiment_check(struct resource_write *w)
         st = variant_check(w, unit, v, i++);
     }
     cJSON_Delete(unit);
-    if (st == STORE_OK && w->rep->status == 0 && status != NULL &&
-        strcmp(status, ADSERVE_V_ACTIVE) == 0)
+    if (st == STORE_OK && w->rep->status == 0 && active)
         st = single_active(w, unit_id);
     return st;
 }

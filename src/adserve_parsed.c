@@ -983,6 +983,12 @@ parse_experiment(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     x->active = ok && !oom && adserve_experiment_bounds(weights, i, x->upto) == 0;
     x->doc = x->active ? (cJSON *) vs : NULL;
 
+    /* an experiment that cannot split has no variants: their overrides
+     * would point into a document that goes with the parse */
+    if (!x->active) {
+        x->nvariants = 0;
+    }
+
     return oom ? -1 : 0;
 }
 

@@ -154,9 +154,9 @@ adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
 
 int
 adserve_records_put_parsed(adserve_records_t *r, const char *id, size_t id_len,
-    adserve_parsed_t *parsed)
+    const char *text, size_t len, adserve_parsed_t *parsed)
 {
-    if (insert(r, id, id_len, NULL, 0, parsed) != 0) {
+    if (insert(r, id, id_len, text, len, parsed) != 0) {
         adserve_parsed_free(parsed);
         return -1;
     }

@@ -31,11 +31,13 @@ void adserve_records_init(adserve_records_t *r);
 int adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
     const char *text, size_t len);
 
-/* Sets the record id to its parse, without its text: a full load parses
- * each chunk as it arrives (adserve_parse), and a build needs nothing
- * else. r owns parsed from now on, even when out of memory (-1). */
+/* Sets the record id to its parse, and to its text when one is given
+ * (len > 0): a full load parses each chunk as it arrives (adserve_parse),
+ * and a build needs nothing else but the ad units' texts (an experiment's
+ * variants are parsed from them). r owns parsed from now on, even when out
+ * of memory (-1). */
 int adserve_records_put_parsed(adserve_records_t *r, const char *id,
-    size_t id_len, adserve_parsed_t *parsed);
+    size_t id_len, const char *text, size_t len, adserve_parsed_t *parsed);
 
 /* Room for n records without growing: a full load knows how many are
  * coming (HLEN), and a growth of a large table rehashes every record at

@@ -2,7 +2,7 @@
 /*
  * A user's recommendation history (ADSERVE_KEY_HISTORY in the contract):
  * the items recommended to them and the items they viewed or clicked,
- * each with its time, in one sorted set per user.
+ * each with its time, in one string of packed entries per user.
  *
  * Read before a recommendation whose placement filters candidates
  * (ViewOut, ViewPenalty), with the caps' deadline and machinery

@@ -151,7 +151,11 @@ ngx_http_adserve_chunk_store(void *data)
             continue;
         }
 
+        /* an ad unit keeps its text: its experiments' variants are
+         * parsed from it by every build (ngx_http_adserve_build_thread) */
         if (adserve_records_put_parsed(&ld->scan[ch->kind], rec->id, rec->id_len,
+                                       rec->text,
+                                       ch->kind == ADSERVE_KIND_AD_UNITS ? rec->len : 0,
                                        rec->parsed)
             != 0)
         {

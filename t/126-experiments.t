@@ -178,10 +178,32 @@ ok($t->wait_until(10, sub { $t->stat_sum("xv:$dx->{id}/open:imp") == 1 && $t->st
    'the open variant counted its ads and the impression its token names');
 is($t->stat_sum("xv:$dx->{id}/blocked:ads"), 0, '... the blocked one none');
 
+# ---- a restart: the full load builds the variants as every later build does -----------------------------
+$t->stop('nginx');
+$t->start('nginx');
+ok($t->wait_until(10, sub { $t->workers_at($t->revision) }), 'nginx restarted and loaded');
+my %after;
+$after{ $_->{status} }++ for $t->ads_pipelined($d->{unit}, [ map { body("viewer-$_") } 1 .. 200 ]);
+is_deeply(\%after, \%status, 'after a restart, the same users see the ad (the open variant)');
+is($t->api('PATCH', "/api/catalog-items/" . $t->api('GET', '/api/catalog-items?item_id=exp:h')->{json}{items}[0]{id},
+           json => { title => 'Item h, renamed' })->{status}, 200, 'another record changes');
+current();
+%after = ();
+$after{ $_->{status} }++ for $t->ads_pipelined($d->{unit}, [ map { body("viewer-$_") } 1 .. 200 ]);
+is_deeply(\%after, \%status, '... and the build after it keeps the split');
+
+# ---- the unit goes: the experiment can still be paused and deleted ---------------------------------------
+is($t->api('DELETE', "/api/ad-units/$U")->{status}, 204, 'the recommendation unit is deleted');
+is($t->api('PATCH', "/api/experiments/$X", json => { name => 'Shorter lists (unit gone)' })->{status}, 200,
+   'its experiment can still be renamed');
+$t->refused($t->api('PATCH', "/api/experiments/$X", json => { status => 'ACTIVE' }), 422, qr/no such ad unit/,
+            '... but not started');
+is($t->api('DELETE', "/api/experiments/$X")->{status}, 204, '... and deleted');
+
 # the audit log has the experiment's changes
 my $audit = $t->api('GET', "/api/audit-logs?resource=experiment&id=$X");
 is($audit->{status}, 200, 'the audit log of the experiment');
-is_deeply([ map { $_->{action} } reverse @{ $audit->{json}{items} } ], [ 'create', 'update', 'update' ],
-          '... its creation and its two status changes');
+is_deeply([ map { $_->{action} } reverse @{ $audit->{json}{items} } ], [ 'create', 'update', 'update', 'update', 'delete' ],
+          '... its creation, two status changes, the rename and the delete');
 
 done_testing;

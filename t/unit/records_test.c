@@ -119,7 +119,7 @@ static void test_put_parsed(void) {
         "\"status\":\"ACTIVE\"}");
 
     p = adserve_parse(ADSERVE_KIND_LINE_ITEMS, li, strlen(li));
-    ok(p != NULL && adserve_records_put_parsed(&inv[ADSERVE_KIND_LINE_ITEMS], "l1", 2, p) == 0
+    ok(p != NULL && adserve_records_put_parsed(&inv[ADSERVE_KIND_LINE_ITEMS], "l1", 2, NULL, 0, p) == 0
        && inv[ADSERVE_KIND_LINE_ITEMS].count == 1 && inv[ADSERVE_KIND_LINE_ITEMS].bytes == 0,
        "put_parsed: one record, no text kept");
 
