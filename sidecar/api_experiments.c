@@ -259,6 +259,10 @@ bool experiment_variant_row(cJSON *arr, const cJSON *variant, const long long *v
     cJSON *e = cJSON_CreateObject();
 
     stats_wilson(v[XV_CLK], v[XV_IMP], ctr);
+    if (json_str_member(variant, "id") == NULL) {   /* written past the API: no row */
+        cJSON_Delete(e);
+        return e != NULL;
+    }
     if (e == NULL || !cJSON_AddItemToArray(arr, e)) {
         cJSON_Delete(e);
         return false;
@@ -356,7 +360,7 @@ RESOURCE_DOCS(experiments, "Experiment", schema_experiment, schema_experiment_pa
               "List experiments, oldest first; filters: ad_unit_id, status",
               "Create an experiment (PAUSED unless given); every variant applied to the ad "
               "unit must make a valid unit (422); one ACTIVE per ad unit (409)",
-              "Get an experiment (advertisers: 404)",
+              "Get an experiment (advertisers: 403)",
               "Update an experiment; status: PAUSED <-> ACTIVE, any -> ARCHIVED (else 409); "
               "ad_unit_id cannot change; serving follows within a second",
               "Delete an experiment that is not ACTIVE (else 409)");

@@ -109,6 +109,8 @@ static bool add_experiment(struct dash_rec *r, cJSON *arr, const cJSON *x)
         (rows = cJSON_AddArrayToObject(e, "variants")) == NULL)
         return false;
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(x, "variants")) {
+        if (json_str_member(v, "id") == NULL)           /* written past the API */
+            continue;
         int n = snprintf(key, sizeof key, "%s%c%s", xid, ADSERVE_VARIANT_SEP,
                          json_str_member(v, "id"));
         const long long *c = n > 0 && (size_t)n < sizeof key

@@ -1796,7 +1796,7 @@ build_table(build_t *b)
         }
     }
 
-    return index_lis(s);
+    return 0;
 }
 
 
@@ -1853,9 +1853,20 @@ done:
 }
 
 
+/* experiments by id: of two ACTIVE ones on a unit (the API allows one),
+ * every worker and node keeps the same */
+static int
+experiment_cmp(const void *pa, const void *pb)
+{
+    const adserve_parsed_t  *a = *(adserve_parsed_t *const *) pa;
+    const adserve_parsed_t  *b = *(adserve_parsed_t *const *) pb;
+
+    return strcmp(a->id, b->id);
+}
+
+
 /* Each ACTIVE experiment on an ACTIVE unit: its variants' units, hung on
- * the unit in the table (the first experiment of a unit wins; the API
- * allows one). */
+ * the unit in the table (of two on a unit, the smaller id's). */
 static int
 build_experiments(build_t *b)
 {
@@ -1873,6 +1884,10 @@ build_experiments(build_t *b)
                         (n * ADSERVE_VARIANTS_MAX + 1) * sizeof(adserve_parsed_t *));
     if (b->variant_ps == NULL) {
         return -1;
+    }
+
+    if (n > 1) {
+        qsort(b->experiment_ps, n, sizeof(adserve_parsed_t *), experiment_cmp);
     }
 
     for (i = 0; i < n; i++) {
@@ -2193,8 +2208,10 @@ build(build_t *b, const adserve_input_t *in)
     }
 
     /* the catalog first: recommendation units resolve their presets in it */
+    /* the line items' index last: a variant may serve a line item that
+     * its unit never does (a creative its bcat let in) */
     if (build_items(b) != 0 || build_pools(b) != 0 || build_table(b) != 0
-        || build_experiments(b) != 0 || build_creatives(b) != 0)
+        || build_experiments(b) != 0 || index_lis(b->snap) != 0 || build_creatives(b) != 0)
     {
         build_error(b, "out of memory ranking candidates");
         return -1;

@@ -1889,6 +1889,19 @@ static void test_experiments(void) {
     ok(d && d->experiment && d->ncands == 0, "u1 blocks the creative's category");
     ok(d && d->experiment && d->experiment->variants[1].unit->ncands == 1
        && d->experiment->variants[0].unit->ncands == 0, "its open variant lets it in");
+    ok(adserve_snapshot_li(s, "li1", 3) != NULL,
+       "a line item only a variant serves is indexed (caps and pacing find it)");
+    adserve_snapshot_free(s);
+
+    /* two ACTIVE on a unit (past the API): the smaller id, whatever the order */
+    s = BUILD(UNIT("{'id':'r1','status':'ACTIVE'}"),
+              EXPERIMENT("{'id':'xb','ad_unit_id':'r1','status':'ACTIVE','variants':["
+                         "{'id':'a','weight':1},{'id':'b','weight':1}]}"),
+              EXPERIMENT("{'id':'xa','ad_unit_id':'r1','status':'ACTIVE','variants':["
+                         "{'id':'a','weight':1},{'id':'b','weight':1}]}"));
+    u = s ? unit(s, "r1") : NULL;
+    ok(u && u->experiment && strcmp(u->experiment->variants[0].id.data, "xa/a") == 0,
+       "two ACTIVE experiments on a unit: the smaller id splits it");
     adserve_snapshot_free(s);
 
     /* what splits nothing */
