@@ -8,12 +8,35 @@ import json
 import os
 import socket
 import sys
+import traceback
 
 
 def fail(why):
     """An error, not a missed target: exit status 2 (1 means targets missed)."""
     print(f'error: {why}', file=sys.stderr)
     sys.exit(2)
+
+
+def final_verdict(failures, passed):
+    """The last line: FAIL with what failed (exit status 1), or PASS with
+    passed (0)."""
+    if failures:
+        print('\nFAIL: ' + '; '.join(failures))
+        return 1
+    print(f'\nPASS: {passed}')
+    return 0
+
+
+def run(main):
+    """Exits with main()'s status; a bug or a broken stack is an error (2),
+    never a missed target."""
+    try:
+        sys.exit(main())
+    except SystemExit:
+        raise
+    except Exception:
+        traceback.print_exc()
+        sys.exit(2)
 
 
 def env_num(name, default, kind=float, lo=None, hi=None):

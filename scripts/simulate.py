@@ -28,9 +28,8 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 
-from simlib import Conn, Redis, env_num, fail, interval_seconds, say
+from simlib import Conn, Redis, env_num, fail, interval_seconds, final_verdict, run, say
 import uuid
 
 
@@ -754,16 +753,9 @@ def main():
         print(f'\nerror: no plot: {e}')
         failures.append('no plot')
 
-    if failures:
-        print('\nFAIL: ' + '; '.join(failures))
-        return 1
-    print(f'\nPASS: every EVEN line item within ±{TOLERANCE:g}% of its goal, no frequency cap violation')
-    return 0
+    return final_verdict(failures, f'every EVEN line item within ±{TOLERANCE:g}% of its goal, '
+                                   'no frequency cap violation')
 
 
 if __name__ == '__main__':
-    try:
-        sys.exit(main())
-    except Exception:                  # a bug or a broken stack: an error, never "missed"
-        traceback.print_exc()
-        sys.exit(2)
+    run(main)

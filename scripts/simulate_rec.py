@@ -49,11 +49,9 @@ import os
 import random
 import socket
 import subprocess
-import sys
 import time
-import traceback
 
-from simlib import Conn, Redis, env_num, fail, interval_seconds, say
+from simlib import Conn, Redis, env_num, fail, interval_seconds, final_verdict, run, say
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -845,18 +843,9 @@ def main():
         failures.append(f'coview CTR is x{lift:.2f} the popular one, under x{MIN_LIFT:g}')
     with open(os.path.join(OUT, 'summary.txt'), 'w') as f:
         f.write('\n'.join(lines) + '\n')
-    if failures:
-        print('\nFAIL: ' + '; '.join(failures))
-        return 1
-    print(f'\nPASS: the co-view unit\'s CTR is x{lift:.2f} the popular unit\'s (at least x{MIN_LIFT:g})')
-    return 0
+    return final_verdict(failures, f'the co-view unit\'s CTR is x{lift:.2f} the popular unit\'s '
+                                   f'(at least x{MIN_LIFT:g})')
 
 
 if __name__ == '__main__':
-    try:
-        sys.exit(main())
-    except SystemExit:
-        raise
-    except Exception:                  # a bug or a broken stack: an error, never "missed"
-        traceback.print_exc()
-        sys.exit(2)
+    run(main)

@@ -324,19 +324,14 @@ static void experiment_results(struct request *req, struct reply *rep)
         return;
     enum store_status st = resource_load(request_store(req), &resource_experiments, NULL, id, &x);
     const char *created_at = x != NULL ? json_str_member(x, "created_at") : NULL;
-    const char *why = st != STORE_OK ? NULL
-                      : stats_window(json_str_member(q, "from"), json_str_member(q, "to"),
-                                     created_at != NULL && rfc3339_parse(created_at, &created) == 0
-                                         ? created : (long long)time(NULL) - STATS_DAY,
-                                     RESULTS_WINDOW_DAYS, &from, &to);
 
     if (st == STORE_NOT_FOUND)
         reply_error(rep, 404, "experiment not found");
     else if (st != STORE_OK)
         reply_store_error(rep, st);
-    else if (why != NULL)
-        reply_error(rep, 422, "%s", why);
-    else {
+    else if (stats_window(q, created_at != NULL && rfc3339_parse(created_at, &created) == 0
+                                 ? created : (long long)time(NULL) - STATS_DAY,
+                          RESULTS_WINDOW_DAYS, NULL, &from, &to, rep)) {
         long long first = stats_floor(from, STATS_HOUR);
         r.id = id;
         r.id_len = strlen(id);

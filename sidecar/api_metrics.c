@@ -360,26 +360,8 @@ static const struct schema metrics_query;
 static bool read_window(const cJSON *q, bool day, long long *from, long long *to,
                         struct reply *rep)
 {
-    const char *f = json_str_member(q, "from"), *t = json_str_member(q, "to");
-    long long now = (long long)time(NULL);
-    long long max = (day ? MAX_DAY_DAYS : MAX_HOUR_DAYS) * STATS_DAY;
-
-    *from = stats_floor(now, STATS_DAY);
-    *to = now;
-    if ((f != NULL && rfc3339_parse(f, from) != 0) || (t != NULL && rfc3339_parse(t, to) != 0)) {
-        reply_error(rep, 422, "from, to: must be RFC 3339 date-times");
-        return false;
-    }
-    if (*to <= *from) {
-        reply_error(rep, 422, "to: must be after from");
-        return false;
-    }
-    if (*to - *from > max) {
-        reply_error(rep, 422, "to: the window spans more than %d days at %s granularity",
-                    day ? MAX_DAY_DAYS : MAX_HOUR_DAYS, day ? "day" : "hour");
-        return false;
-    }
-    return true;
+    return stats_window(q, stats_floor((long long)time(NULL), STATS_DAY),
+                        day ? MAX_DAY_DAYS : MAX_HOUR_DAYS, day ? "day" : "hour", from, to, rep);
 }
 
 /* Which filters go with which group: 422 otherwise (the counters are not

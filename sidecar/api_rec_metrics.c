@@ -81,8 +81,7 @@ static void add_field(struct rec_report *r, const redisReply *f, long long n)
                memcmp(id, r->unit, r->unit_len) == 0 && id[r->unit_len] == ADSERVE_SOURCE_SEP) {
         const char *name = id + r->unit_len + 1;
         size_t nlen = len - r->unit_len - 1;
-        int a = adserve_vocab(adserve_rec_algorithm_counted, name, nlen);
-        int k = a >= 0 ? ADSERVE_SOURCE_ALGORITHM : adserve_vocab(adserve_rec_source_names, name, nlen);
+        int a, k = adserve_rec_counted_source(name, nlen, &a);
         if (k >= 0)
             r->sources[k].v[c] += n;
         if (a >= 0)
@@ -181,13 +180,9 @@ static void api_rec_metrics(struct request *req, struct reply *rep)
 
     if (q == NULL)
         return;
-    const char *why = stats_window(json_str_member(q, "from"), json_str_member(q, "to"),
-                                   stats_floor(now, STATS_DAY), REC_WINDOW_DAYS, &from, &to);
     r.unit = json_str_member(q, "ad_unit_id");
     r.unit_len = strlen(r.unit);
-    if (why != NULL)
-        reply_error(rep, 422, "%s", why);
-    else {
+    if (stats_window(q, stats_floor(now, STATS_DAY), REC_WINDOW_DAYS, NULL, &from, &to, rep)) {
         enum store_status st = ad_unit_load(request_store(req), r.unit, &unit);
         long long first = stats_floor(from, STATS_HOUR);
         if (st == STORE_NOT_FOUND)

@@ -46,8 +46,7 @@ static void add_source(struct dash_rec *r, const char *id, size_t len, const cha
         return;
     const char *name = sep + 1;
     size_t nlen = len - (size_t)(name - id);
-    int a = adserve_vocab(adserve_rec_algorithm_counted, name, nlen);
-    int k = a >= 0 ? ADSERVE_SOURCE_ALGORITHM : adserve_vocab(adserve_rec_source_names, name, nlen);
+    int a, k = adserve_rec_counted_source(name, nlen, &a);
     struct ctr_counts *rows[2] = { k >= 0 ? &r->sources[k] : NULL,
                                    a >= 0 ? &r->algorithms[a] : NULL };
 

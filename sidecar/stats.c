@@ -586,18 +586,24 @@ double stats_two_proportion_p(long long s1, long long n1, long long s2, long lon
     return round(erfc(fabs(p1 - p2) / se / sqrt(2)) * 1e6) / 1e6;
 }
 
-const char *stats_window(const char *from, const char *to, long long dflt_from, long long max_days,
-                         long long *f, long long *t)
+bool stats_window(const cJSON *q, long long dflt_from, long long max_days,
+                  const char *granularity, long long *from, long long *to, struct reply *rep)
 {
-    *f = dflt_from;
-    *t = (long long)time(NULL);
-    if ((from != NULL && rfc3339_parse(from, f) != 0) || (to != NULL && rfc3339_parse(to, t) != 0))
-        return "from, to: must be RFC 3339 date-times";
-    if (*t <= *f)
-        return "to: must be after from";
-    if (*t - *f > max_days * STATS_DAY)
-        return "to: the window spans more than the days allowed (31)";
-    return NULL;
+    const char *f = json_str_member(q, "from"), *t = json_str_member(q, "to");
+
+    *from = dflt_from;
+    *to = (long long)time(NULL);
+    if ((f != NULL && rfc3339_parse(f, from) != 0) || (t != NULL && rfc3339_parse(t, to) != 0))
+        reply_error(rep, 422, "from, to: must be RFC 3339 date-times");
+    else if (*to <= *from)
+        reply_error(rep, 422, "to: must be after from");
+    else if (*to - *from > max_days * STATS_DAY)
+        reply_error(rep, 422, "to: the window spans more than %lld days%s%s%s", max_days,
+                    granularity != NULL ? " at " : "", granularity != NULL ? granularity : "",
+                    granularity != NULL ? " granularity" : "");
+    else
+        return true;
+    return false;
 }
 
 bool stats_field_split(const redisReply *f, const char *prefix, const char **id, size_t *len,

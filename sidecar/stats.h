@@ -161,10 +161,12 @@ cJSON *stats_ctr_row(cJSON *arr, const char *key, const char *name, long long sh
  * s2/n2 (6 decimals); -1 when either has no trials. */
 double stats_two_proportion_p(long long s1, long long n1, long long s2, long long n2);
 
-/* A report's window from its query's from and to (RFC 3339, or NULL for
- * dflt_from and now) into f and t: NULL, or the 422's detail. */
-const char *stats_window(const char *from, const char *to, long long dflt_from, long long max_days,
-                         long long *f, long long *t);
+/* A report's window from its query's from and to (RFC 3339; absent:
+ * dflt_from and now), at most max_days long: true, or false with a 422 in
+ * rep (naming the granularity when one is given). */
+struct reply;
+bool stats_window(const cJSON *q, long long dflt_from, long long max_days,
+                  const char *granularity, long long *from, long long *to, struct reply *rep);
 
 /* One hour hash field "{prefix}{id}:{metric}": its id and metric. */
 bool stats_field_split(const redisReply *f, const char *prefix, const char **id, size_t *len,

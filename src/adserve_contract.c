@@ -204,6 +204,16 @@ adserve_service_name_ok(const char *s)
 
 
 int
+adserve_rec_counted_source(const char *name, size_t len, int *algorithm)
+{
+    *algorithm = adserve_vocab(adserve_rec_algorithm_counted, name, len);
+
+    return *algorithm >= 0 ? ADSERVE_SOURCE_ALGORITHM
+                           : adserve_vocab(adserve_rec_source_names, name, len);
+}
+
+
+int
 adserve_variant_id_ok(const char *s)
 {
     return name_ok(s, ADSERVE_VARIANT_ID_MAX, ADSERVE_VARIANT_ID_CHARS);

@@ -561,6 +561,12 @@ extern const char *const adserve_rec_source_names[ADSERVE_SOURCE_COUNT + 1];
  * ADSERVE_V_SERVICE_ALGORITHM (index ADSERVE_ALGORITHM_SERVICE) */
 extern const char *const adserve_rec_algorithm_counted[ADSERVE_ALGORITHM_SERVICE + 2];
 
+/* The source (adserve_rec_source_e) of a counted source id's name, the
+ * part after ADSERVE_SOURCE_SEP, and in *algorithm its algorithm (an index
+ * of adserve_rec_algorithm_counted, or -1: a fallback's, or "algorithm" as
+ * counted before algorithms were apart); -1 for no source. */
+int adserve_rec_counted_source(const char *name, size_t len, int *algorithm);
+
 /* A RecommendationFallback's type (the union's tag: a source's name too),
  * its activation, and its order. */
 #define ADSERVE_V_POPULAR             "popular"

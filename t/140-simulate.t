@@ -9,6 +9,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
+use Adserve::Test;
 use File::Temp qw(tempdir);
 
 my $root = "$FindBin::Bin/..";
@@ -44,12 +45,7 @@ like($output, qr/^Frequency cap violations: 0 /m, 'no frequency cap violation in
 like($output, qr/sponsor-home +max  3 per  3600 s: +[1-9][\d,]* users reached the cap, 0 ads over it/,
      '... with caps that were reached (they were tested, not idle)');
 
-ok(-s "$out/delivery.png" > 10_000, 'the plot was written');
-open my $fh, '<', "$out/delivery.png" or die;
-read $fh, my $magic, 8;
-is($magic, "\x89PNG\r\n\x1a\n", '... as a PNG');
-ok(-s "$out/delivery.dat", '... with its data');
-like($output, qr{^Plot: \Q$out\E/delivery\.png$}m, '... and its path printed');
+Adserve::Test->plot_ok("$out/delivery.png", $output);
 like($output, qr/^(PASS|FAIL): /m, 'a verdict line');
 
 done_testing;

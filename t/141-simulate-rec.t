@@ -11,6 +11,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
+use Adserve::Test;
 use File::Temp qw(tempdir);
 
 my $root = "$FindBin::Bin/..";
@@ -46,12 +47,7 @@ cmp_ok($pa =~ tr/,//dr, '>', 20, "popular: $pa clicks on day 2 (a CTR of $pop%)"
 cmp_ok($ca =~ tr/,//dr, '>', 20, "coview: $ca clicks on day 2 (a CTR of $cv%)");
 cmp_ok($cv, '>', $pop, "the co-view unit's CTR ($cv%) is above the popular unit's ($pop%)");
 
-ok(-s "$out/ctr.png" > 10_000, 'the plot was written');
-open my $fh, '<', "$out/ctr.png" or die;
-read $fh, my $magic, 8;
-is($magic, "\x89PNG\r\n\x1a\n", '... as a PNG');
-ok(-s "$out/ctr.dat", '... with its data');
-like($output, qr{^Plot: \Q$out\E/ctr\.png$}m, '... and its path printed');
+Adserve::Test->plot_ok("$out/ctr.png", $output);
 ok(-s "$out/summary.txt", 'the table was saved');
 like($output, qr/^PASS: /m, 'a verdict line');
 

@@ -239,6 +239,19 @@ sub ads_pipelined {
     return @out;
 }
 
+# Adserve::Test->plot_ok(PNG, OUTPUT): a simulator's plot, written as a PNG beside its data
+# (the same name, .dat), and its path printed in OUTPUT
+sub plot_ok {
+    my ($self, $png, $output) = @_;
+    (my $dat = $png) =~ s/\.png$/.dat/;
+    Test::More::ok((-s $png // 0) > 10_000, 'the plot was written');
+    open my $fh, '<', $png or die "$png: $!";
+    read $fh, my $magic, 8;
+    Test::More::is($magic, "\x89PNG\r\n\x1a\n", '... as a PNG');
+    Test::More::ok(-s $dat, '... with its data');
+    Test::More::like($output, qr{^Plot: \Q$png\E$}m, '... and its path printed');
+}
+
 # One keep-alive connection on each worker: [HTTP::Tiny, ...]. nginx gives a
 # connection to one worker for its life, and fresh ones to a worker in runs,
 # so only these reach every worker for sure: each worker reloads its
