@@ -154,6 +154,28 @@ my %paused;
 $paused{ items($_) }++ for $t->ads_pipelined($U, [ map { body("reader-$_", item_id => 'exp:a') } 1 .. 40 ]);
 is_deeply(\%paused, { 5 => 40 }, 'paused: every user has the unit as it is');
 
+# ---- a variant with another algorithm and its own fallback ------------------------------------------------
+# (a co-view pool as the sidecar's job writes it: the item h after the item a)
+$t->put(coview_pools => { id => 'cv-exp-a', source_item_id => 'exp:a', items => [ { item_id => 'exp:h', score => 3 } ] });
+my $cvx = $t->created('/api/experiments', { name => 'Co-view', ad_unit_id => $U, status => 'ACTIVE', variants => [
+    { id => 'axa0', weight => 1 },
+    { id => 'coview', weight => 1, ext => { algorithm => 'coview' },
+      recommendation => { topn => 3, fallback => [ { type => 'preset', items => [ { id => 'exp:g' }, { id => 'exp:f' } ] } ] } } ] });
+current();
+my %seen;
+for my $res ($t->ads_pipelined($U, [ map { body("cv-reader-$_", item_id => 'exp:a') } 1 .. 60 ])) {
+    $seen{ join ',', map { "$_->{id}/$_->{source}" } @{ $res->{json}{ad}{recommendation}{items} } }++;
+}
+is_deeply([ sort keys %seen ], [ 'exp:b/algorithm,exp:c/algorithm,exp:d/algorithm,exp:e/algorithm,exp:f/algorithm',
+                                 'exp:h/algorithm,exp:g/preset,exp:f/preset' ],
+          'the control serves axa0\'s pool; the variant its co-view pool, then its own preset fallback');
+ok($t->wait_until(10, sub {
+       my %a = map { $_->{algorithm} => $_->{shown} } @{ $t->api('GET', "/api/metrics/recommendations?ad_unit_id=$U")->{json}{algorithms} // [] };
+       ($a{coview} // 0) == $seen{'exp:h/algorithm,exp:g/preset,exp:f/preset'} }),
+   '... and the co-view items are counted under coview, per algorithm');
+is($t->api('PATCH', "/api/experiments/$cvx->{id}", json => { status => 'ARCHIVED' })->{status}, 200, 'archived');
+current();
+
 # ---- a display unit: a variant changes which creatives fit ----------------------------------------------
 my $d = $t->chain(unit => { code => "exp-display-$$", name => 'Display', ext => { bcat => ['IAB7'] } },
                   line_item => { frequency_caps => [ { max => 1, seconds => 3600 } ] },

@@ -286,6 +286,23 @@ static void test_experiment(void) {
     cJSON_Delete(bare);
 }
 
+/* The names a recommendation's source ids end in: per algorithm, or a
+ * fallback's. */
+static void test_rec_counted_source(void) {
+    int a;
+
+    is_int(adserve_rec_counted_source("coview", 6, &a), ADSERVE_SOURCE_ALGORITHM,
+           "coview: the algorithm source");
+    is_int(a, ADSERVE_ALGORITHM_COVIEW, "... its algorithm coview");
+    ok(adserve_rec_counted_source("target_service", 14, &a) == ADSERVE_SOURCE_ALGORITHM
+       && a == ADSERVE_ALGORITHM_SERVICE, "target_service: the algorithm source, the service");
+    ok(adserve_rec_counted_source("algorithm", 9, &a) == ADSERVE_SOURCE_ALGORITHM && a == -1,
+       "algorithm (as counted before): the source, no algorithm");
+    ok(adserve_rec_counted_source("preset", 6, &a) == ADSERVE_SOURCE_PRESET && a == -1,
+       "preset: a fallback");
+    is_int(adserve_rec_counted_source("other", 5, &a), -1, "another name: no source");
+}
+
 
 int main(void) {
     test_kinds();
@@ -297,5 +314,6 @@ int main(void) {
     test_service_name();
     test_history_entry();
     test_experiment();
+    test_rec_counted_source();
     return done_testing();
 }

@@ -1893,6 +1893,19 @@ static void test_experiments(void) {
        "a line item only a variant serves is indexed (caps and pacing find it)");
     adserve_snapshot_free(s);
 
+    /* a variant's algorithm and fallback: counted per its algorithm */
+    s = BUILD(UNIT("{'id':'r1','status':'ACTIVE','ext':{'recommendation':{'enabled':1}}}"),
+              EXPERIMENT("{'id':'x1','ad_unit_id':'r1','status':'ACTIVE','variants':["
+                         "{'id':'a','weight':1},{'id':'cv','weight':1,'ext':{'algorithm':'coview'},"
+                         "'recommendation':{'fallback':[{'type':'popular'}]}}]}"));
+    u = s ? unit(s, "r1") : NULL;
+    v = u && u->experiment ? u->experiment->variants[1].unit : NULL;
+    ok(v && v->algorithm == ADSERVE_ALGORITHM_COVIEW && v->nfallbacks == 1 && u->nfallbacks == 0
+       && u->algorithm == ADSERVE_ALGORITHM_AXA0, "a variant's algorithm and fallback, not the unit's");
+    is_str(v ? v->source_ids[ADSERVE_SOURCE_ALGORITHM].data : NULL, "r1/coview",
+           "... its algorithm's items counted as coview");
+    adserve_snapshot_free(s);
+
     /* two ACTIVE on a unit (past the API): the smaller id, whatever the order */
     s = BUILD(UNIT("{'id':'r1','status':'ACTIVE'}"),
               EXPERIMENT("{'id':'xb','ad_unit_id':'r1','status':'ACTIVE','variants':["

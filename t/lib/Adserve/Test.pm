@@ -432,7 +432,7 @@ sub redis_stalled {
 }
 
 my %KIND = map { $_ => "adserve:$_" }
-    qw(ad_units placements orders line_items creatives licas);
+    qw(ad_units placements orders line_items creatives licas coview_pools);
 
 # put KIND => {record}, ...: writes records, their change log entries and
 # the revision bump in one transaction, as the sidecar does (README, Redis
