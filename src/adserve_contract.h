@@ -116,9 +116,9 @@
  * long history is one reply to parse, and a write is an append.
  *
  * What counts: the latest ADSERVE_HISTORY_MAX entries within
- * ADSERVE_HISTORY_SECONDS. The writer's script (APPEND) cuts the string to
- * those ADSERVE_HISTORY_MAX once it holds twice as many, and sets it to
- * expire with its last entry. */
+ * ADSERVE_HISTORY_SECONDS. The writer appends (APPEND), sets the string to
+ * expire with its last entry, and cuts it to those ADSERVE_HISTORY_MAX
+ * once APPEND's reply says it holds twice as many. */
 #define ADSERVE_KEY_HISTORY              ADSERVE_KEY("rh:")        /* + user id */
 #define ADSERVE_HISTORY_ENTRY            16
 #define ADSERVE_HISTORY_SHOWN            's'

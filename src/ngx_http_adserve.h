@@ -58,6 +58,7 @@ struct ngx_http_adserve_redis_s {
     unsigned                           connected:1;
     unsigned                           down_logged:1;
     unsigned                           exiting:1;
+    unsigned                           writing:1;  /* in redisAsyncHandleWrite */
 };
 
 
@@ -472,10 +473,10 @@ ngx_int_t ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx
     int argc, const char **argv, const size_t *argvlen,
     ngx_http_adserve_parse_pt parse, const char *late, ngx_http_adserve_caps_done_pt done);
 
-/* A write of a user's state on the caps' connection (no reply wanted), and
- * the flush that puts what was queued on the wire at once. */
-ngx_int_t ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen);
-void ngx_http_adserve_user_flush(void);
+/* A write of a user's state on the caps' connection, fn (or nothing, when
+ * NULL) called with the reply; on the wire at the end of the iteration. */
+ngx_int_t ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen,
+    redisCallbackFn *fn, void *data);
 
 /* the caps' own connection to the primary, per worker */
 ngx_int_t ngx_http_adserve_caps_init(ngx_cycle_t *cycle,

@@ -377,30 +377,33 @@ ngx_http_adserve_caps_record(const adserve_li_t *li,
     argvlen[1] = ngx_http_adserve_caps_key(key, &log->user);
     argv[2] = (char *) score;     argvlen[2] = ngx_sprintf(score, "%T", now) - score;
     argv[3] = (char *) member;    argvlen[3] = p - member;
-    (void) ngx_http_adserve_user_write(4, argv, argvlen);
+    (void) ngx_http_adserve_user_write(4, argv, argvlen, NULL, NULL);
 
     /* what no cap looks at any more goes */
     argv[0] = "ZREMRANGEBYSCORE"; argvlen[0] = sizeof("ZREMRANGEBYSCORE") - 1;
     argv[2] = "-inf";             argvlen[2] = 4;
     argv[3] = (char *) old;
     argvlen[3] = ngx_sprintf(old, "(%T", now - (time_t) max_seconds) - old;
-    (void) ngx_http_adserve_user_write(4, argv, argvlen);
+    (void) ngx_http_adserve_user_write(4, argv, argvlen, NULL, NULL);
 
     /* and the key with the user's last ad: NX sets it on a new key, GT
      * lengthens it */
     argv[0] = "EXPIRE";           argvlen[0] = 6;
     argv[2] = (char *) ttl;       argvlen[2] = ngx_sprintf(ttl, "%uD", max_seconds) - ttl;
     argv[3] = "NX";               argvlen[3] = 2;
-    (void) ngx_http_adserve_user_write(4, argv, argvlen);
+    (void) ngx_http_adserve_user_write(4, argv, argvlen, NULL, NULL);
     argv[3] = "GT";
-    (void) ngx_http_adserve_user_write(4, argv, argvlen);
-
-    ngx_http_adserve_user_flush();
+    (void) ngx_http_adserve_user_write(4, argv, argvlen, NULL, NULL);
 }
 
 
+/* A write on the caps' connection, fn (when not NULL) called with its
+ * reply. It goes out with the iteration's other commands (the Redis layer
+ * posts the connection's write): before this worker reads another request,
+ * so a user's next request, on any worker, reads what this one wrote. */
 ngx_int_t
-ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen)
+ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen,
+    redisCallbackFn *fn, void *data)
 {
     ngx_http_adserve_redis_t  *rd = ngx_http_adserve_caps_conn();
 
@@ -408,18 +411,5 @@ ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen)
         return NGX_DECLINED;
     }
 
-    return ngx_http_adserve_redis_command(rd, NULL, NULL, argc, argv, argvlen);
-}
-
-
-void
-ngx_http_adserve_user_flush(void)
-{
-    ngx_http_adserve_redis_t  *rd = ngx_http_adserve_caps_conn();
-
-    /* on the wire now, before the response: the user's next request may
-     * come to another worker at once */
-    if (rd != NULL && rd->ac != NULL) {
-        redisAsyncHandleWrite(rd->ac);
-    }
+    return ngx_http_adserve_redis_command(rd, fn, data, argc, argv, argvlen);
 }

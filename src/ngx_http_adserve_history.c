@@ -9,10 +9,11 @@
  * (ngx_http_adserve_caps.c): a late or failed read recommends without the
  * history, since a repeated recommendation breaks no contract, unlike a
  * broken cap. Written after every recommendation with a user id, and on
- * every item click, on the caps' connection and at once: the user's next
- * request may reach another worker or node a moment later. The format is
- * the contract's (packed entries in one string): one reply to read, an
- * append to write.
+ * every item click, on the caps' connection, sent at the end of the event
+ * loop's iteration with the other requests' commands: before this worker
+ * reads another request, since the user's next one may reach another
+ * worker or node a moment later. The format is the contract's (packed
+ * entries in one string): one reply to read, an append to write.
  */
 
 
@@ -21,23 +22,47 @@
 
 #define NGX_HTTP_ADSERVE_HISTORY_KEY  (sizeof(ADSERVE_KEY_HISTORY) - 1              \
                                        + ADSERVE_TOKEN_USER_MAX)
+#define NGX_HTTP_ADSERVE_HISTORY_KEEP  (ADSERVE_HISTORY_MAX * ADSERVE_HISTORY_ENTRY)
+
+/* appends whose reply is awaited, per worker; beyond, an append goes
+ * without its check, and a later one of the user's asks for the cut */
+#define NGX_HTTP_ADSERVE_HISTORY_SLOTS  512
+
 
 /*
- * The write: append the entries; once the string holds twice the entries
- * that count, keep only the latest ADSERVE_HISTORY_MAX (a cut every
- * ADSERVE_HISTORY_MAX entries or so, not on every write); and expire with
- * the last entry. One script, so that a cut never loses an entry another
- * worker appended in between. KEYS[1] the history, ARGV[1] the entries,
- * ARGV[2] the bytes kept, ARGV[3] the seconds it lives.
+ * The write is APPEND and EXPIRE, plain commands: a script's call cost
+ * Redis four times the two commands, on every recommendation. The string
+ * is cut to its latest ADSERVE_HISTORY_MAX entries once APPEND's reply
+ * says it holds twice as many (every ADSERVE_HISTORY_MAX entries or so,
+ * not on every write), by the script below, which reads the length again:
+ * appends of other workers may have come in between, and the cut keeps
+ * the latest entries whatever they are. A cut asked for twice cuts once.
+ * KEYS[1] the history, ARGV[1] the bytes kept.
  */
-static const char  ngx_http_adserve_history_script[] =
-    "local n = redis.call('APPEND', KEYS[1], ARGV[1])\n"
-    "local keep = tonumber(ARGV[2])\n"
+static const char  ngx_http_adserve_history_cut[] =
+    "local n = redis.call('STRLEN', KEYS[1])\n"
+    "local keep = tonumber(ARGV[1])\n"
     "if n >= 2 * keep then\n"
-    "  redis.call('SET', KEYS[1], redis.call('GETRANGE', KEYS[1], n - keep, -1))\n"
+    "  redis.call('SET', KEYS[1], redis.call('GETRANGE', KEYS[1], n - keep, -1), 'KEEPTTL')\n"
     "end\n"
-    "redis.call('EXPIRE', KEYS[1], ARGV[3])\n"
     "return n\n";
+
+
+/* The key of an append in flight, for its reply (the request is gone by
+ * then); free when len is 0. */
+typedef struct {
+    size_t  len;
+    u_char  key[NGX_HTTP_ADSERVE_HISTORY_KEY];
+} ngx_http_adserve_history_slot_t;
+
+
+static ngx_http_adserve_history_slot_t  ngx_http_adserve_history_slots[NGX_HTTP_ADSERVE_HISTORY_SLOTS];
+static ngx_uint_t                       ngx_http_adserve_history_next;
+
+
+static ngx_int_t ngx_http_adserve_history_append(int argc, const char **argv,
+    const size_t *argvlen);
+static void ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data);
 
 
 static size_t
@@ -108,7 +133,7 @@ ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     argv[1] = (char *) key;
     argvlen[1] = ngx_http_adserve_history_key(key, &ctx->req.user_id);
     argv[2] = (char *) from;
-    argvlen[2] = ngx_sprintf(from, "-%d", ADSERVE_HISTORY_MAX * ADSERVE_HISTORY_ENTRY) - from;
+    argvlen[2] = ngx_sprintf(from, "-%d", NGX_HTTP_ADSERVE_HISTORY_KEEP) - from;
     argv[3] = "-1";                argvlen[3] = 2;
 
     return ngx_http_adserve_user_read(r, ctx, 4, argv, argvlen, ngx_http_adserve_history_parse,
@@ -122,10 +147,10 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
     const adserve_item_t *const *shown, ngx_uint_t nshown, const adserve_str_t *viewed)
 {
     adserve_history_entry_t  e;
-    u_char                   key[NGX_HTTP_ADSERVE_HISTORY_KEY], keep[NGX_INT_T_LEN];
-    u_char                   ttl[NGX_INT_T_LEN], *entries, *p;
-    const char              *argv[7];
-    size_t                   argvlen[7];
+    u_char                   key[NGX_HTTP_ADSERVE_HISTORY_KEY], ttl[NGX_INT_T_LEN];
+    u_char                  *entries, *p;
+    const char              *argv[3];
+    size_t                   argvlen[3];
     ngx_uint_t               i, n;
 
     n = nshown + (viewed != NULL && viewed->len > 0 && viewed->len <= ADSERVE_ITEM_ID_MAX);
@@ -151,24 +176,89 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
         adserve_history_put(p, &e);
     }
 
-    argv[0] = "EVAL";
-    argvlen[0] = 4;
-    argv[1] = ngx_http_adserve_history_script;
-    argvlen[1] = sizeof(ngx_http_adserve_history_script) - 1;
-    argv[2] = "1";
-    argvlen[2] = 1;
-    argv[3] = (char *) key;
-    argvlen[3] = ngx_http_adserve_history_key(key, user);
-    argv[4] = (char *) entries;
-    argvlen[4] = n * ADSERVE_HISTORY_ENTRY;
-    argv[5] = (char *) keep;
-    argvlen[5] = ngx_sprintf(keep, "%d", ADSERVE_HISTORY_MAX * ADSERVE_HISTORY_ENTRY) - keep;
-    argv[6] = (char *) ttl;
-    argvlen[6] = ngx_sprintf(ttl, "%d", ADSERVE_HISTORY_SECONDS) - ttl;
+    argv[0] = "APPEND";
+    argvlen[0] = sizeof("APPEND") - 1;
+    argv[1] = (char *) key;
+    argvlen[1] = ngx_http_adserve_history_key(key, user);
+    argv[2] = (char *) entries;
+    argvlen[2] = n * ADSERVE_HISTORY_ENTRY;
 
-    if (ngx_http_adserve_user_write(7, argv, argvlen) == NGX_OK) {
-        ngx_http_adserve_user_flush();
+    if (ngx_http_adserve_history_append(3, argv, argvlen) != NGX_OK) {
+        return;
     }
+
+    /* it expires with its last entry */
+    argv[0] = "EXPIRE";
+    argvlen[0] = sizeof("EXPIRE") - 1;
+    argv[2] = (char *) ttl;
+    argvlen[2] = ngx_sprintf(ttl, "%d", ADSERVE_HISTORY_SECONDS) - ttl;
+
+    (void) ngx_http_adserve_user_write(3, argv, argvlen, NULL, NULL);
+}
+
+
+/* APPEND, with its reply awaited in a free slot when there is one */
+static ngx_int_t
+ngx_http_adserve_history_append(int argc, const char **argv, const size_t *argvlen)
+{
+    ngx_http_adserve_history_slot_t  *slot;
+    ngx_uint_t                        i, k;
+
+    for (k = 0; k < NGX_HTTP_ADSERVE_HISTORY_SLOTS; k++) {
+        i = (ngx_http_adserve_history_next + k) % NGX_HTTP_ADSERVE_HISTORY_SLOTS;
+        slot = &ngx_http_adserve_history_slots[i];
+
+        if (slot->len == 0) {
+            if (ngx_http_adserve_user_write(argc, argv, argvlen, ngx_http_adserve_history_appended,
+                                            (void *) (uintptr_t) i)
+                != NGX_OK)
+            {
+                return NGX_DECLINED;
+            }
+
+            slot->len = argvlen[1];
+            ngx_memcpy(slot->key, argv[1], argvlen[1]);
+            ngx_http_adserve_history_next = i + 1;
+            return NGX_OK;
+        }
+    }
+
+    return ngx_http_adserve_user_write(argc, argv, argvlen, NULL, NULL);
+}
+
+
+/* APPEND's reply, the string's length: the cut when it is due */
+static void
+ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_history_slot_t  *slot;
+    redisReply                       *reply = r;
+    u_char                            keep[NGX_INT_T_LEN];
+    const char                       *argv[5];
+    size_t                            argvlen[5];
+
+    (void) ac;
+
+    slot = &ngx_http_adserve_history_slots[(uintptr_t) data];
+
+    if (reply != NULL && reply->type == REDIS_REPLY_INTEGER
+        && reply->integer >= 2 * NGX_HTTP_ADSERVE_HISTORY_KEEP)
+    {
+        argv[0] = "EVAL";
+        argvlen[0] = sizeof("EVAL") - 1;
+        argv[1] = ngx_http_adserve_history_cut;
+        argvlen[1] = sizeof(ngx_http_adserve_history_cut) - 1;
+        argv[2] = "1";
+        argvlen[2] = 1;
+        argv[3] = (char *) slot->key;
+        argvlen[3] = slot->len;
+        argv[4] = (char *) keep;
+        argvlen[4] = ngx_sprintf(keep, "%d", NGX_HTTP_ADSERVE_HISTORY_KEEP) - keep;
+
+        (void) ngx_http_adserve_user_write(5, argv, argvlen, NULL, NULL);
+    }
+
+    slot->len = 0;
 }
 
 

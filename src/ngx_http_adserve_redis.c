@@ -125,12 +125,28 @@ ngx_http_adserve_redis_del_read(void *data)
 }
 
 
+/*
+ * Commands queued while the event loop runs go out together at the end of
+ * its iteration: the write event is posted, not waited for, so every
+ * request the iteration handled shares one write(2) on the connection and
+ * Redis one read(2) for all of them, and none waits for the next
+ * epoll_wait(2). Only a socket that refused part of a write (or a connect
+ * in progress) waits for epoll to say it is writable again.
+ */
 static void
 ngx_http_adserve_redis_add_write(void *data)
 {
     ngx_http_adserve_redis_t  *rd = data;
+    ngx_event_t               *wev = rd->conn->write;
 
-    ngx_http_adserve_redis_add(rd->conn->write, NGX_WRITE_EVENT);
+    if (!rd->connected || rd->writing) {
+        ngx_http_adserve_redis_add(wev, NGX_WRITE_EVENT);
+        return;
+    }
+
+    if (!wev->active && !wev->posted) {
+        ngx_post_event(wev, &ngx_posted_events);
+    }
 }
 
 
@@ -297,7 +313,11 @@ ngx_http_adserve_redis_write_handler(ngx_event_t *ev)
     ngx_connection_t          *c = ev->data;
     ngx_http_adserve_redis_t  *rd = c->data;
 
+    /* hiredis asks for the write event again when the socket took only
+     * part of the output: that one must wait for epoll (add_write) */
+    rd->writing = 1;
     redisAsyncHandleWrite(rd->ac);
+    rd->writing = 0;
 }
 
 
