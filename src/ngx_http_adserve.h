@@ -72,6 +72,9 @@ void ngx_http_adserve_redis_healthy(ngx_http_adserve_redis_t *rd);
 ngx_int_t ngx_http_adserve_redis_command(ngx_http_adserve_redis_t *rd,
     redisCallbackFn *fn, void *data, int argc, const char **argv,
     const size_t *argvlen);
+size_t ngx_http_adserve_resp_size(int argc, const size_t *argvlen);
+u_char *ngx_http_adserve_resp_format(u_char *p, int argc, const char **argv,
+    const size_t *argvlen);
 
 
 /* the worker's snapshot and the loader that keeps it fresh */
@@ -368,9 +371,12 @@ struct ngx_http_adserve_ctx_s {
     adserve_str_t         *svc_ids;       /* what it recommended */
     ngx_uint_t             nsvc_ids;
     uint64_t              *history;       /* hashes of the items in the
-                                           * user's recommendation history */
+                                           * user's recommendation history:
+                                           * an open-addressing set, 0 free */
     uint32_t               nhistory;
+    uint32_t               history_mask;  /* its size, less one */
     unsigned               history_known:1;
+    unsigned               history_zero:1;  /* a hash of 0 is in it */
     ngx_http_adserve_answer_pt     answer;
     ngx_http_adserve_caps_done_pt  caps_done;     /* the read's end */
     ngx_http_adserve_caps_done_pt  finish;        /* the answer, once every

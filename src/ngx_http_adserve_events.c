@@ -272,7 +272,7 @@ typedef struct {
 
 /* a sealed batch: its command, kept until acknowledged */
 typedef struct {
-    char         *cmd;                /* RESP, from redisFormatCommandArgv */
+    u_char       *cmd;                /* RESP (ngx_http_adserve_resp_format) */
     size_t        len;
     uint64_t      seq;
     ngx_uint_t    incrs;
@@ -813,9 +813,9 @@ ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
     ngx_http_adserve_counter_t  *c;
     ngx_uint_t                   i, k, taken, nevents, live, head;
     int                          items;
-    char                        *cmd;
+    u_char                      *cmd;
     uint32_t                     now_hour;
-    int                          len;
+    size_t                       len;
 
     if (ev->batch.cmd != NULL) {
         return NGX_OK;
@@ -931,13 +931,13 @@ ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
                 (items - NGX_HTTP_ADSERVE_ARGS_AT) * sizeof(size_t));
     s.argc += items - NGX_HTTP_ADSERVE_ARGS_AT;
 
-    /* hiredis allocates the command; it lives until acknowledged */
-    len = redisFormatCommandArgv(&cmd, s.argc, ev->argv, ev->argvlen);
-    if (len < 0) {
-        ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
-                      NGX_HTTP_ADSERVE_LOG "events: cannot format a batch (out of memory)");
+    /* the command lives until acknowledged */
+    cmd = ngx_alloc(ngx_http_adserve_resp_size(s.argc, ev->argvlen), ev->log);
+    if (cmd == NULL) {
         return NGX_ERROR;
     }
+
+    len = ngx_http_adserve_resp_format(cmd, s.argc, ev->argv, ev->argvlen) - cmd;
 
     /* taken: only now may the sources forget it */
     for (k = ev->cursor; k < i; k++) {
@@ -968,7 +968,7 @@ static void
 ngx_http_adserve_batch_free(ngx_http_adserve_batch_t *b)
 {
     if (b->cmd != NULL) {
-        redisFreeCommand(b->cmd);
+        ngx_free(b->cmd);
     }
 
     ngx_memzero(b, sizeof(ngx_http_adserve_batch_t));
@@ -1139,7 +1139,7 @@ ngx_http_adserve_events_send(ngx_http_adserve_events_t *ev)
     }
 
     if (redisAsyncFormattedCommand(rd->ac, ngx_http_adserve_events_on_reply, ev,
-                                   ev->batch.cmd, ev->batch.len)
+                                   (char *) ev->batch.cmd, ev->batch.len)
         != REDIS_OK)
     {
         ev->flush_failures++;
@@ -1490,7 +1490,7 @@ ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
             break;
         }
 
-        if (redisAppendFormattedCommand(c, ev->batch.cmd, ev->batch.len)
+        if (redisAppendFormattedCommand(c, (char *) ev->batch.cmd, ev->batch.len)
             != REDIS_OK
             || redisGetReply(c, (void **) &reply) != REDIS_OK
             || reply == NULL)

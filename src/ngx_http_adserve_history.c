@@ -74,15 +74,33 @@ ngx_http_adserve_history_key(u_char *key, const adserve_str_t *user)
 }
 
 
+/* The set's slot of a hash: its own, or the free one where it would go.
+ * The set is at most half full, so a probe ends. */
+static ngx_inline uint64_t *
+ngx_http_adserve_history_slot(const ngx_http_adserve_ctx_t *ctx, uint64_t hash)
+{
+    uint32_t  i;
+
+    for (i = (uint32_t) (hash ^ (hash >> 32)) & ctx->history_mask;
+         ctx->history[i] != 0 && ctx->history[i] != hash;
+         i = (i + 1) & ctx->history_mask)
+    { /* void */ }
+
+    return &ctx->history[i];
+}
+
+
 /* The latest ADSERVE_HISTORY_MAX entries within ADSERVE_HISTORY_SECONDS
- * into ctx->history, as the hashes of their item ids (the snapshot may
- * change before the answer: a hash outlives it). */
+ * into the set ctx->history, as the hashes of their item ids (the snapshot
+ * may change before the answer: a hash outlives it). A set, since ViewOut
+ * asks it of every candidate (30 or more against 200 entries). */
 static void
 ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     redisReply *reply)
 {
     adserve_history_entry_t  e;
     const u_char            *p, *end;
+    uint64_t                *slot;
     size_t                   n;
 
     if (reply == NULL || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL))
@@ -93,7 +111,13 @@ ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ct
     n = reply->type == REDIS_REPLY_STRING ? reply->len / ADSERVE_HISTORY_ENTRY : 0;
     n = ngx_min(n, ADSERVE_HISTORY_MAX);
 
-    ctx->history = ngx_palloc(r->pool, (n + 1) * sizeof(uint64_t));
+    /* a power of two, twice the entries at least */
+    ctx->history_mask = 7;
+    while (ctx->history_mask + 1 < 2 * n) {
+        ctx->history_mask = ctx->history_mask * 2 + 1;
+    }
+
+    ctx->history = ngx_pcalloc(r->pool, (ctx->history_mask + 1) * sizeof(uint64_t));
     if (ctx->history == NULL) {
         return;
     }
@@ -105,8 +129,19 @@ ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ct
 
         for (p = end - n * ADSERVE_HISTORY_ENTRY; p < end; p += ADSERVE_HISTORY_ENTRY) {
             adserve_history_get(p, &e);
-            if (e.at > (int64_t) ctx->now - ADSERVE_HISTORY_SECONDS) {
-                ctx->history[ctx->nhistory++] = e.hash;
+            if (e.at <= (int64_t) ctx->now - ADSERVE_HISTORY_SECONDS) {
+                continue;
+            }
+
+            if (e.hash == 0) {
+                ctx->history_zero = 1;
+                continue;
+            }
+
+            slot = ngx_http_adserve_history_slot(ctx, e.hash);
+            if (*slot == 0) {
+                *slot = e.hash;
+                ctx->nhistory++;
             }
         }
     }
@@ -262,18 +297,17 @@ ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
 }
 
 
-/* Whether the item is in the user's history. The history holds
- * ADSERVE_HISTORY_MAX entries at most: a scan. */
+/* Whether the item is in the user's history */
 ngx_uint_t
 ngx_http_adserve_history_has(const ngx_http_adserve_ctx_t *ctx, const adserve_item_t *it)
 {
-    uint32_t  i;
-
-    for (i = 0; i < ctx->nhistory; i++) {
-        if (ctx->history[i] == it->hash) {
-            return 1;
-        }
+    if (ctx->history == NULL) {
+        return 0;
     }
 
-    return 0;
+    if (it->hash == 0) {
+        return ctx->history_zero;
+    }
+
+    return *ngx_http_adserve_history_slot(ctx, it->hash) == it->hash;
 }

@@ -124,7 +124,9 @@ sub script {
     return $out;
 }
 
-sub start { my ($self, @c) = @_; $self->script('run', @c); $self->{running}{$_} = 1 for @c }
+# marked running first: a start that fails half-way (nginx does not come up)
+# leaves the rest running, and shutdown must stop it
+sub start { my ($self, @c) = @_; $self->{running}{$_} = 1 for @c; $self->script('run', @c) }
 sub stop  { my ($self, @c) = @_; $self->script('stop', @c); delete $self->{running}{$_} for @c }
 
 sub nginx {
