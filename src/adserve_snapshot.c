@@ -2552,6 +2552,12 @@ capped(uint32_t idx, const adserve_li_t *li, const adserve_decision_t *d)
         return 1;
     }
 
+    for (i = 0; i < d->nrefused; i++) {
+        if (d->refused[i] == li->hash) {
+            return 1;
+        }
+    }
+
     for (k = 0; k < li->ncaps; k++) {
         n = 0;
         for (i = 0; i < d->nseen; i++) {

@@ -302,6 +302,10 @@ typedef struct {
                                        * item of the snapshot, by index */
     const adserve_seen_t *seen;       /* the user's capped ads; */
     uint32_t        nseen;
+    const uint64_t *refused;          /* line items (their hashes) whose
+                                       * cap reservation Redis refused:
+                                       * capped */
+    uint32_t        nrefused;
     unsigned        caps_known:1;     /* else capped line items do not serve */
     unsigned        video_only:1;     /* a VAST request: the unit's vcands */
 } adserve_decision_t;

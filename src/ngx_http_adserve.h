@@ -327,6 +327,11 @@ typedef struct ngx_http_adserve_main_conf_s  ngx_http_adserve_main_conf_t;
 
 typedef struct ngx_http_adserve_ctx_s  ngx_http_adserve_ctx_t;
 
+/* cap reservations a request may ask for: the first choice's, then those
+ * of the next choices when Redis refuses (the user's caps moved since
+ * they were read); beyond, capped line items do not serve it */
+#define NGX_HTTP_ADSERVE_RESERVE_MAX  3
+
 /* What a request answers once its decision's inputs are known: the ad
  * (src/ngx_http_adserve_serve.c) or the explanation (_explain.c). */
 typedef ngx_int_t (*ngx_http_adserve_answer_pt)(ngx_http_request_t *r,
@@ -370,6 +375,16 @@ struct ngx_http_adserve_ctx_s {
     ngx_event_t            svc_timer;     /* its deadline */
     adserve_str_t         *svc_ids;       /* what it recommended */
     ngx_uint_t             nsvc_ids;
+    uint32_t               rnd;           /* the decision's seed: a decision
+                                           * made again decides the same */
+    uint64_t               reserving;     /* the line item (its hash) whose
+                                           * cap reservation is asked for
+                                           * (a hash outlives a snapshot) */
+    uint64_t               refused[NGX_HTTP_ADSERVE_RESERVE_MAX];
+    uint32_t               nrefused;      /* line items Redis refused */
+    uint32_t               reservations;  /* asked for, this request */
+    unsigned               reserved:1;    /* `reserving` is this request's */
+    unsigned               reserve_known:1;
     uint64_t              *history;       /* hashes of the items in the
                                            * user's recommendation history:
                                            * an open-addressing set, 0 free */
@@ -465,10 +480,13 @@ ngx_int_t ngx_http_adserve_caps_read(ngx_http_request_t *r,
     ngx_http_adserve_ctx_t *ctx, uint32_t max_seconds,
     ngx_http_adserve_caps_done_pt done);
 
-/* An ad of a capped line item was served to log->user: record it, sent to
- * Redis at once (so the user's next request, on any worker, sees it). */
-void ngx_http_adserve_caps_record(const adserve_li_t *li,
-    const adserve_ad_log_t *log, time_t now, uint32_t max_seconds);
+/* Before an ad of a capped line item is answered: its reservation (exact caps, see ngx_http_adserve_caps.c),
+ * with the read's deadline and results (NGX_AGAIN, then done(r);
+ * NGX_DECLINED: unknown). After it, ctx->reserved says the ad may go;
+ * else the line item is among ctx->refused, or nothing is known
+ * (!ctx->reserve_known), and capped line items do not serve. */
+ngx_int_t ngx_http_adserve_caps_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_li_t *li, uint32_t max_seconds, ngx_http_adserve_caps_done_pt done);
 
 /* The machinery under the caps read, for any read of a user's state on
  * the caps' connection: one command, its deadline (adserve_cap_timeout),

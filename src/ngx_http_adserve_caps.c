@@ -19,6 +19,8 @@
 
 #include "ngx_http_adserve.h"
 
+#include <openssl/rand.h>
+
 
 #define NGX_HTTP_ADSERVE_CAP_SLOTS  4096     /* reads in flight per worker */
 #define NGX_HTTP_ADSERVE_RID_HEX    (2 * ADSERVE_TOKEN_NONCE)
@@ -350,50 +352,120 @@ ngx_http_adserve_caps_cleanup(void *data)
 }
 
 
-void
-ngx_http_adserve_caps_record(const adserve_li_t *li,
-    const adserve_ad_log_t *log, time_t now, uint32_t max_seconds)
-{
-    ngx_http_adserve_redis_t  *rd = ngx_http_adserve_caps_conn();
-    u_char                     key[NGX_HTTP_ADSERVE_FC_KEY];
-    u_char                     member[ADSERVE_TOKEN_ID_MAX + 1 + NGX_HTTP_ADSERVE_RID_HEX];
-    u_char                     score[NGX_TIME_T_LEN], old[NGX_TIME_T_LEN + 1];
-    u_char                     ttl[NGX_INT_T_LEN], *p;
-    const char                *argv[5];
-    size_t                     argvlen[5];
+/*
+ * The reservation: one more ad of a capped line item for the user, taken
+ * in Redis only when every cap of the line item still has room, checked
+ * and added in one script, so that two requests of one user in flight at
+ * once (two slots of a page, on any workers or nodes) cannot both take the
+ * last one. The read before the decision only spares the reservations
+ * that would be refused. What no cap looks at any more goes, and the key
+ * lives as long as the longest cap's window (the TTL only ever grows).
+ * Windows as the engine counts them (capped() in adserve_snapshot.c): the
+ * ads at times after now - seconds.
+ *
+ * KEYS[1] the user's key; ARGV[1] the member ("{line item id}:{random}"),
+ * ARGV[2] now, ARGV[3] the longest window of any line item, ARGV[4] the
+ * line item's prefix ("{line item id}:"), then each cap's seconds and max.
+ * 1: reserved, 0: refused. Members of another shape are not counted, as
+ * the read skips them (ngx_http_adserve_caps_parse): the line item's are
+ * as long as the new one.
+ */
+static const char  ngx_http_adserve_reserve_script[] =
+    "local key, now, horizon, prefix = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]\n"
+    "redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. (now - horizon))\n"
+    "for i = 5, #ARGV - 1, 2 do\n"
+    "  local n = 0\n"
+    "  for _, m in ipairs(redis.call('ZRANGEBYSCORE', key, '(' .. (now - tonumber(ARGV[i])), '+inf')) do\n"
+    "    if #m == #ARGV[1] and string.sub(m, 1, #prefix) == prefix then n = n + 1 end\n"
+    "  end\n"
+    "  if n >= tonumber(ARGV[i + 1]) then return 0 end\n"
+    "end\n"
+    "redis.call('ZADD', key, now, ARGV[1])\n"
+    "if redis.call('TTL', key) < horizon then redis.call('EXPIRE', key, horizon) end\n"
+    "return 1\n";
 
-    if (rd == NULL || !rd->connected || log->user.len > ADSERVE_TOKEN_USER_MAX
-        || li->id.len > ADSERVE_TOKEN_ID_MAX)
-    {
+
+#define NGX_HTTP_ADSERVE_RESERVE_ARGS  (8 + 2 * ADSERVE_CAPS_MAX)
+
+
+/* the script's answer: reserved, or the line item refused (capped) */
+static void
+ngx_http_adserve_reserve_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    redisReply *reply)
+{
+    (void) r;
+
+    if (reply == NULL || reply->type != REDIS_REPLY_INTEGER) {
         return;
     }
 
+    if (reply->integer == 1) {
+        ctx->reserved = 1;
+
+    } else if (ctx->nrefused < NGX_HTTP_ADSERVE_RESERVE_MAX) {
+        ctx->refused[ctx->nrefused++] = ctx->reserving;
+    }
+
+    ctx->reserve_known = 1;
+}
+
+
+ngx_int_t
+ngx_http_adserve_caps_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_li_t *li, uint32_t max_seconds, ngx_http_adserve_caps_done_pt done)
+{
+    u_char       key[NGX_HTTP_ADSERVE_FC_KEY], rnd[NGX_HTTP_ADSERVE_RID_HEX / 2];
+    u_char       member[ADSERVE_TOKEN_ID_MAX + 1 + 2 * sizeof(rnd)];
+    u_char       nums[3 + 2 * ADSERVE_CAPS_MAX][NGX_TIME_T_LEN + 1];
+    const char  *argv[NGX_HTTP_ADSERVE_RESERVE_ARGS];
+    size_t       argvlen[NGX_HTTP_ADSERVE_RESERVE_ARGS];
+    u_char      *p;
+    ngx_uint_t   k, argc;
+
+    if (ctx->req.user_id.len > ADSERVE_TOKEN_USER_MAX || li->id.len > ADSERVE_TOKEN_ID_MAX
+        || li->ncaps > ADSERVE_CAPS_MAX || RAND_bytes(rnd, sizeof(rnd)) != 1)
+    {
+        return NGX_DECLINED;
+    }
+
+    /* the member is unique: a second ad of the same line item is a second
+     * member, not the first one's time moved */
     p = ngx_cpymem(member, li->id.data, li->id.len);
     *p++ = ':';
-    p = ngx_hex_dump(p, (u_char *) log->request_id, ADSERVE_TOKEN_NONCE);
+    p = ngx_hex_dump(p, rnd, sizeof(rnd));
 
-    argv[0] = "ZADD";             argvlen[0] = 4;
-    argv[1] = (char *) key;
-    argvlen[1] = ngx_http_adserve_caps_key(key, &log->user);
-    argv[2] = (char *) score;     argvlen[2] = ngx_sprintf(score, "%T", now) - score;
-    argv[3] = (char *) member;    argvlen[3] = p - member;
-    (void) ngx_http_adserve_user_write(4, argv, argvlen, NULL, NULL);
+    argv[0] = "EVAL";              argvlen[0] = sizeof("EVAL") - 1;
+    argv[1] = ngx_http_adserve_reserve_script;
+    argvlen[1] = sizeof(ngx_http_adserve_reserve_script) - 1;
+    argv[2] = "1";                 argvlen[2] = 1;
+    argv[3] = (char *) key;
+    argvlen[3] = ngx_http_adserve_caps_key(key, &ctx->req.user_id);
+    argv[4] = (char *) member;     argvlen[4] = p - member;
+    argv[5] = (char *) nums[0];    argvlen[5] = ngx_sprintf(nums[0], "%T", ctx->now) - nums[0];
+    argv[6] = (char *) nums[1];
+    argvlen[6] = ngx_sprintf(nums[1], "%uD", max_seconds) - nums[1];
+    argv[7] = (char *) member;     argvlen[7] = li->id.len + 1;
+    argc = 8;
 
-    /* what no cap looks at any more goes */
-    argv[0] = "ZREMRANGEBYSCORE"; argvlen[0] = sizeof("ZREMRANGEBYSCORE") - 1;
-    argv[2] = "-inf";             argvlen[2] = 4;
-    argv[3] = (char *) old;
-    argvlen[3] = ngx_sprintf(old, "(%T", now - (time_t) max_seconds) - old;
-    (void) ngx_http_adserve_user_write(4, argv, argvlen, NULL, NULL);
+    for (k = 0; k < li->ncaps; k++) {
+        argv[argc] = (char *) nums[2 + 2 * k];
+        argvlen[argc] = ngx_sprintf(nums[2 + 2 * k], "%uD", li->caps[k].seconds)
+                        - nums[2 + 2 * k];
+        argc++;
+        argv[argc] = (char *) nums[3 + 2 * k];
+        argvlen[argc] = ngx_sprintf(nums[3 + 2 * k], "%uD", li->caps[k].max)
+                        - nums[3 + 2 * k];
+        argc++;
+    }
 
-    /* and the key with the user's last ad: NX sets it on a new key, GT
-     * lengthens it */
-    argv[0] = "EXPIRE";           argvlen[0] = 6;
-    argv[2] = (char *) ttl;       argvlen[2] = ngx_sprintf(ttl, "%uD", max_seconds) - ttl;
-    argv[3] = "NX";               argvlen[3] = 2;
-    (void) ngx_http_adserve_user_write(4, argv, argvlen, NULL, NULL);
-    argv[3] = "GT";
-    (void) ngx_http_adserve_user_write(4, argv, argvlen, NULL, NULL);
+    ctx->reserving = li->hash;
+    ctx->reserved = 0;
+    ctx->reserve_known = 0;
+
+    return ngx_http_adserve_user_read(r, ctx, (int) argc, argv, argvlen,
+                                      ngx_http_adserve_reserve_parse,
+                                      "a frequency cap's reservation not answered in time, "
+                                      "capped line items do not serve this request", done);
 }
 
 

@@ -174,12 +174,12 @@ ngx_http_adserve_encode(ngx_http_request_t *r, adserve_ad_log_t *log, u_char *to
 }
 
 
-/* What serving c costs once its answer is made: the counts and the
- * user's capped ad. (An impression recorded with the answer is a
- * recommendation placement's: ngx_http_adserve_answer_rec.) */
+/* What serving c costs once its answer is made: the counts. (A capped
+ * line item's ad was reserved before it; an impression recorded with the
+ * answer is a recommendation placement's: ngx_http_adserve_answer_rec.) */
 static void
 ngx_http_adserve_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    const adserve_unit_t *unit, const adserve_cand_t *c, const adserve_ad_log_t *log)
+    const adserve_unit_t *unit, const adserve_cand_t *c)
 {
     ngx_http_adserve_main_conf_t  *amcf;
     const adserve_li_t            *li;
@@ -196,11 +196,6 @@ ngx_http_adserve_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
                            &li->id, li->hash, NGX_HTTP_ADSERVE_M_ADS, 1);
     ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_CREATIVE,
                            &c->creative_id, c->creative_hash, NGX_HTTP_ADSERVE_M_ADS, 1);
-
-    if (li->ncaps && log->user.len) {
-        ngx_http_adserve_caps_record(li, log, now,
-                                     amcf->loader->snapshot->max_cap_seconds);
-    }
 }
 
 
@@ -251,7 +246,7 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     p = ngx_cpymem(p, tok, n);
     p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
 
-    ngx_http_adserve_served(r, ctx, unit, c, &log);
+    ngx_http_adserve_served(r, ctx, unit, c);
 
     return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
 }
@@ -286,7 +281,7 @@ ngx_http_adserve_send_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     p = ngx_http_adserve_splice(body, (const u_char *) cr->vast.data, cr->vast.len,
                                 bases, tok, n);
 
-    ngx_http_adserve_served(r, ctx, unit, c, &log);
+    ngx_http_adserve_served(r, ctx, unit, c);
 
     return ngx_http_adserve_send_xml(r, body, p - body);
 }
@@ -307,6 +302,74 @@ ngx_http_adserve_park(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 }
 
 
+static ngx_int_t ngx_http_adserve_finish(ngx_http_request_t *r);
+
+
+/*
+ * Exact caps: c, of a capped line item, is answered only once Redis has
+ * reserved its ad (ngx_http_adserve_caps_reserve). NGX_OK: c may go (its
+ * line item is uncapped, or reserved for this request); NGX_AGAIN: the
+ * reservation is under way, and the decision is made again when it ends
+ * (the same one, from the same seed, unless Redis refused); NGX_DECLINED:
+ * no reservation can be had, and capped line items do not serve.
+ */
+static ngx_int_t
+ngx_http_adserve_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_snapshot_t *s, const adserve_cand_t *c)
+{
+    const adserve_li_t  *li = &s->lis[c->li];
+
+    if (li->ncaps == 0 || (ctx->reserved && ctx->reserving == li->hash)) {
+        return NGX_OK;
+    }
+
+    if (ctx->reservations == NGX_HTTP_ADSERVE_RESERVE_MAX) {
+        return NGX_DECLINED;
+    }
+
+    ctx->reservations++;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   NGX_HTTP_ADSERVE_LOG "reserving an ad of capped line item %V (%uD)",
+                   &li->id, ctx->reservations);
+
+    return ngx_http_adserve_caps_reserve(r, ctx, li, s->max_cap_seconds,
+                                         ngx_http_adserve_finish) == NGX_AGAIN
+           ? NGX_AGAIN : NGX_DECLINED;
+}
+
+
+/* The decision, its capped choice reserved: the candidate to answer with,
+ * NULL for none, or NGX_AGAIN in *rc while a reservation is under way. */
+static const adserve_cand_t *
+ngx_http_adserve_choose(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, adserve_decision_t *d, ngx_int_t *rc)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_cand_t          *c;
+    adserve_snapshot_t            *s;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    s = amcf->loader->snapshot;
+
+    for ( ;; ) {
+        c = adserve_decide(s, unit, d);
+        if (c == NULL) {
+            return NULL;
+        }
+
+        *rc = ngx_http_adserve_reserve(r, ctx, s, c);
+        if (*rc != NGX_DECLINED) {
+            return *rc == NGX_OK ? c : NULL;
+        }
+
+        /* as when the user's caps are unknown: uncapped demand only */
+        d->caps_known = 0;
+        d->rnd = ctx->rnd;
+    }
+}
+
+
 /* The ad, or 204: serving's answer (ctx->answer). */
 static ngx_int_t
 ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
@@ -314,6 +377,7 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 {
     ngx_http_adserve_main_conf_t  *amcf;
     const adserve_cand_t          *c;
+    ngx_int_t                      rc;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
 
@@ -321,7 +385,12 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
         return ngx_http_adserve_answer_rec(r, ctx, unit, d);
     }
 
-    c = adserve_decide(amcf->loader->snapshot, unit, d);
+    rc = NGX_OK;
+    c = ngx_http_adserve_choose(r, ctx, unit, d, &rc);
+    if (rc == NGX_AGAIN) {
+        return NGX_AGAIN;
+    }
+
     if (c == NULL) {
         return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
     }
@@ -345,13 +414,19 @@ ngx_http_adserve_answer_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_creative_t      *cr;
     const adserve_cand_t          *c;
     adserve_snapshot_t            *s;
+    ngx_int_t                      rc;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     s = amcf->loader->snapshot;
 
     /* a recommendation unit serves no ad, a VAST included */
     d->video_only = 1;
-    c = unit->rec ? NULL : adserve_decide(s, unit, d);
+    rc = NGX_OK;
+    c = unit->rec ? NULL : ngx_http_adserve_choose(r, ctx, unit, d, &rc);
+    if (rc == NGX_AGAIN) {
+        return NGX_AGAIN;
+    }
+
     cr = c ? adserve_snapshot_creative(s, c->creative_id.data, c->creative_id.len)
            : NULL;
 
@@ -386,12 +461,15 @@ ngx_http_adserve_finish(ngx_http_request_t *r)
 
     ngx_memzero(&d, sizeof(adserve_decision_t));
     d.now = ctx->now;
-    d.rnd = (uint32_t) ngx_random();
+    d.rnd = ctx->rnd;
     d.facts = &facts;
     d.paces = ngx_http_adserve_paces();
     d.seen = ctx->seen;
     d.nseen = ctx->nseen;
-    d.caps_known = ctx->caps_known;
+    d.refused = ctx->refused;
+    d.nrefused = ctx->nrefused;
+    /* a reservation that went unanswered: as if the caps were not read */
+    d.caps_known = ctx->caps_known && (ctx->reservations == 0 || ctx->reserve_known);
 
     return ctx->answer(r, ctx, unit, &d);
 }
@@ -511,6 +589,7 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
     }
 
     ctx->now = ngx_http_adserve_now(r);
+    ctx->rnd = (uint32_t) ngx_random();
     ctx->finish = ngx_http_adserve_finish;
 
     /* an experiment's variant is the unit this user is served */

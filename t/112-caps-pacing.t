@@ -105,6 +105,23 @@ for my $u (map { "user-$_" } 1 .. 20) {
 }
 is($over, 0, '20 users x 4 requests alternating workers: each saw the capped line item exactly twice');
 
+# the slots of one page: 6 requests of one user in flight at once, over both
+# workers, every one read the user's caps before any was answered; the cap
+# holds all the same (each ad was reserved in Redis before it was answered),
+# and the refused ones fall back to the next line item
+my (%pages, $spread);
+for my $u (map { "page-$_" } 1 .. 10) {
+    my @res = $t->ads_concurrent($unit, [ ({ version => '0.1.0', device => { ua => 'Mozilla/5.0' },
+                                             user => { id => $u } }) x 6 ],
+                                 headers => { 'x-adserve-clock' => $clock });
+    my @got = map { $_->{status} == 200 ? $_->{json}{ad}{id} : "status $_->{status}" } @res;
+    $pages{ join ',', sort map { $_ eq cr('capped') ? 'capped' : $_ eq cr('house') ? 'house' : $_ } @got }++;
+}
+is_deeply(\%pages, { 'capped,capped,house,house,house,house' => 10 },
+          '10 users x 6 requests at once: each saw the capped line item exactly twice, then house');
+my @fc = split /\n/, $t->redis('ZRANGE', 'adserve:fc:page-1', 0, -1);
+is(scalar @fc, 2, '... and Redis holds exactly the 2 ads reserved');
+
 # Redis down: caps cannot be read, capped demand holds back, serving goes on
 $t->stop('redis');
 is(served($unit, 'carol'), cr('house'), 'Redis down: capped line items do not serve (the safe outcome)');

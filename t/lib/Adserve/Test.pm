@@ -241,6 +241,36 @@ sub ads_pipelined {
     return @out;
 }
 
+# ads_concurrent(TAGID, [BODY, ...], headers => {...}): the ad requests all
+# in flight at once, one connection each (spread over the workers), every
+# one written before any answer is read: as the slots of one page ask. The
+# answers, in order, as ads_pipelined's.
+sub ads_concurrent {
+    my ($self, $tagid, $bodies, %opt) = @_;
+    my $extra = join '', map { "$_: $opt{headers}{$_}\r\n" } sort keys %{ $opt{headers} // {} };
+    my @socks = map {
+        my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->port, Proto => 'tcp')
+            or die "connect: $!";
+        binmode $sock;
+        $sock
+    } @$bodies;
+    for my $i (0 .. $#socks) {
+        my $json = $JSON->encode($bodies->[$i]);
+        print { $socks[$i] } "POST /app/v0/ad/$tagid HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            . "Content-Type: application/json\r\nConnection: close\r\n$extra"
+            . "Content-Length: " . length($json) . "\r\n\r\n$json" or die "write: $!";
+    }
+    return map {
+        my ($sock, $buf) = ($_, '');
+        1 while sysread($sock, $buf, 65536, length $buf);
+        close $sock;
+        my ($status, $content) = $buf =~ /\AHTTP\/1\.1 (\d+)[^\r]*\r\n.*?\r\n\r\n(.*)\z/s
+            or die "not an HTTP answer: $buf";
+        { status => $status, content => $content,
+          json => length $content ? eval { $JSON->decode($content) } : undef }
+    } @socks;
+}
+
 # Adserve::Test->plot_ok(PNG, OUTPUT): a simulator's plot, written as a PNG beside its data
 # (the same name, .dat), and its path printed in OUTPUT
 sub plot_ok {
