@@ -44,7 +44,7 @@ SEED = env_num('SIM_SEED', 1, int)
 RENDER = env_num('SIM_RENDER', 0.95, float, 0, 1)        # ads whose impression fires
 CTR = env_num('SIM_CTR', 0.01, float, 0, 1)              # of rendered ads
 ANONYMOUS = env_num('SIM_ANONYMOUS', 0.05, float, 0, 1)  # users who send no user.id
-SLOTS = env_num('SIM_SLOTS', 1, int, 1, 3)               # ad slots per page, asked at once
+SLOTS = env_num('SIM_SLOTS', 1, int, 1, 8)               # ad slots per page, asked at once
 SURGE = env_num('SIM_SURGE', 1.5, float, 0, 10)          # extra traffic at 20:00 (x peak)
 PRIME = env_num('SIM_PRIME', 1, int, 0, 1)               # show the workers the day's start first
 PROBE = env_num('SIM_PROBE', 0, int, 0, 1)               # check each capped ad's ZADD on arrival
@@ -199,8 +199,9 @@ def build_schedule(rng):
     diurnal shape, belongs to a user drawn by activity (log-normal: most
     users come once or twice a day, a few dozens of times), and views 1 + a
     geometric number of pages (4 on average), 3 s to a few minutes apart.
-    A page has SLOTS ad slots (distinct ad units), asked for at once, as a
-    browser does; a user's sessions may overlap, their page views do not."""
+    A page has SLOTS ad slots, asked for at once, as a browser does: distinct
+    ad units while there are (3), then units again (a page with two slots of
+    one unit); a user's sessions may overlap, their page views do not."""
     activity = [rng.lognormvariate(0, 1.2) for _ in range(USERS)]
     fmax = max(diurnal(t) for t in range(0, DAY, 60))
     cum, total = [], 0.0
@@ -214,7 +215,8 @@ def build_schedule(rng):
         first = rng.choices(UNITS, weights)[0]
         rest = [u for u in UNITS if u != first]
         rng.shuffle(rest)
-        return (first, *rest[:SLOTS - 1])
+        again = [rng.choice(UNITS) for _ in range(SLOTS - len(UNITS))]
+        return (first, *rest[:SLOTS - 1], *again)
 
     items, n = [], 0
     while n < REQUESTS:

@@ -83,7 +83,7 @@ is(served($unit, 'alice', at => $clock + 3602), cr('capped'), '... and past the 
 is(served($unit, 'alice', at => $clock + 3603), cr('house'), '... then two in the new hour are the cap again');
 my @members = split /\n/, $t->redis('ZRANGE', 'adserve:fc:alice', 0, -1);
 is(scalar @members, 2, "alice's last two ads are in adserve:fc:alice (older ones trimmed)");
-like($members[0], qr/^\Q$li{capped}{id}\E:[0-9a-f]{24}$/, '... as {line item id}:{request id}');
+like($members[0], qr/^\Q$li{capped}{id}\E:[0-9a-f]{24}$/, '... as {line item id}:{24 random hex digits}');
 cmp_ok($t->redis('TTL', 'adserve:fc:alice'), '>', 3000, '... with the longest cap as its TTL');
 
 # members not in that shape (another writer, a short one, a colon out of
