@@ -85,6 +85,12 @@ adserve_env() {
         *[0-9]ms|*[0-9]s) ;;
         *) die "ADSERVE_FLUSH_INTERVAL must be a time such as 100ms or 1s" ;;
     esac
+    # how long a request waits for its user's caps (read and reservations)
+    export ADSERVE_CAP_TIMEOUT=${ADSERVE_CAP_TIMEOUT:-20ms}
+    case $ADSERVE_CAP_TIMEOUT in
+        *[0-9]ms|*[0-9]s) ;;
+        *) die "ADSERVE_CAP_TIMEOUT must be a time such as 20ms" ;;
+    esac
     # tests and scripts/simulate only: requests may carry X-Adserve-Clock
     export ADSERVE_TEST_CLOCK=${ADSERVE_TEST_CLOCK:-off}
     case $ADSERVE_TEST_CLOCK in on|off) ;; *) die "ADSERVE_TEST_CLOCK must be on or off" ;; esac

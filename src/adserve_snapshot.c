@@ -2542,11 +2542,18 @@ next_rnd(adserve_decision_t *d)
 
 /* Whether one more ad now would break a cap: the user's ads of this line
  * item inside (now - seconds, now] must stay below max. Unknown (no user
- * id, Redis late or down): the line item does not serve. */
+ * id, Redis late or down): the line item does not serve. An ad Redis
+ * reserved for the request (exact caps) may go; one it refused may not. */
 static int
 capped(uint32_t idx, const adserve_li_t *li, const adserve_decision_t *d)
 {
     uint32_t  i, k, n;
+
+    for (i = 0; i < d->ngranted; i++) {
+        if (d->granted[i] == li->hash) {
+            return 0;
+        }
+    }
 
     if (!d->caps_known) {
         return 1;
@@ -2660,7 +2667,7 @@ adserve_decide(const adserve_snapshot_t *s, const adserve_unit_t *u,
             pace = &d->paces[g->li];
 
             if (li->paced) {
-                pace->opp++;
+                pace->opp += !d->dry;
                 if (!adserve_pace_allows(pace, next_rnd(d))) {
                     continue;
                 }
@@ -2682,7 +2689,7 @@ adserve_decide(const adserve_snapshot_t *s, const adserve_unit_t *u,
         }
 
         if (best != NULL) {
-            d->paces[best->li].served += s->lis[best->li].paced;
+            d->paces[best->li].served += d->dry ? 0 : s->lis[best->li].paced;
             return pick_creative(best, best_end, seed);
         }
 

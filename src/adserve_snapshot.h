@@ -306,7 +306,14 @@ typedef struct {
                                        * cap reservation Redis refused:
                                        * capped */
     uint32_t        nrefused;
+    const uint64_t *granted;          /* line items (their hashes) whose ad
+                                       * Redis reserved for this request:
+                                       * not capped, caps known or not */
+    uint32_t        ngranted;
     unsigned        caps_known:1;     /* else capped line items do not serve */
+    unsigned        dry:1;            /* decide without counting pacing's
+                                       * opportunities and ads: a decision
+                                       * that may be made again */
     unsigned        video_only:1;     /* a VAST request: the unit's vcands */
 } adserve_decision_t;
 
@@ -423,9 +430,10 @@ adserve_reason_e adserve_li_check(const adserve_li_t *li, const adserve_unit_t *
  * in the first with a line item that may serve (adserve_li_check) and that
  * pacing lets through, the highest eCPM wins, equals at random, then the
  * creative by LICA weight. Counts opportunities and ads into the paced line
- * items' paces (d->paces: the snapshot itself is never written). d->rnd
- * seeds the decision's generator (the caller's random value: tests are
- * deterministic). */
+ * items' paces (d->paces: the snapshot itself is never written), unless
+ * d->dry: then the same decision made again, not dry, with the same d->rnd
+ * and paces, decides the same and counts. d->rnd seeds the decision's
+ * generator (the caller's random value: tests are deterministic). */
 const adserve_cand_t *adserve_decide(const adserve_snapshot_t *s,
     const adserve_unit_t *u, adserve_decision_t *d);
 

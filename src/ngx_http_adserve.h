@@ -382,8 +382,13 @@ struct ngx_http_adserve_ctx_s {
                                            * (a hash outlives a snapshot) */
     uint64_t               refused[NGX_HTTP_ADSERVE_RESERVE_MAX];
     uint32_t               nrefused;      /* line items Redis refused */
+    uint64_t               granted[NGX_HTTP_ADSERVE_RESERVE_MAX];
+    uint32_t               ngranted;      /* line items Redis reserved an ad
+                                           * of for this request */
     uint32_t               reservations;  /* asked for, this request */
-    unsigned               reserved:1;    /* `reserving` is this request's */
+    ngx_msec_t             caps_deadline; /* of all its reads of the user's
+                                           * state: adserve_cap_timeout from
+                                           * the first one */
     unsigned               reserve_known:1;
     uint64_t              *history;       /* hashes of the items in the
                                            * user's recommendation history:
@@ -480,11 +485,12 @@ ngx_int_t ngx_http_adserve_caps_read(ngx_http_request_t *r,
     ngx_http_adserve_ctx_t *ctx, uint32_t max_seconds,
     ngx_http_adserve_caps_done_pt done);
 
-/* Before an ad of a capped line item is answered: its reservation (exact caps, see ngx_http_adserve_caps.c),
- * with the read's deadline and results (NGX_AGAIN, then done(r);
- * NGX_DECLINED: unknown). After it, ctx->reserved says the ad may go;
- * else the line item is among ctx->refused, or nothing is known
- * (!ctx->reserve_known), and capped line items do not serve. */
+/* Before an ad of a capped line item is answered: its reservation (exact
+ * caps, see ngx_http_adserve_caps.c), within what is left of the caps'
+ * deadline (NGX_AGAIN, then done(r); NGX_DECLINED: unknown). After it, the
+ * line item is among ctx->granted (the ad may go) or ctx->refused, or
+ * nothing is known (!ctx->reserve_known) and capped line items other than
+ * the granted do not serve. */
 ngx_int_t ngx_http_adserve_caps_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_li_t *li, uint32_t max_seconds, ngx_http_adserve_caps_done_pt done);
 

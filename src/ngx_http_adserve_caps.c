@@ -147,6 +147,7 @@ ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     ngx_http_adserve_main_conf_t  *amcf;
     ngx_http_adserve_redis_t      *rd;
     ngx_pool_cleanup_t            *cln;
+    ngx_msec_int_t                 left;
     ngx_int_t                      slot;
     uintptr_t                      data;
 
@@ -154,6 +155,17 @@ ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     rd = ngx_http_adserve_caps_conn();
 
     if (rd == NULL || !rd->connected) {
+        return NGX_DECLINED;
+    }
+
+    /* one deadline for all of the request's reads: a reservation after the
+     * caps' read has what is left of it */
+    if (ctx->caps_deadline == 0) {
+        ctx->caps_deadline = ngx_current_msec + amcf->cap_timeout;
+    }
+
+    left = (ngx_msec_int_t) (ctx->caps_deadline - ngx_current_msec);
+    if (left <= 0) {
         return NGX_DECLINED;
     }
 
@@ -193,7 +205,7 @@ ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     ctx->caps_timer.handler = ngx_http_adserve_caps_timeout;
     ctx->caps_timer.data = ctx;
     ctx->caps_timer.log = r->connection->log;
-    ngx_add_timer(&ctx->caps_timer, amcf->cap_timeout);
+    ngx_add_timer(&ctx->caps_timer, (ngx_msec_t) left);
 
     /* the request stays open (as it does while its body is read) until the
      * reply or the deadline finalizes it */
@@ -319,10 +331,11 @@ ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply, void *data)
 
     slot = &ngx_http_adserve_cap_slots[v & (NGX_HTTP_ADSERVE_CAP_SLOTS - 1)];
 
-    /* the request is gone: answered at its deadline */
-    if (reply != NULL && ((redisReply *) reply)->type == REDIS_REPLY_ARRAY) {
+    if (reply != NULL && ((redisReply *) reply)->type != REDIS_REPLY_ERROR) {
         ngx_http_adserve_redis_healthy(&ngx_http_adserve_caps_redis);
     }
+
+    /* the request is gone: answered at its deadline */
 
     if (slot->ctx == NULL || (slot->gen & (((uintptr_t) -1) >> 12)) != (v >> 12)) {
         return;
@@ -399,10 +412,11 @@ ngx_http_adserve_reserve_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ct
         return;
     }
 
+    /* at most NGX_HTTP_ADSERVE_RESERVE_MAX reservations a request: room */
     if (reply->integer == 1) {
-        ctx->reserved = 1;
+        ctx->granted[ctx->ngranted++] = ctx->reserving;
 
-    } else if (ctx->nrefused < NGX_HTTP_ADSERVE_RESERVE_MAX) {
+    } else {
         ctx->refused[ctx->nrefused++] = ctx->reserving;
     }
 
@@ -459,7 +473,6 @@ ngx_http_adserve_caps_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     }
 
     ctx->reserving = li->hash;
-    ctx->reserved = 0;
     ctx->reserve_known = 0;
 
     return ngx_http_adserve_user_read(r, ctx, (int) argc, argv, argvlen,

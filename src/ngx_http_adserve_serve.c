@@ -309,18 +309,25 @@ static ngx_int_t ngx_http_adserve_finish(ngx_http_request_t *r);
  * Exact caps: c, of a capped line item, is answered only once Redis has
  * reserved its ad (ngx_http_adserve_caps_reserve). NGX_OK: c may go (its
  * line item is uncapped, or reserved for this request); NGX_AGAIN: the
- * reservation is under way, and the decision is made again when it ends
- * (the same one, from the same seed, unless Redis refused); NGX_DECLINED:
- * no reservation can be had, and capped line items do not serve.
+ * reservation is under way, and the decision is made again when it ends;
+ * NGX_DECLINED: no reservation can be had, and capped line items do not
+ * serve.
  */
 static ngx_int_t
 ngx_http_adserve_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_snapshot_t *s, const adserve_cand_t *c)
 {
     const adserve_li_t  *li = &s->lis[c->li];
+    ngx_uint_t           i;
 
-    if (li->ncaps == 0 || (ctx->reserved && ctx->reserving == li->hash)) {
+    if (li->ncaps == 0) {
         return NGX_OK;
+    }
+
+    for (i = 0; i < ctx->ngranted; i++) {
+        if (ctx->granted[i] == li->hash) {
+            return NGX_OK;
+        }
     }
 
     if (ctx->reservations == NGX_HTTP_ADSERVE_RESERVE_MAX) {
@@ -339,8 +346,14 @@ ngx_http_adserve_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 }
 
 
-/* The decision, its capped choice reserved: the candidate to answer with,
- * NULL for none, or NGX_AGAIN in *rc while a reservation is under way. */
+/*
+ * The decision, its capped choice reserved: the candidate to answer with,
+ * NULL for none, or NGX_AGAIN in *rc while a reservation is under way.
+ * Where a capped line item may win, the decision is dry until it is final
+ * (pacing counts an opportunity and an ad once a request, not once a
+ * reservation), then made again to count: the same inputs, the same seed
+ * and nothing run in between, so the same decision.
+ */
 static const adserve_cand_t *
 ngx_http_adserve_choose(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, adserve_decision_t *d, ngx_int_t *rc)
@@ -352,20 +365,32 @@ ngx_http_adserve_choose(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     s = amcf->loader->snapshot;
 
+    *rc = NGX_OK;
+    d->dry = (unit->max_cap_seconds != 0 && d->caps_known);
+
     for ( ;; ) {
-        c = adserve_decide(s, unit, d);
-        if (c == NULL) {
-            return NULL;
-        }
-
-        *rc = ngx_http_adserve_reserve(r, ctx, s, c);
-        if (*rc != NGX_DECLINED) {
-            return *rc == NGX_OK ? c : NULL;
-        }
-
-        /* as when the user's caps are unknown: uncapped demand only */
-        d->caps_known = 0;
         d->rnd = ctx->rnd;
+        c = adserve_decide(s, unit, d);
+
+        if (c != NULL) {
+            *rc = ngx_http_adserve_reserve(r, ctx, s, c);
+            if (*rc == NGX_AGAIN) {
+                return NULL;
+            }
+
+            if (*rc == NGX_DECLINED) {
+                /* as when the user's caps are unknown: uncapped demand
+                 * (and what was reserved) only */
+                d->caps_known = 0;
+                continue;
+            }
+        }
+
+        if (!d->dry) {
+            return c;
+        }
+
+        d->dry = 0;
     }
 }
 
@@ -385,7 +410,6 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
         return ngx_http_adserve_answer_rec(r, ctx, unit, d);
     }
 
-    rc = NGX_OK;
     c = ngx_http_adserve_choose(r, ctx, unit, d, &rc);
     if (rc == NGX_AGAIN) {
         return NGX_AGAIN;
@@ -421,7 +445,7 @@ ngx_http_adserve_answer_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     /* a recommendation unit serves no ad, a VAST included */
     d->video_only = 1;
-    rc = NGX_OK;
+    rc = NGX_OK;    /* a recommendation unit's: no choice made */
     c = unit->rec ? NULL : ngx_http_adserve_choose(r, ctx, unit, d, &rc);
     if (rc == NGX_AGAIN) {
         return NGX_AGAIN;
@@ -468,7 +492,10 @@ ngx_http_adserve_finish(ngx_http_request_t *r)
     d.nseen = ctx->nseen;
     d.refused = ctx->refused;
     d.nrefused = ctx->nrefused;
-    /* a reservation that went unanswered: as if the caps were not read */
+    d.granted = ctx->granted;
+    d.ngranted = ctx->ngranted;
+    /* a reservation that went unanswered: as if the caps were not read
+     * (what was reserved may go all the same) */
     d.caps_known = ctx->caps_known && (ctx->reservations == 0 || ctx->reserve_known);
 
     return ctx->answer(r, ctx, unit, &d);

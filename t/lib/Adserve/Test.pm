@@ -99,6 +99,7 @@ sub new {
     $self->{env}{ADSERVE_PACING_INTERVAL} = $opt{pacing} // '500ms';
     $self->{env}{ADSERVE_TEST_CLOCK} = 'on' if $opt{test_clock} || $opt{clock};
     $self->{env}{ADSERVE_EVENT_BUFFER} = $opt{event_buffer} if $opt{event_buffer};
+    $self->{env}{ADSERVE_CAP_TIMEOUT} = $opt{cap_timeout} if $opt{cap_timeout};
     # the loopback the sidecar and nginx reach Redis on: 127.0.0.1 or ::1
     $self->{env}{ADSERVE_REDIS_HOST} = $opt{redis_host} if $opt{redis_host};
     $live{"$self"} = $self;
@@ -260,7 +261,10 @@ sub ads_concurrent {
             . "Content-Type: application/json\r\nConnection: close\r\n$extra"
             . "Content-Length: " . length($json) . "\r\n\r\n$json" or die "write: $!";
     }
-    return map {
+    # a request that never ends fails the test rather than hanging it
+    local $SIG{ALRM} = sub { die "ads_concurrent: no answer in 10 s\n" };
+    alarm 10;
+    my @out = map {
         my ($sock, $buf) = ($_, '');
         1 while sysread($sock, $buf, 65536, length $buf);
         close $sock;
@@ -269,6 +273,8 @@ sub ads_concurrent {
         { status => $status, content => $content,
           json => length $content ? eval { $JSON->decode($content) } : undef }
     } @socks;
+    alarm 0;
+    return @out;
 }
 
 # Adserve::Test->plot_ok(PNG, OUTPUT): a simulator's plot, written as a PNG beside its data
