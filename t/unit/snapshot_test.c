@@ -1251,6 +1251,30 @@ static void test_caps(void) {
     is_str(serve_d(s, "u1", decision(NOW + 3000, 1, seen, 2)), "c-capped",
            "caps: slide, the first leaves the window at its time + seconds");
 
+    /* exact caps: what Redis refused is capped, what it reserved for the
+     * request may serve, caps known or not */
+    {
+        uint64_t refused = cl->hash, granted = cl->hash, other = lookup(s, "open")->hash;
+
+        d = decision(NOW, 1, NULL, 0);
+        d.refused = &refused;
+        d.nrefused = 1;
+        is_str(serve_d(s, "u1", d), "c-open",
+               "caps: a reservation refused: capped, the next serves");
+        d.refused = &other;
+        is_str(serve_d(s, "u1", d), "c-capped",
+               "caps: another line item's refusal does not count");
+        d = decision(NOW, 1, seen, 2);
+        d.caps_known = 0;
+        d.granted = &granted;
+        d.ngranted = 1;
+        is_str(serve_d(s, "u1", d), "c-capped",
+               "caps: reserved for the request: serves though the caps are unknown");
+        d.granted = &other;
+        is_str(serve_d(s, "u1", d), "c-open",
+               "caps: another line item's reservation does not let it serve");
+    }
+
     /* other line items' ads do not count */
     seen[0] = (adserve_seen_t) { oi, NOW - 1 };
     seen[1] = (adserve_seen_t) { oi, NOW - 2 };
@@ -1321,6 +1345,17 @@ static void test_goals(void) {
     is_int(PACE(g)->served, 5, "paced: pace.served counts its ads");
     /* nothing was pushed to the counters: the update kept the first one */
     is_int(PACE(g)->opp, 1 + 8, "paced: pace.opp counts every eligible request reached");
+
+    /* a dry decision (one that may be made again) counts nothing, and
+     * decides as the counting one would */
+    PACE(g)->served = 4;
+    d = decision(NOW, 7, NULL, 0);
+    d.dry = 1;
+    is_str(serve_d(s, "u1", d), "c-goal", "dry: decides as the counting one");
+    ok(PACE(g)->served == 4 && PACE(g)->opp == 9, "dry: counts no ad and no opportunity");
+    d.dry = 0;
+    is_str(serve_d(s, "u1", d), "c-goal", "made again, not dry: the same decision");
+    ok(PACE(g)->served == 5 && PACE(g)->opp == 10, "... and it counts");
 
     PACE(g)->pushed = PACE(g)->opp - 2;       /* all but 2 pushed to the counters */
     deliver(s, "goal", 100, 0, 0);
