@@ -111,16 +111,85 @@ static bool only_whitespace(const char *p, const char *end)
     return true;
 }
 
+/*
+ * Control characters in strings. cJSON ends its strings at a NUL, so
+ * "a\u0000b" would be stored as "a", and a code "x\u0000-new" would
+ * collide with "x". The escape is turned into \u0001 before parsing (the
+ * same length; in JSON a backslash is only ever inside a string, and "\\"
+ * pairs are skipped) and refused then with the other C0 controls. Tab, LF
+ * and CR are text (templates, descriptions) and pass.
+ */
+static int nul_escapes_marked(const char *buf, size_t len, char **copy)
+{
+    *copy = NULL;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (buf[i] != '\\')
+            continue;
+        if (buf[i + 1] == 'u' && i + 5 < len && memcmp(buf + i + 2, "0000", 4) == 0) {
+            if (*copy == NULL) {
+                if ((*copy = malloc(len)) == NULL)
+                    return -1;
+                memcpy(*copy, buf, len);
+            }
+            (*copy)[i + 5] = '1';
+        }
+        i++;                            /* the escaped character */
+    }
+    return 0;
+}
+
+static bool control_free(const char *s)
+{
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+            return false;
+    }
+    return true;
+}
+
+/* The path of the first key or string value with a control character, into
+ * path (at its offset at); false when there is none. */
+static bool control_path(const cJSON *node, char *path, size_t at, size_t cap)
+{
+    const cJSON *child;
+    int i = 0;
+
+    if (cJSON_IsString(node))
+        return !control_free(node->valuestring);
+    cJSON_ArrayForEach(child, node) {
+        int n = cJSON_IsObject(node)
+            ? snprintf(path + at, cap - at, "%s%.64s", at ? "." : "", child->string)
+            : snprintf(path + at, cap - at, "[%d]", i);
+        size_t next = n < 0 ? at : (size_t)n >= cap - at ? cap - 1 : at + (size_t)n;
+        if ((cJSON_IsObject(node) && !control_free(child->string)) ||
+            control_path(child, path, next, cap))
+            return true;
+        i++;
+    }
+    path[at] = '\0';
+    return false;
+}
+
 cJSON *json_parse_object(const char *buf, size_t len, struct reply *rep)
 {
     const char *end = NULL;
+    char path[256] = "";
 
     if (buf == NULL || len == 0) {
         reply_error(rep, 400, "request body must be a JSON object");
         return NULL;
     }
-    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
-    if (root == NULL || end == NULL || !only_whitespace(end, buf + len)) {
+    char *marked;
+    if (nul_escapes_marked(buf, len, &marked) != 0) {
+        reply_error(rep, 500, "out of memory");
+        return NULL;
+    }
+    const char *text = marked != NULL ? marked : buf;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    bool trailing = end == NULL || !only_whitespace(end, text + len);
+    free(marked);
+    if (root == NULL || trailing) {
         cJSON_Delete(root);
         reply_error(rep, 400, "malformed JSON");
         return NULL;
@@ -128,6 +197,12 @@ cJSON *json_parse_object(const char *buf, size_t len, struct reply *rep)
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         reply_error(rep, 400, "request body must be a JSON object");
+        return NULL;
+    }
+    if (control_path(root, path, 0, sizeof path)) {
+        cJSON_Delete(root);
+        reply_error(rep, 422, "field '%s' holds a control character (U+0000 to U+001F other "
+                    "than tab, line feed and carriage return)", path);
         return NULL;
     }
     return root;

@@ -137,4 +137,26 @@ is(rc('HEXISTS', 'adserve:advertisers', $full->{id}), '0', '... from Redis too')
 $t->refused($t->api('DELETE', "/api/advertisers/$full->{id}"), 404, qr/not found/, 'deleting it again: 404');
 is(audit_count($full->{id}), 2, 'its audit records: create and delete');
 
+# ---- control characters: cJSON ends a string at a NUL ("a\u0000b" was stored as "a", a code
+# "x\u0000-new" collided with "x"); every body is checked, the field named ----------------------
+$t->refused($t->api('POST', '/api/advertisers', json => { name => "a\x00b" }), 422,
+            qr/field 'name' holds a control character/, 'a NUL in a name (\u0000)');
+$t->refused($t->api('POST', '/api/advertisers', json => { name => "a\x01b" }), 422,
+            qr/field 'name' holds a control character/, 'U+0001 in a name');
+$t->refused($t->api('POST', '/api/advertisers', body => qq({"name":"a\x1fb"}),
+                    headers => { 'content-type' => 'application/json' }), 422,
+            qr/field 'name' holds a control character/, 'a raw U+001F byte in a name');
+$t->refused($t->api('POST', '/api/ad-units', json => { code => "demo\x00-new", name => 'x',
+                                                        ext => { bcat => [ 'IAB1', "IAB\x002" ] } }), 422,
+            qr/field '(code|ext\.bcat\[1\])' holds a control character/, 'a NUL in a code or deeper');
+$t->refused($t->api('POST', '/api/ad-units', json => { name => 'x', code => 'ok-code',
+                                                        ext => { bcat => [ 'IAB1', "IAB\x002" ] } }), 422,
+            qr/field 'ext\.bcat\[1\]' holds a control character/, '... the path of a nested one');
+$t->refused($t->api('POST', '/api/advertisers', json => { "na\x00me" => 'x' }), 422,
+            qr/holds a control character/, 'a NUL in a key');
+my $text = $t->created('/api/advertisers', { name => "Tab\tand\nlines, and a \\u0000 written out" });
+is($text->{name}, "Tab\tand\nlines, and a \\u0000 written out",
+   'tab, line feed and an escaped backslash before u0000 are text: stored as sent');
+is(scalar(grep { $_ } map { $t->redis('HEXISTS', 'adserve:advertisers', $_) } $text->{id}), 1, '... in Redis');
+
 done_testing;
