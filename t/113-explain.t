@@ -111,5 +111,8 @@ is(ask(as => { as => ['op@explain.example', 'a-good-password'] })->{status}, 200
 is(ask(unit => $uuid->())->{status}, 404, 'an unknown ad unit: 404');
 is(ask(body => '{"user":')->{status}, 500, 'a malformed body: 500, as serving');
 is($t->api('GET', "/api/explain/$unit")->{status}, 405, 'GET: 405');
+$t->refused($t->api('POST', "/api/explain/$unit", body => '{"pad":"' . ('x' x 17000) . '"}',
+                    headers => { 'content-type' => 'application/json' }),
+            413, qr/^request body over 16 KiB$/, 'a body over its 16 KiB (serving\'s limit)');
 
 done_testing;
