@@ -43,8 +43,9 @@ static const struct schema u8_n = { .type = SCHEMA_INTEGER, RANGE(0, 255), .null
 static const struct schema u8 = { .type = SCHEMA_INTEGER, RANGE(0, 255) };
 static const struct schema u16 = { .type = SCHEMA_INTEGER, RANGE(0, 65535) };
 static const struct schema u16_n = { .type = SCHEMA_INTEGER, RANGE(0, 65535), .nullable = true };
-/* Cost fields (the spec: "cost values must be non-negative"). */
-static const struct schema cost = { .type = SCHEMA_NUMBER, NON_NEGATIVE };
+/* Cost fields (the spec: "cost values must be non-negative"), up to what
+ * serving honours (the contract's ADSERVE_COST_MAX). */
+static const struct schema cost = { .type = SCHEMA_NUMBER, RANGE(0, ADSERVE_COST_MAX) };
 static const struct schema cost_n = { .type = SCHEMA_NUMBER, NON_NEGATIVE, .nullable = true };
 /* Choice: display w and h ("number or null", in `unit`) cannot be negative. */
 static const struct schema length_n = { .type = SCHEMA_NUMBER, NON_NEGATIVE, .nullable = true };

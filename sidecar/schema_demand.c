@@ -39,7 +39,7 @@ static const struct schema html_n = { .type = SCHEMA_STRING, .min_length = 1,
 static const struct schema money = { .type = SCHEMA_NUMBER, .has_min = true, .min = 0 };
 /* Choice: rates up to 999999 (per mille, click or action): serving treats
  * 1e9 or more as broken (README), and the bound prints exactly in the 422. */
-static const struct schema rate = { .type = SCHEMA_NUMBER, RANGE(0, 999999) };
+static const struct schema rate = { .type = SCHEMA_NUMBER, RANGE(0, ADSERVE_COST_MAX) };
 /* Choice: creative sizes are 1..10000 pixels; 0 would fit no ad unit. */
 static const struct schema pixels = { .type = SCHEMA_INTEGER, RANGE(1, 10000) };
 static const struct schema priority = {

@@ -365,6 +365,12 @@ typedef enum {
 
 extern const char *const adserve_cost_names[ADSERVE_COST_COUNT + 1];
 
+/* The largest cost serving honours, a line item's rate or an ad unit's
+ * default_cpc, default_cpa and target_ecpm (the floor), in currency units:
+ * the API refuses more, so that a stored floor always applies. Its micros
+ * (x 1e6, the ad_log's price) fit an int64 many times over. */
+#define ADSERVE_COST_MAX          999999
+
 #define ADSERVE_V_NONE            "NONE"
 #define ADSERVE_V_IMPRESSIONS     "IMPRESSIONS"
 #define ADSERVE_V_CLICKS          "CLICKS"

@@ -117,7 +117,9 @@ get_cost(const cJSON *o, const char *name)
 {
     double  v = get_num(o, name, 0);
 
-    return v >= 0 && v < 1e9 ? v : 0;
+    /* past the API's bound (a record written around it): the bound, so that
+     * a floor never turns into none */
+    return v >= 0 ? (v <= ADSERVE_COST_MAX ? v : ADSERVE_COST_MAX) : 0;
 }
 
 
@@ -627,7 +629,7 @@ parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     li->active = adserve_vocab_str(adserve_li_status_names, get_str(o, "status"))
                  == ADSERVE_LI_ACTIVE
                  && li->tier >= 0 && li->cost_type >= 0
-                 && li->rate >= 0 && li->rate < 1e9
+                 && li->rate >= 0 && li->rate <= ADSERVE_COST_MAX
                  && !bad_flight && li->start < li->end;
 
     li->order_id = dup_str(sc, o, "order_id", &oom);

@@ -231,7 +231,7 @@ my @invalid = (
                                 qr/expire: must be an RFC 3339 date-time/ ],
     [ 'ext unknown',            { ext => { colour => 1 } },            qr/^ext\.colour: unknown property/ ],
     [ 'ext render_mode',        { ext => { native => { render_mode => 'svg' } } }, qr/^ext\.native\.render_mode: must be one of html, asset/ ],
-    [ 'ext negative cpa',       { ext => { default_cpa => -0.01 } },   qr/^ext\.default_cpa: must be >= 0/ ],
+    [ 'ext negative cpa',       { ext => { default_cpa => -0.01 } },   qr/^ext\.default_cpa: must be between 0 and 999999/ ],
     [ 'ext public_url',         { ext => { public_url => 'ftp://files.example/x' } }, qr/^ext\.public_url: must be an absolute http or https URL/ ],
     [ 'ext publisher unknown',  { ext => { publisher => { owner => 'x' } } }, qr/^ext\.publisher\.owner: unknown property/ ],
     [ 'ext inference keywords', { ext => { implicit_app_inference => { ua_keywords => undef } } },

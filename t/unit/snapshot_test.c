@@ -1069,16 +1069,20 @@ static void test_floor(void) {
 
     s = BUILD(UNIT("{'id':'u1','status':'ACTIVE','ext':{'target_ecpm':2}}"),
               UNIT("{'id':'u2','status':'ACTIVE'}"),
+              UNIT("{'id':'u3','status':'ACTIVE','ext':{'target_ecpm':5e9}}"),
               ORD(O1_J),
               LI(fmt("{'id':'pp-low','order_id':'o1','status':'ACTIVE','type':'PRICE_PRIORITY',"
                      "'priority':4,'cost_type':'CPM','rate':1.5,"
-                     "'targeting':{'ad_units':{'include':['u1','u2']}}}")),
+                     "'targeting':{'ad_units':{'include':['u1','u2','u3']}}}")),
               LI(li_rec("house", "HOUSE", 4, 0, NULL)),
               CRE(cr_rec("c-pp")), CRE(cr_rec("c-house")),
               LICA(lica_rec("pp-low", "c-pp", 1)), LICA(lica_rec("house", "c-house", 1)));
     if (s == NULL) return;
     u = unit(s, "u1");
     ok(u && u->floor == 2, "unit floor = ext.target_ecpm");
+    ok(unit(s, "u3") && unit(s, "u3")->floor == ADSERVE_COST_MAX,
+       "a target_ecpm past the API's bound (written around it): the bound, not no floor");
+    is_str(serve(s, "u3", NOW, 1), NULL, "... and nothing clears it");
     ok(unit(s, "u2") && unit(s, "u2")->floor == 0, "no target_ecpm: floor 0");
     is_str(serve(s, "u1", NOW, 1), "c-house", "PRICE_PRIORITY eCPM 1.5 under floor 2: skipped, the house serves");
     is_str(serve(s, "u2", NOW, 1), "c-pp", "the same line item serves on a unit without a floor");
