@@ -577,7 +577,8 @@ static const struct route_doc api_token_doc = {
 const struct route auth_routes[] = {
     { "POST", "/api/auth/login", api_auth_login, 0, BODY_JSON, &login_doc },
     { "POST", "/api/auth/refresh", api_auth_refresh, 0, BODY_JSON, &refresh_doc },
-    { "POST", "/api/auth/forgot-password", api_auth_forgot_password, 0, BODY_JSON, &forgot_doc },
+    { "POST", "/api/auth/forgot-password", api_auth_forgot_password, 0,
+      BODY_JSON_SPEC_VALIDATION, &forgot_doc },
     { "POST", "/api/auth/reset-password", api_auth_reset_password, 0, BODY_JSON, &reset_doc },
     { "GET", "/api/auth/me", api_auth_me, ROLES_ANY, BODY_NONE, &me_doc },
     { "GET", "/api/auth/check/operator", api_auth_check_operator, ROLE_ADMIN | ROLE_OPERATOR,

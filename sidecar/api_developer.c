@@ -95,6 +95,6 @@ static const struct route_doc ext_doc = {
 
 const struct route developer_routes[] = {
     { "PATCH", "/api/developer/control/ad-units/{ad_unit_id}/ext", api_developer_ad_unit_ext,
-      ROLE_ADMIN, BODY_JSON, &ext_doc },
+      ROLE_ADMIN, BODY_JSON_SPEC_400, &ext_doc },
 };
 const size_t developer_routes_count = sizeof developer_routes / sizeof developer_routes[0];

@@ -272,6 +272,42 @@ static int authenticate(struct MHD_Connection *conn, struct conn_ctx *cx, struct
     return 0;
 }
 
+/* A body refused before its handler (415, 400, 422 with a string), in the
+ * terms the spec fixes for the route (enum route_body). */
+static void reply_in_route_terms(const struct route *route, struct reply *rep)
+{
+    if (rep->status >= 500 || route->body == BODY_JSON)
+        return;
+    if (route->body == BODY_JSON_SPEC_400) {
+        if (rep->status == 415)
+            rep->status = 400;
+        return;
+    }
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(rep->body, "detail");
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", cJSON_IsString(d) ? d->valuestring : "invalid body");
+    cJSON *body = cJSON_CreateObject();
+    cJSON *list = body != NULL ? cJSON_AddArrayToObject(body, "detail") : NULL;
+    cJSON *item = list != NULL ? cJSON_CreateObject() : NULL;
+    if (item != NULL && !cJSON_AddItemToArray(list, item)) {
+        cJSON_Delete(item);
+        item = NULL;
+    }
+    cJSON *loc = item != NULL ? cJSON_AddArrayToObject(item, "loc") : NULL;
+    cJSON *where = loc != NULL ? cJSON_CreateString("body") : NULL;
+    if (where != NULL && !cJSON_AddItemToArray(loc, where)) {
+        cJSON_Delete(where);
+        where = NULL;
+    }
+    if (where == NULL || cJSON_AddStringToObject(item, "msg", msg) == NULL ||
+        cJSON_AddStringToObject(item, "type", "value_error") == NULL) {
+        cJSON_Delete(body);
+        reply_error(rep, 500, "internal error");
+        return;
+    }
+    reply_json(rep, 422, body);
+}
+
 /* Everything decidable from the request line and headers, so that bad
  * requests are refused before their body is read.  0 to go on reading. */
 static int check_headers(struct MHD_Connection *conn, struct conn_ctx *cx, const char *url,
@@ -292,10 +328,11 @@ static int check_headers(struct MHD_Connection *conn, struct conn_ctx *cx, const
     }
     if (cx->route->roles != 0 && authenticate(conn, cx, rep) != 0)
         return -1;
-    if (cx->route->body == BODY_JSON &&
+    if (cx->route->body != BODY_NONE &&
         !is_json_content_type(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                           MHD_HTTP_HEADER_CONTENT_TYPE))) {
         reply_error(rep, 415, "Content-Type must be application/json");
+        reply_in_route_terms(cx->route, rep);
         return -1;
     }
     if (announced_too_large(conn)) {
@@ -385,17 +422,19 @@ static enum MHD_Result on_body(struct conn_ctx *cx, const char *data, size_t *si
         refuse_body(cx);
         return MHD_YES;
     }
-    if (cx->route->body == BODY_JSON && body_append(cx, data, n) != 0)
+    if (cx->route->body != BODY_NONE && body_append(cx, data, n) != 0)
         return MHD_NO;
     return MHD_YES;
 }
 
 static void run_handler(struct conn_ctx *cx, struct request *req, struct reply *rep)
 {
-    if (cx->route->body == BODY_JSON) {
+    if (cx->route->body != BODY_NONE) {
         req->json = json_parse_object(cx->body, cx->body_len, rep);
-        if (req->json == NULL)
+        if (req->json == NULL) {
+            reply_in_route_terms(cx->route, rep);
             return;
+        }
     }
     cx->route->handler(req, rep);
     if (rep->status == 0)

@@ -17,7 +17,14 @@ typedef void route_handler(struct request *req, struct reply *rep);
 
 enum route_body {
     BODY_NONE,                   /* any body is read and discarded */
-    BODY_JSON,                   /* application/json object, parsed into req->json */
+    BODY_JSON,                   /* application/json object, parsed into req->json;
+                                    one it cannot take: 400, 415 or 422 with
+                                    {detail: string} */
+    /* the same, where the spec fixes the endpoint's failures, in its terms: */
+    BODY_JSON_SPEC_400,          /* endpoint 1: 400, 403, 404 or 422 only (a
+                                    body not application/json is a 400) */
+    BODY_JSON_SPEC_VALIDATION,   /* forgot-password: 422 only, with
+                                    {detail: [{loc, msg, type}]} */
 };
 
 struct schema;

@@ -113,6 +113,14 @@ detail_ok($t->api('PATCH', '/api/developer/control/ad-units/' . Adserve::Test::u
                   json => { ext => {} }), 404, 'an unknown ad unit');
 detail_ok($t->api('PATCH', '/api/developer/control/ad-units/not-a-uuid/ext', json => { ext => {} }),
           404, 'an id that is not a UUID');
+# the spec fixes this endpoint's failures to 400, 403, 404 and 422: a body that is not JSON
+# is a bad request, not a 415
+detail_ok($t->api('PATCH', $url, body => '{"ext":{}}', headers => { 'content-type' => 'text/plain' }),
+          400, 'a text/plain body', qr/Content-Type must be application\/json/);
+detail_ok($t->api('PATCH', $url, body => '{"ext":', headers => { 'content-type' => 'application/json' }),
+          400, 'malformed JSON', qr/malformed JSON/);
+detail_ok(ext_patch({ ext => { gpid => "a\x00b" } }), 422, 'a NUL in a string',
+          qr/field 'ext\.gpid' holds a control character/);
 
 # ---- 422, one per rule ---------------------------------------------------------------------------
 my $stored = $t->api('GET', "/api/ad-units/$unit->{id}")->{json};
