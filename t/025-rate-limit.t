@@ -41,4 +41,20 @@ sleep 2.2;
 is($t->ad($c->{unit})->{status}, 200, 'a second later, requests are served again');
 is($t->request('GET', '/healthz')->{status}, 200, 'the limit is on serving only');
 
+# a new rate through make run: a reload nginx can apply is a reload; one it refuses (limit_req
+# off changes its key, which a reload cannot do) is a restart, not a silent no-op
+my $master = $t->nginx_pid;
+$t->{env}{ADSERVE_RATE} = 2;
+my $out = $t->script('run', 'nginx');
+unlike($out, qr/restarting/, 'rate 1 -> 2: reloaded');
+is($t->nginx_pid, $master, '... by the same master');
+$t->{env}{ADSERVE_RATE} = 0;
+$out = $t->script('run', 'nginx');
+like($out, qr/nginx refused the reload .*restarting nginx/s, 'rate 2 -> 0: the reload is refused, said, and nginx restarted');
+isnt($t->nginx_pid, $master, '... a new master');
+ok($t->wait_until(5, sub { $t->workers_at($c->{rev}) }), '... serving the snapshot');
+my %after;
+$after{ $t->ad($c->{unit})->{status} }++ for 1 .. 150;
+is_deeply(\%after, { 200 => 150 }, '... with no limit: the change applied');
+
 done_testing;
