@@ -470,13 +470,15 @@ ngx_int_t ngx_http_adserve_explain_handler(ngx_http_request_t *r);
 
 /* ---- frequency caps: src/ngx_http_adserve_caps.c -------------------------
  *
- * adserve:fc:{user id}, a sorted set: one member "{line item id}:{request
- * id}" per ad of a capped line item, scored by its time. A request on a unit
- * with capped line items reads the user's members of the last
- * max_seconds; the read has adserve_cap_timeout, and when it is late, fails
- * or cannot be sent, the request goes on with caps unknown: capped line items
- * do not serve it (the safe outcome: a cap is never broken for want of an
- * answer; the ad slot goes to uncapped demand or stays empty). */
+ * adserve:fc:{user id}, a sorted set: one member "{line item id}:{24 random
+ * hex digits}" per ad of a capped line item, scored by its time. A request
+ * on a unit with capped line items reads the user's members of the last
+ * max_seconds, and reserves the ad of a capped line item it chose before
+ * answering (ngx_http_adserve_caps_reserve); the read and the reservations
+ * share adserve_cap_timeout, and when one is late, fails or cannot be sent,
+ * the request goes on with caps unknown: capped line items do not serve it
+ * (the safe outcome: a cap is never broken for want of an answer; the ad
+ * slot goes to uncapped demand or stays empty). */
 
 /* NGX_AGAIN: the read is under way, and done(r) follows when it ends (in
  * time or not), its result finalizing the request; NGX_DECLINED: caps stay

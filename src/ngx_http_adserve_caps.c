@@ -2,8 +2,8 @@
 /*
  * Frequency caps across workers and nodes: the user's recent ads of capped
  * line items live in Redis (adserve:fc:{user id}, see ngx_http_adserve.h),
- * read with a deadline when a request needs them, written when an ad of a
- * capped line item is served.
+ * read with a deadline when a request needs them, and reserved, an ad at a
+ * time, before an ad of a capped line item is answered.
  *
  * The caps have a connection of their own: behind an event batch on the
  * events connection, a read would wait for the batch (milliseconds, near
@@ -242,7 +242,7 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 }
 
 
-/* The reply's members into seen: "{line item id}:{request id}" and its
+/* The reply's members into seen: "{line item id}:{24 hex digits}" and its
  * time; members of line items this snapshot does not know are skipped. */
 static void
 ngx_http_adserve_caps_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
@@ -276,7 +276,7 @@ ngx_http_adserve_caps_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
             continue;
         }
 
-        /* "{line item id}:{request id}": the request id has a fixed length */
+        /* "{line item id}:{24 hex digits}": the suffix has a fixed length */
         if (m->len <= NGX_HTTP_ADSERVE_RID_HEX + 1
             || m->str[m->len - NGX_HTTP_ADSERVE_RID_HEX - 1] != ':')
         {
