@@ -203,38 +203,8 @@ static void api_auth_refresh(struct request *req, struct reply *rep)
 
 /* ---- forgot / reset password -------------------------------------------------- */
 
-/* ["body", ...path]: "a.b[2].c" -> "body", "a", "b", 2, "c". */
-static cJSON *loc_of(const char *path)
-{
-    cJSON *loc = cJSON_CreateArray();
-    char seg[256];
-    bool ok = loc != NULL && cJSON_AddItemToArray(loc, cJSON_CreateString("body"));
-
-    for (const char *p = path; ok && *p != '\0';) {
-        size_t n = strcspn(p, ".[]");
-        if (n > 0 && n < sizeof seg) {
-            memcpy(seg, p, n);
-            seg[n] = '\0';
-            char *end;
-            long idx = strtol(seg, &end, 10);
-            bool index = p > path && p[-1] == '[' && *end == '\0';
-            ok = cJSON_AddItemToArray(loc, index ? cJSON_CreateNumber((double)idx)
-                                                 : cJSON_CreateString(seg));
-        }
-        p += n;
-        while (*p == '.' || *p == '[' || *p == ']')
-            p++;
-    }
-    if (!ok) {
-        cJSON_Delete(loc);
-        return NULL;
-    }
-    return loc;
-}
-
-/* The spec's validation error of forgot-password, the one endpoint with
- * it: {"detail": [{"loc": ["body", ...], "msg": ..., "type": ...}]}; type
- * is "missing" for an absent field, else "value_error". */
+/* The spec's validation error of forgot-password (reply_validation_list);
+ * type is "missing" for an absent field, else "value_error". */
 static void reply_validation(struct reply *rep, const cJSON *in, const char *path,
                              const char *msg)
 {
@@ -245,25 +215,7 @@ static void reply_validation(struct reply *rep, const cJSON *in, const char *pat
              path);
     const char *type = first[0] != '\0' && cJSON_GetObjectItemCaseSensitive(in, first) == NULL
                            ? "missing" : "value_error";
-    cJSON *body = cJSON_CreateObject();
-    cJSON *list = body != NULL ? cJSON_AddArrayToObject(body, "detail") : NULL;
-    cJSON *item = list != NULL ? cJSON_CreateObject() : NULL;
-    if (item != NULL && !cJSON_AddItemToArray(list, item)) {
-        cJSON_Delete(item);
-        item = NULL;
-    }
-    cJSON *loc = item != NULL ? loc_of(path) : NULL;
-    if (loc != NULL && !cJSON_AddItemToObject(item, "loc", loc)) {
-        cJSON_Delete(loc);
-        loc = NULL;
-    }
-    if (loc == NULL || cJSON_AddStringToObject(item, "msg", msg) == NULL ||
-        cJSON_AddStringToObject(item, "type", type) == NULL) {
-        cJSON_Delete(body);
-        reply_error(rep, 500, "internal error");
-        return;
-    }
-    reply_json(rep, 422, body);
+    reply_validation_list(rep, path, msg, type);
 }
 
 /* Counts the request against both limits; *over when either is used up. */

@@ -286,26 +286,7 @@ static void reply_in_route_terms(const struct route *route, struct reply *rep)
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(rep->body, "detail");
     char msg[256];
     snprintf(msg, sizeof msg, "%s", cJSON_IsString(d) ? d->valuestring : "invalid body");
-    cJSON *body = cJSON_CreateObject();
-    cJSON *list = body != NULL ? cJSON_AddArrayToObject(body, "detail") : NULL;
-    cJSON *item = list != NULL ? cJSON_CreateObject() : NULL;
-    if (item != NULL && !cJSON_AddItemToArray(list, item)) {
-        cJSON_Delete(item);
-        item = NULL;
-    }
-    cJSON *loc = item != NULL ? cJSON_AddArrayToObject(item, "loc") : NULL;
-    cJSON *where = loc != NULL ? cJSON_CreateString("body") : NULL;
-    if (where != NULL && !cJSON_AddItemToArray(loc, where)) {
-        cJSON_Delete(where);
-        where = NULL;
-    }
-    if (where == NULL || cJSON_AddStringToObject(item, "msg", msg) == NULL ||
-        cJSON_AddStringToObject(item, "type", "value_error") == NULL) {
-        cJSON_Delete(body);
-        reply_error(rep, 500, "internal error");
-        return;
-    }
-    reply_json(rep, 422, body);
+    reply_validation_list(rep, "", msg, "value_error");
 }
 
 /* Everything decidable from the request line and headers, so that bad

@@ -103,6 +103,59 @@ void reply_free(struct reply *rep)
     rep->body = NULL;
 }
 
+/* ["body", ...path]: "a.b[2].c" -> "body", "a", "b", 2, "c". */
+static cJSON *loc_of(const char *path)
+{
+    cJSON *loc = cJSON_CreateArray();
+    char seg[256];
+    bool ok = loc != NULL && cJSON_AddItemToArray(loc, cJSON_CreateString("body"));
+
+    for (const char *p = path; ok && *p != '\0';) {
+        size_t n = strcspn(p, ".[]");
+        if (n > 0 && n < sizeof seg) {
+            memcpy(seg, p, n);
+            seg[n] = '\0';
+            char *end;
+            long idx = strtol(seg, &end, 10);
+            bool index = p > path && p[-1] == '[' && *end == '\0';
+            ok = cJSON_AddItemToArray(loc, index ? cJSON_CreateNumber((double)idx)
+                                                 : cJSON_CreateString(seg));
+        }
+        p += n;
+        while (*p == '.' || *p == '[' || *p == ']')
+            p++;
+    }
+    if (!ok) {
+        cJSON_Delete(loc);
+        return NULL;
+    }
+    return loc;
+}
+
+void reply_validation_list(struct reply *rep, const char *path, const char *msg,
+                           const char *type)
+{
+    cJSON *body = cJSON_CreateObject();
+    cJSON *list = body != NULL ? cJSON_AddArrayToObject(body, "detail") : NULL;
+    cJSON *item = list != NULL ? cJSON_CreateObject() : NULL;
+    if (item != NULL && !cJSON_AddItemToArray(list, item)) {
+        cJSON_Delete(item);
+        item = NULL;
+    }
+    cJSON *loc = item != NULL ? loc_of(path) : NULL;
+    if (loc != NULL && !cJSON_AddItemToObject(item, "loc", loc)) {
+        cJSON_Delete(loc);
+        loc = NULL;
+    }
+    if (loc == NULL || cJSON_AddStringToObject(item, "msg", msg) == NULL ||
+        cJSON_AddStringToObject(item, "type", type) == NULL) {
+        cJSON_Delete(body);
+        reply_error(rep, 500, "internal error");
+        return;
+    }
+    reply_json(rep, 422, body);
+}
+
 static bool only_whitespace(const char *p, const char *end)
 {
     for (; p < end; p++)

@@ -54,6 +54,12 @@ void reply_free(struct reply *rep);
  * when it failed for lack of memory: no message). */
 void reply_invalid(struct reply *rep, const struct schema_error *err);
 
+/* The spec's validation error (forgot-password's only failure): 422
+ * {"detail": [{"loc": ["body", ...path], "msg": msg, "type": type}]}, path
+ * as schema errors name it ("a.b[2].c"), "" for the body itself. */
+void reply_validation_list(struct reply *rep, const char *path, const char *msg,
+                           const char *type);
+
 /* schema_apply, answering rep as reply_invalid does when it fails. */
 cJSON *json_apply_schema(const struct schema *s, const cJSON *in, enum schema_mode mode,
                          struct reply *rep);
