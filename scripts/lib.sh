@@ -105,6 +105,12 @@ adserve_env() {
     LOG=$ADSERVE_VAR/log
 }
 
+# nginx_cmd ARGS...: the stack's nginx (its prefix, configuration and log)
+nginx_cmd() {
+    "$NGINX_BIN" -p "$ADSERVE_VAR/nginx/" -c "$ADSERVE_VAR/nginx/nginx.conf" \
+        -e "$ADSERVE_VAR/log/nginx-error.log" "$@"
+}
+
 # alive PIDFILE NAME: the process of the pid file runs, and is NAME
 alive() {
     local pid
