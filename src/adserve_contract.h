@@ -118,15 +118,19 @@
  * long history is one reply to parse, and a write is an append.
  *
  * What counts: the latest ADSERVE_HISTORY_MAX entries within
- * ADSERVE_HISTORY_SECONDS. The writer appends (APPEND), sets the string to
- * expire with its last entry, and cuts it to those ADSERVE_HISTORY_MAX
- * once APPEND's reply says it holds twice as many. */
+ * ADSERVE_HISTORY_SECONDS. The writer appends (APPEND); it sets the string
+ * to expire ADSERVE_HISTORY_SECONDS later when APPEND's reply shows it new
+ * or grown past a multiple of ADSERVE_HISTORY_TTL_EVERY entries (so it
+ * expires with one of its latest entries, with no EXPIRE per write); and
+ * it cuts the string to those ADSERVE_HISTORY_MAX once APPEND's reply
+ * says it holds twice as many. */
 #define ADSERVE_KEY_HISTORY              ADSERVE_KEY("rh:")        /* + user id */
 #define ADSERVE_HISTORY_ENTRY            16
 #define ADSERVE_HISTORY_SHOWN            's'
 #define ADSERVE_HISTORY_VIEWED           'v'
 #define ADSERVE_HISTORY_MAX              200
 #define ADSERVE_HISTORY_SECONDS          (7 * 86400)
+#define ADSERVE_HISTORY_TTL_EVERY        64
 
 typedef struct {
     uint64_t        hash;             /* adserve_hash of the item id */

@@ -48,10 +48,11 @@ static const char  ngx_http_adserve_history_cut[] =
     "return n\n";
 
 
-/* The key of an append in flight, for its reply (the request is gone by
- * then); free when len is 0. */
+/* The key of an append in flight, and the bytes it appends, for its reply
+ * (the request is gone by then); free when len is 0. */
 typedef struct {
     size_t  len;
+    size_t  appended;
     u_char  key[NGX_HTTP_ADSERVE_HISTORY_KEY];
 } ngx_http_adserve_history_slot_t;
 
@@ -63,6 +64,7 @@ static ngx_uint_t                       ngx_http_adserve_history_next;
 static ngx_int_t ngx_http_adserve_history_append(int argc, const char **argv,
     const size_t *argvlen);
 static void ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data);
+static void ngx_http_adserve_history_expire(const char *key, size_t len);
 
 
 static size_t
@@ -182,7 +184,7 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
     const adserve_item_t *const *shown, ngx_uint_t nshown, const adserve_str_t *viewed)
 {
     adserve_history_entry_t  e;
-    u_char                   key[NGX_HTTP_ADSERVE_HISTORY_KEY], ttl[NGX_INT_T_LEN];
+    u_char                   key[NGX_HTTP_ADSERVE_HISTORY_KEY];
     u_char                  *entries, *p;
     const char              *argv[3];
     size_t                   argvlen[3];
@@ -218,13 +220,28 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
     argv[2] = (char *) entries;
     argvlen[2] = n * ADSERVE_HISTORY_ENTRY;
 
-    if (ngx_http_adserve_history_append(3, argv, argvlen) != NGX_OK) {
+    /* with a slot, APPEND's reply says when the string needs its TTL;
+     * without one, it gets it now */
+    if (ngx_http_adserve_history_append(3, argv, argvlen) != NGX_DONE) {
         return;
     }
 
-    /* it expires with its last entry */
+    ngx_http_adserve_history_expire(argv[1], argvlen[1]);
+}
+
+
+/* EXPIRE: the string expires ADSERVE_HISTORY_SECONDS from now */
+static void
+ngx_http_adserve_history_expire(const char *key, size_t len)
+{
+    u_char       ttl[NGX_INT_T_LEN];
+    const char  *argv[3];
+    size_t       argvlen[3];
+
     argv[0] = "EXPIRE";
     argvlen[0] = sizeof("EXPIRE") - 1;
+    argv[1] = key;
+    argvlen[1] = len;
     argv[2] = (char *) ttl;
     argvlen[2] = ngx_sprintf(ttl, "%d", ADSERVE_HISTORY_SECONDS) - ttl;
 
@@ -232,7 +249,8 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
 }
 
 
-/* APPEND, with its reply awaited in a free slot when there is one */
+/* APPEND, with its reply awaited in a free slot when there is one (OK);
+ * DONE when it went without, DECLINED when it did not go */
 static ngx_int_t
 ngx_http_adserve_history_append(int argc, const char **argv, const size_t *argvlen)
 {
@@ -252,17 +270,24 @@ ngx_http_adserve_history_append(int argc, const char **argv, const size_t *argvl
             }
 
             slot->len = argvlen[1];
+            slot->appended = argvlen[2];
             ngx_memcpy(slot->key, argv[1], argvlen[1]);
             ngx_http_adserve_history_next = i + 1;
             return NGX_OK;
         }
     }
 
-    return ngx_http_adserve_user_write(argc, argv, argvlen, NULL, NULL);
+    if (ngx_http_adserve_user_write(argc, argv, argvlen, NULL, NULL) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    return NGX_DONE;
 }
 
 
-/* APPEND's reply, the string's length: the cut when it is due */
+/* APPEND's reply, the string's length: its TTL when the string is new or
+ * crossed a multiple of ADSERVE_HISTORY_TTL_EVERY entries (one EXPIRE for
+ * that many entries, not one a write), and the cut when it is due */
 static void
 ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
 {
@@ -270,15 +295,28 @@ ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
     redisReply                       *reply = r;
     u_char                            keep[NGX_INT_T_LEN];
     const char                       *argv[5];
-    size_t                            argvlen[5];
+    size_t                            argvlen[5], every, before;
 
     (void) ac;
 
     slot = &ngx_http_adserve_history_slots[(uintptr_t) data];
 
-    if (reply != NULL && reply->type == REDIS_REPLY_INTEGER
-        && reply->integer >= 2 * NGX_HTTP_ADSERVE_HISTORY_KEEP)
-    {
+    /* no length (a lost connection: the append may have landed): the
+     * TTL anyway, as the write without a slot does */
+    if (reply == NULL || reply->type != REDIS_REPLY_INTEGER || reply->integer < 0) {
+        ngx_http_adserve_history_expire((char *) slot->key, slot->len);
+        slot->len = 0;
+        return;
+    }
+
+    every = ADSERVE_HISTORY_TTL_EVERY * ADSERVE_HISTORY_ENTRY;
+    before = (size_t) reply->integer - ngx_min(slot->appended, (size_t) reply->integer);
+
+    if (before == 0 || before / every != (size_t) reply->integer / every) {
+        ngx_http_adserve_history_expire((char *) slot->key, slot->len);
+    }
+
+    if (reply->integer >= 2 * NGX_HTTP_ADSERVE_HISTORY_KEEP) {
         argv[0] = "EVAL";
         argvlen[0] = sizeof("EVAL") - 1;
         argv[1] = ngx_http_adserve_history_cut;

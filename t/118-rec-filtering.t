@@ -181,6 +181,21 @@ ok($cut, '... within 2 s of the answer that made it 418');
 is_deeply((history('vb-2'))[-1], [ fnv('n:0'), (history('vb-2'))[-1][1], 'v' ], '... the latest kept, last');
 my $ttl2 = $t->redis('TTL', 'adserve:rh:vb-2');
 ok($ttl2 > 6 * 86400 && $ttl2 <= 7 * 86400, "... and still expires with its last entry ($ttl2 s)");
+# the TTL is set when APPEND's reply shows the string new, or grown past a multiple of 64 entries
+# (ADSERVE_HISTORY_TTL_EVERY): not on every write. 19 entries an answer: 19, 38, 57, then 76 crosses 64.
+rec($nof18, 'vt-1', item_id => 'n:0');
+ok($t->wait_until(2, sub { $t->redis('TTL', 'adserve:rh:vt-1') > 6 * 86400 }), 'a new history gets its TTL at once');
+$t->redis('EXPIRE', 'adserve:rh:vt-1', 1000);
+my @ttls;
+for (2 .. 4) {
+    rec($nof18, 'vt-1', item_id => 'n:0');
+    $t->wait_until(2, sub { $t->redis('STRLEN', 'adserve:rh:vt-1') == 19 * 16 * $_ });
+    # the reply that sets it comes a round trip after the answer
+    $t->wait_until(1, sub { $t->redis('TTL', 'adserve:rh:vt-1') > 1000 }) if $_ == 4;
+    push @ttls, $t->redis('TTL', 'adserve:rh:vt-1') > 1000 ? 'refreshed' : 'kept';
+}
+is_deeply(\@ttls, [ 'kept', 'kept', 'refreshed' ],
+          '... then kept at 38 and 57 entries, and set again when the string passes 64 (76)');
 
 # ---- without a user, and with Redis stalled: recommended unfiltered ----------------------------------
 is_deeply(ids(rec($out, undef, item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'no user id: nothing to filter by');
