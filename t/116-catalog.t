@@ -152,6 +152,28 @@ is($t->api('GET', "$P?source_item_id=imp:1")->{json}{items}[0]{items}[0]{item_id
 my $upsert = $t->api('POST', '/api/line-items/batch', json => { items => [ { op => 'upsert', data => { name => 'x' } } ] });
 is($upsert->{json}{results}[0]{status}, 422, 'upsert on line items (no natural key): 422');
 
+# ---- counting many ids at once ------------------------------------------------------------------
+# Each request to a recommendation unit that names a catalog item counts a view of it, per item and in
+# its popularity: 2,499 distinct items back to back make about 5,000 counters in a worker's table
+# within a flush interval or two, more than one events batch takes (2,000 increments), so a table
+# drains over several batches. Every view arrives, once. (imp:1 has a pool, and is left out.)
+my $counting = $t->created('/api/ad-units', { code => "rec-count-$$", name => 'Counting', status => 'ACTIVE',
+                                              recommendation => { topn => 1 }, ext => { recommendation => { enabled => 1 } } })->{id};
+ok($t->wait_until(5, sub { $t->workers_at($t->revision) }), 'a recommendation unit, on every worker');
+my @views = $t->ads_pipelined($counting, [ map { { version => '0.1.0', ext => { item_id => "imp:$_" } } } 2 .. 2500 ]);
+is(scalar(grep { $_->{status} == 204 } @views), 2499, '2,499 requests, each naming another item (no pool: 204)');
+sub view_counts {
+    my %n;
+    for my $key (split /\n/, $t->redis('KEYS', 'adserve:stats:*')) {
+        my %h = split /\n/, $t->redis('HGETALL', $key);
+        for (keys %h) { $n{$1} += $h{$_} if /^it:imp:(\d+):view$/ }
+    }
+    return \%n;
+}
+ok($t->wait_until(10, sub { keys %{ view_counts() } == 2499 }), '... every item\'s view counted');
+my $counted = view_counts();
+is_deeply([ grep { ($counted->{$_} // 0) != 1 } 2 .. 2500 ], [], '... each exactly once');
+
 # ---- delete -------------------------------------------------------------------------------------
 is($t->api('DELETE', "$P/$pool->{id}")->{status}, 204, 'a pool: deleted');
 is($t->api('DELETE', "$I/$shoe->{id}")->{status}, 204, 'an item: deleted');
