@@ -83,38 +83,70 @@ static void client_of(const struct request *req, char client[CLIENT_ADDR_LEN])
         snprintf(client, CLIENT_ADDR_LEN, "unknown");
 }
 
-/* 0 when neither the account nor the client is locked out; else a 429
- * (or the store error) is in rep. */
-static int login_allowed(struct store_conn *c, const char *account, const char *client,
-                         struct reply *rep)
+/* The subject of an account and a client together: the account, a line
+ * feed (in no address), the client. */
+static void pair_subject(const char *account, const char *client,
+                         char out[EMAIL_MAX + 1 + CLIENT_ADDR_LEN])
 {
-    long wait_account = 0, wait_client = 0;
-    enum store_status st = ratelimit_check(c, &limit_login_account, account, &wait_account);
+    snprintf(out, EMAIL_MAX + 1 + CLIENT_ADDR_LEN, "%s\n%s", account, client);
+}
 
+static void too_many(struct reply *rep, long wait, const char *what)
+{
+    char value[24];
+
+    snprintf(value, sizeof value, "%ld", wait);
+    reply_error(rep, 429, "too many %s, retry in %ld s", what, wait);
+    reply_header(rep, MHD_HTTP_HEADER_RETRY_AFTER, value);
+}
+
+/* 0 when this client may try to sign in to this account now; else a 429
+ * (or the store error) is in rep. The client's attempts are counted here,
+ * failed or not. Failures shut out the pair (this account from this
+ * client) and the client (whatever the account); an account with many
+ * failures from everywhere is under attack, and then a client that failed
+ * on it even once waits for its window, while one that has not (the owner,
+ * elsewhere) still signs in. */
+static int login_allowed(struct store_conn *c, const char *account, const char *client,
+                         const char *pair, struct reply *rep)
+{
+    long wait = 0, attacked = 0;
+    bool over;
+    enum store_status st = ratelimit_check(c, &limit_login_attempts, client, &wait);
+
+    if (st == STORE_OK && wait == 0)
+        st = ratelimit_hit(c, &limit_login_attempts, client, &over);
+    if (st == STORE_OK && wait > 0) {
+        too_many(rep, wait, "sign-ins from this client");
+        return -1;
+    }
     if (st == STORE_OK)
-        st = ratelimit_check(c, &limit_login_client, client, &wait_client);
+        st = ratelimit_check(c, &limit_login_account, account, &attacked);
+    if (st == STORE_OK)
+        st = ratelimit_check(c, attacked ? &limit_login_pair_attacked : &limit_login_pair, pair,
+                             &wait);
+    if (st == STORE_OK && wait == 0)
+        st = ratelimit_check(c, &limit_login_client, client, &wait);
     if (st != STORE_OK) {
         reply_store_error(rep, st);
         return -1;
     }
-    long wait = wait_account > wait_client ? wait_account : wait_client;
     if (wait == 0)
         return 0;
-    char value[24];
-    snprintf(value, sizeof value, "%ld", wait);
-    reply_error(rep, 429, "too many failed logins, retry in %ld s", wait);
-    reply_header(rep, MHD_HTTP_HEADER_RETRY_AFTER, value);
+    too_many(rep, wait, "failed logins");
     return -1;
 }
 
 static void login_failed(struct store_conn *c, const char *account, const char *client,
-                         struct reply *rep)
+                         const char *pair, struct reply *rep)
 {
     bool over;
-    enum store_status st = ratelimit_hit(c, &limit_login_account, account, &over);
+    enum store_status st = ratelimit_hit(c, &limit_login_pair, pair, &over);
 
     if (st == STORE_OK)
         st = ratelimit_hit(c, &limit_login_client, client, &over);
+    if (st == STORE_OK)
+        st = ratelimit_hit(c, &limit_login_account, account, &over);
     if (st != STORE_OK) {
         reply_store_error(rep, st);
         return;
@@ -125,13 +157,14 @@ static void login_failed(struct store_conn *c, const char *account, const char *
 static void login(struct request *req, struct reply *rep, const cJSON *in)
 {
     const char *email = json_str_member(in, "email"), *password = json_str_member(in, "password");
-    char account[EMAIL_MAX + 1], client[CLIENT_ADDR_LEN];
+    char account[EMAIL_MAX + 1], client[CLIENT_ADDR_LEN], pair[EMAIL_MAX + 1 + CLIENT_ADDR_LEN];
     struct store_conn *c = request_store(req);
     struct user u;
 
     account_subject(email, account);
     client_of(req, client);
-    if (login_allowed(c, account, client, rep) != 0)
+    pair_subject(account, client, pair);
+    if (login_allowed(c, account, client, pair, rep) != 0)
         return;
     enum store_status st = find_user(c, account, &u);
     if (st != STORE_OK && st != STORE_NOT_FOUND) {
@@ -139,15 +172,21 @@ static void login(struct request *req, struct reply *rep, const cJSON *in)
         return;
     }
     /* Unknown accounts cost the same argon2 verification as known ones. */
-    bool ok = password_verify(st == STORE_OK ? u.password_hash : NULL, password);
+    enum password_check ok = password_verify(st == STORE_OK ? u.password_hash : NULL, password);
     sodium_memzero(u.password_hash, sizeof u.password_hash);
-    if (!ok) {
-        login_failed(c, account, client, rep);
+    if (ok == PASSWORD_BUSY) {
+        reply_error(rep, 503, "too many sign-ins at once, retry in 1 s");
+        reply_header(rep, MHD_HTTP_HEADER_RETRY_AFTER, "1");
         return;
     }
-    /* Success clears the account's failures (not the client's). */
+    if (ok != PASSWORD_OK) {
+        login_failed(c, account, client, pair, rep);
+        return;
+    }
+    /* Success clears this pair's failures (not the client's, nor the
+     * account's: those are others' too). */
     char refresh[REFRESH_TOKEN_LEN];
-    st = ratelimit_clear(c, &limit_login_account, account);
+    st = ratelimit_clear(c, &limit_login_pair, pair);
     if (st == STORE_OK)
         st = refresh_token_issue(c, &u, refresh);
     if (st != STORE_OK) {

@@ -115,14 +115,15 @@ int password_hash(const char *password, char out[crypto_pwhash_STRBYTES])
     return rc == 0 ? 0 : -1;
 }
 
-bool password_verify(const char *hash, const char *password)
+enum password_check password_verify(const char *hash, const char *password)
 {
     const char *h = hash != NULL && hash[0] != '\0' ? hash : auth.dummy_hash;
 
-    hashing_enter();
+    if (sem_trywait(&auth.hashing) != 0)
+        return PASSWORD_BUSY;
     int rc = crypto_pwhash_str_verify(h, password, strlen(password));
     hashing_leave();
-    return h != auth.dummy_hash && rc == 0;
+    return h != auth.dummy_hash && rc == 0 ? PASSWORD_OK : PASSWORD_WRONG;
 }
 
 /* The claims both JWT kinds share; the caller adds the kind's own. */

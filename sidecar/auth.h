@@ -56,10 +56,19 @@ long auth_reset_ttl(void);
 /* argon2id PHC string of password into out.  0 or -1 (out of memory). */
 int password_hash(const char *password, char out[crypto_pwhash_STRBYTES]);
 
+enum password_check {
+    PASSWORD_OK,
+    PASSWORD_WRONG,
+    PASSWORD_BUSY,          /* every hashing slot taken: not checked */
+};
+
 /* Checks password against hash; with hash NULL, burns the same time
- * against a dummy hash and answers false, so that unknown accounts cannot
- * be told apart by timing. */
-bool password_verify(const char *hash, const char *password);
+ * against a dummy hash and answers PASSWORD_WRONG, so that unknown
+ * accounts cannot be told apart by timing.  Never waits for a hashing
+ * slot: sign-ins that find them all taken are turned away (BUSY) rather
+ * than hold an HTTP thread, so hashing never takes more than
+ * HASH_CONCURRENCY of the HTTP_THREADS and other routes keep theirs. */
+enum password_check password_verify(const char *hash, const char *password);
 
 /* A signed access token for u (malloc'd; free()), NULL on failure. */
 char *access_token_issue(const struct user *u);

@@ -9,8 +9,12 @@
 
 #define KEY_MAX 128
 
-const struct rate_limit limit_login_account = { "login_account", 5, 15 * 60 };
+const struct rate_limit limit_login_pair = { "login_pair", 5, 15 * 60 };
+/* the same counter, held to 1 while its account is under attack */
+const struct rate_limit limit_login_pair_attacked = { "login_pair", 1, 15 * 60 };
+const struct rate_limit limit_login_account = { "login_account", 50, 15 * 60 };
 const struct rate_limit limit_login_client = { "login_client", 20, 15 * 60 };
+const struct rate_limit limit_login_attempts = { "login_attempts", 60, 60 };
 const struct rate_limit limit_reset_address = { "reset_address", 3, 3600 };
 const struct rate_limit limit_reset_client = { "reset_client", 10, 3600 };
 

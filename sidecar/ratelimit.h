@@ -1,15 +1,20 @@
-/* Fixed-window counters in Redis, for failed logins and reset mails.
+/* Fixed-window counters in Redis, for sign-ins and reset mails.
  *
  *   adserve:ratelimit:{limit name}:{SHA-256 of the subject, hex}
  *
  * a counter that expires window seconds after its first event (the
- * subject, an email address or a client address, is hashed so that no
- * address is stored in a key name).  The limits (README):
+ * subject, an email address, a client address or both, is hashed so that
+ * no address is stored in a key name).  The limits (README "Failed
+ * logins"), after OWASP's advice: failures shut out the place they come
+ * from, never the account's owner signing in from elsewhere.
  *
- *   login_account   5 failed logins per account per 15 min  -> 429
- *   login_client   20 failed logins per client per 15 min   -> 429
- *   reset_address   3 reset mails per address per hour      -> not sent
- *   reset_client   10 reset mails per client per hour       -> not sent */
+ *   login_pair       5 failed logins per account and client per 15 min -> 429
+ *                    (1 while the account is under attack, below)
+ *   login_client    20 failed logins per client per 15 min            -> 429
+ *   login_account   50 failed logins per account per 15 min: under attack
+ *   login_attempts  60 sign-ins per client per minute, failed or not  -> 429
+ *   reset_address    3 reset mails per address per hour               -> not sent
+ *   reset_client    10 reset mails per client per hour                -> not sent */
 #ifndef ADSERVE_RATELIMIT_H
 #define ADSERVE_RATELIMIT_H
 
@@ -25,7 +30,8 @@ struct rate_limit {
     long window;         /* seconds */
 };
 
-extern const struct rate_limit limit_login_account, limit_login_client;
+extern const struct rate_limit limit_login_pair, limit_login_pair_attacked;
+extern const struct rate_limit limit_login_account, limit_login_client, limit_login_attempts;
 extern const struct rate_limit limit_reset_address, limit_reset_client;
 
 #define CLIENT_ADDR_LEN INET6_ADDRSTRLEN

@@ -195,7 +195,7 @@ detail_ok(me($gone_login->{access_token}), 401, "a deleted user's access token")
 detail_ok(me($gone_api), 401, "a deleted user's API token");
 detail_ok(refresh($gone_login->{refresh_token}), 401, "a deleted user's refresh token");
 
-# ---- failed logins: per account ----------------------------------------------------------------------------
+# ---- failed logins: per account and client ------------------------------------------------------------
 # from one client address of its own, far from its limit (18 failures here)
 sub acct_login { direct_login('198.51.100.1', @_) }
 my $victim = make_user('victim@example.com', 'operator');
@@ -203,24 +203,84 @@ for my $i (1 .. 5) {
     detail_ok(acct_login('victim@example.com', "wrong-$i"), 401, "failure $i of 5");
 }
 $res = acct_login('victim@example.com', 'a-good-password');
-detail_ok($res, 429, 'the 6th attempt, even with the right password');
+detail_ok($res, 429, 'the 6th attempt from that client, even with the right password');
 my $retry = $res->{headers}{'retry-after'} // 0;
 ok($retry > 0 && $retry <= 900, "Retry-After within 15 minutes ($retry)");
 detail_ok(acct_login('VICTIM@example.com', 'a-good-password'), 429, 'the account is the address, whatever its case');
-my $counter = 'adserve:ratelimit:login_account:' . sha256_hex('victim@example.com');
-is($t->redis('GET', $counter), 5, 'a Redis counter, keyed by the hashed address');
-ok($t->redis('TTL', $counter) > 0, '... with a TTL');
+my $pair = 'adserve:ratelimit:login_pair:' . sha256_hex("victim\@example.com\n198.51.100.1");
+is($t->redis('GET', $pair), 5, 'a Redis counter per account and client, keyed by their hash');
+ok($t->redis('TTL', $pair) > 0, '... with a TTL');
+is(direct_login('198.51.100.2', 'victim@example.com', 'a-good-password')->{status}, 200,
+   'the owner, from another client, signs in: failures shut out where they come from, not the account');
 is(acct_login('operator@example.com', 'a-good-password')->{status}, 200, 'other accounts are not affected');
 detail_ok(acct_login('nobody@example.com', 'x'), 401, 'unknown accounts are counted alike ...') for 1 .. 5;
 detail_ok(acct_login('nobody@example.com', 'x'), 429, '... and locked alike (no enumeration)');
-$t->redis('DEL', $counter);
+$t->redis('DEL', $pair);
 is(acct_login('victim@example.com', 'a-good-password')->{status}, 200, 'after the window, the password works');
 
-# a success clears the account's failures
+# a success clears the pair's failures
 detail_ok(acct_login('victim@example.com', 'wrong'), 401, 'failure') for 1 .. 4;
 is(acct_login('victim@example.com', 'a-good-password')->{status}, 200, 'success after 4 failures');
 detail_ok(acct_login('victim@example.com', 'wrong'), 401, 'failure after the reset of the counter') for 1 .. 4;
 is(acct_login('victim@example.com', 'a-good-password')->{status}, 200, 'still not locked: the success cleared the count');
+
+# two real source addresses on loopback, through nginx: 127.0.0.2 guesses, 127.0.0.3 is the owner
+sub from {
+    my ($source, $email, $password) = @_;
+    my $http = HTTP::Tiny->new(timeout => 20, local_address => $source);
+    return $t->request('POST', '/api/auth/login', via => $http, json => { email => $email, password => $password });
+}
+my $owner = make_user('owner@example.com', 'operator');
+detail_ok(from('127.0.0.2', 'owner@example.com', "guess-$_"), 401, "127.0.0.2: wrong password $_") for 1 .. 5;
+detail_ok(from('127.0.0.2', 'owner@example.com', 'a-good-password'), 429, '127.0.0.2 is shut out of the account');
+is(from('127.0.0.3', 'owner@example.com', 'a-good-password')->{status}, 200, '127.0.0.3 signs in with the password');
+is(from('127.0.0.2', 'operator@example.com', 'a-good-password')->{status}, 200,
+   '127.0.0.2 may still sign in to another account (4 of its 20 failures left)');
+
+# an account under attack from many places (50 failures in the window): a client that failed on it even
+# once waits, one that never did (its owner) still signs in
+my $target = make_user('target@example.com', 'operator');
+for my $n (1 .. 10) {
+    direct_login("198.51.100.$_", 'target@example.com', 'x') for map { 100 + $n } 1 .. 5;
+}
+is($t->redis('GET', 'adserve:ratelimit:login_account:' . sha256_hex('target@example.com')), 50,
+   '50 failures on one account, 5 from each of 10 clients');
+detail_ok(direct_login('198.51.100.120', 'target@example.com', 'x'), 401, 'under attack: a new client may try once');
+detail_ok(direct_login('198.51.100.120', 'target@example.com', 'a-good-password'), 429,
+          '... and then waits, even with the right password');
+is(direct_login('198.51.100.121', 'target@example.com', 'a-good-password')->{status}, 200,
+   '... while the owner, who never failed, signs in');
+
+# sign-ins per client, failed or not: 60 a minute
+my $many = 0;
+$many++ while $many < 61 && direct_login('198.51.100.200', 'victim@example.com', 'a-good-password')->{status} == 200;
+is($many, 60, '60 sign-ins a minute from one client, even right ones');
+$res = direct_login('198.51.100.200', 'victim@example.com', 'a-good-password');
+detail_ok($res, 429, '... the 61st waits');
+ok(($res->{headers}{'retry-after'} // 0) > 0 && $res->{headers}{'retry-after'} <= 60, '... at most a minute');
+
+# sign-ins never take every HTTP thread: at most two hash a password at once, and a sign-in that
+# finds both busy is turned away at once (503, Retry-After: 1) instead of holding a thread
+my @kids;
+for my $k (1 .. 16) {
+    pipe(my $r, my $w) or die;
+    my $pid = fork // die;
+    if (!$pid) {
+        close $r;
+        my $res = direct_login("198.51.100.$k", 'victim@example.com', 'a-good-password');
+        print {$w} "$res->{status} " . ($res->{headers}{'retry-after'} // '-') . "\n";
+        exit 0;
+    }
+    close $w;
+    push @kids, [ $pid, $r ];
+}
+my $health = $t->request('GET', '/api/health');
+my @answers;
+for (@kids) { my ($pid, $r) = @$_; chomp(my $line = <$r> // 'none'); waitpid $pid, 0; push @answers, $line }
+is($health->{status}, 200, '16 sign-ins at once: /api/health answers meanwhile');
+is_deeply([ grep { $_ ne '200 -' && $_ ne '503 1' } @answers ], [], '... each sign-in 200, or 503 with Retry-After: 1');
+my $busy = grep { $_ eq '503 1' } @answers;
+ok($busy > 0, "... some turned away ($busy of 16): never more than two hash at once");
 
 # ---- failed logins: per client (X-Real-IP, set by nginx) -------------------------------------------------------
 for my $i (1 .. 20) {
