@@ -93,44 +93,6 @@ static enum store_status check_content(struct resource_write *w)
                                              : STORE_OK;
 }
 
-/* Whether the change touches what a reviewer approved (all but name). */
-static bool reviewed_change(const struct resource_write *w)
-{
-    for (const cJSON *c = w->changes->child; c != NULL; c = c->next)
-        if (strcmp(c->string, "name") != 0 && resource_changed(w, c->string))
-            return true;
-    return false;
-}
-
-static bool set_approval(cJSON *creative, adserve_approval_e value)
-{
-    cJSON *v = cJSON_CreateString(adserve_approval_names[value]);
-
-    if (v == NULL)
-        return false;
-    cJSON_DeleteItemFromObjectCaseSensitive(creative, "approval");
-    if (!cJSON_AddItemToObject(creative, "approval", v)) {
-        cJSON_Delete(v);
-        return false;
-    }
-    return true;
-}
-
-static enum store_status check_approval(struct resource_write *w)
-{
-    bool advertiser = w->advertiser != NULL;
-
-    if (advertiser && cJSON_GetObjectItemCaseSensitive(w->changes, "approval") != NULL)
-        return resource_refuse(w, 403, "approval: only admins and operators review creatives");
-    if (w->before == NULL && !json_has(w->changes, "approval"))
-        return set_approval(w->after, advertiser ? ADSERVE_APPROVAL_PENDING
-                                                     : ADSERVE_APPROVAL_APPROVED) ? STORE_OK
-                                                                            : STORE_ERROR;
-    if (w->before != NULL && advertiser && reviewed_change(w))
-        return set_approval(w->after, ADSERVE_APPROVAL_PENDING) ? STORE_OK : STORE_ERROR;
-    return STORE_OK;
-}
-
 /* A new size keeps fitting the line items of the creative's LICAs. */
 static enum store_status check_licas_fit(struct resource_write *w)
 {
@@ -163,7 +125,8 @@ static enum store_status creative_check(struct resource_write *w)
 {
     enum store_status st;
 
-    if ((st = check_approval(w)) != STORE_OK || w->rep->status != 0 ||
+    if ((st = resource_review(w, "creatives", (const char *const[]){ "name", NULL })) != STORE_OK ||
+        w->rep->status != 0 ||
         (st = check_content(w)) != STORE_OK || w->rep->status != 0)
         return st;
     return check_licas_fit(w);

@@ -15,7 +15,10 @@
  *   - priority defaults by type at creation: SPONSORSHIP 4, STANDARD 8,
  *     PRICE_PRIORITY 12, HOUSE 16 (as serving ranks them);
  *   - targeting: targeting_check (targeting.h) on every write that sends
- *     it; targeted sizes must keep fitting the creatives of its LICAs (409);
+ *     it, its references looked up for admins and operators only;
+ *     targeted sizes must keep fitting the creatives of its LICAs (409);
+ *   - approval: a review (resource_review), as creatives'; an advertiser's
+ *     change of anything but name and status makes it PENDING again;
  *   - delete while it has LICAs: 409. */
 #include "api.h"
 
@@ -64,6 +67,7 @@ static const struct resource_filter line_item_filters[] = {
     { "advertiser_id", "advertiser_id", NULL, false },
     { "status", "status", NULL, false },
     { "type", "type", NULL, false },
+    { "approval", "approval", NULL, false },
     { "q", "name", NULL, true },
     { NULL, NULL, NULL, false },
 };
@@ -168,11 +172,17 @@ static enum store_status line_item_check(struct resource_write *w)
         cJSON_AddNumberToObject(w->after, "priority",
                                 default_priority(json_str_member(w->after, "type"))) == NULL)
         return STORE_ERROR;
-    if ((st = check_terms(w)) != STORE_OK || w->rep->status != 0)
+    /* the review: an advertiser pausing or renaming needs none */
+    if ((st = resource_review(w, "line items", (const char *const[]){ "name", "status", NULL }))
+            != STORE_OK || w->rep->status != 0 ||
+        (st = check_terms(w)) != STORE_OK || w->rep->status != 0)
         return st;
+    /* an advertiser's targeting is not looked up: whether an ad unit,
+     * placement or key id exists would tell them what they may not see;
+     * what does not exist never matches, and the review reads it */
     if (resource_changed(w, "targeting") &&
         targeting_check(w->c, cJSON_GetObjectItemCaseSensitive(w->after, "targeting"),
-                        w->rep) != 0)
+                        w->advertiser == NULL, w->rep) != 0)
         return STORE_OK;                /* answered: 422, or 503 / 500 */
     if ((st = check_activation(w)) != STORE_OK || w->rep->status != 0)
         return st;
@@ -191,14 +201,15 @@ const struct resource resource_line_items = {
 RESOURCE_HANDLERS(line_items, resource_line_items)
 RESOURCE_DOCS(line_items, "LineItems", schema_line_item, schema_line_item_patch,
               schema_line_item_list_query,
-              "List line items, oldest first; filters: order_id, advertiser_id, status, type, q "
-              "(name substring); advertisers: their own",
+              "List line items, oldest first; filters: order_id, advertiser_id, status, type, "
+              "approval (the review queue: PENDING), q (name substring); advertisers: their own",
               "Create a line item (DRAFT) under an order the caller sees (422) that is not "
               "ARCHIVED (409); flight, goal and targeting checked (422)",
               "Get a line item (another advertiser's: 404)",
               "Update a line item; status: DRAFT -> ACTIVE <-> PAUSED -> COMPLETED, any -> "
               "ARCHIVED (else 409); activation needs an order not ARCHIVED and a flight not "
-              "ended (409)",
+              "ended (409); approval by admins and operators only (403); an advertiser's change "
+              "of anything but name and status makes it PENDING again",
               "Delete a line item without LICAs (else 409)");
 
 const struct route line_items_routes[] = {

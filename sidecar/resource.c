@@ -474,6 +474,49 @@ bool resource_changed(const struct resource_write *w, const char *field)
     return v != NULL && (w->before == NULL || !cJSON_Compare(v, member(w->before, field), true));
 }
 
+static bool set_approval(cJSON *record, adserve_approval_e value)
+{
+    cJSON *v = cJSON_CreateString(adserve_approval_names[value]);
+
+    if (v == NULL)
+        return false;
+    cJSON_DeleteItemFromObjectCaseSensitive(record, "approval");
+    if (!cJSON_AddItemToObject(record, "approval", v)) {
+        cJSON_Delete(v);
+        return false;
+    }
+    return true;
+}
+
+/* Whether the change touches what a reviewer approved. */
+static bool reviewed_change(const struct resource_write *w, const char *const *unreviewed)
+{
+    for (const cJSON *c = w->changes->child; c != NULL; c = c->next) {
+        bool free_to_change = false;
+        for (size_t i = 0; unreviewed[i] != NULL && !free_to_change; i++)
+            free_to_change = strcmp(c->string, unreviewed[i]) == 0;
+        if (!free_to_change && resource_changed(w, c->string))
+            return true;
+    }
+    return false;
+}
+
+enum store_status resource_review(struct resource_write *w, const char *what,
+                                  const char *const *unreviewed)
+{
+    bool advertiser = w->advertiser != NULL;
+
+    if (advertiser && cJSON_GetObjectItemCaseSensitive(w->changes, "approval") != NULL)
+        return resource_refuse(w, 403, "approval: only admins and operators review %s", what);
+    if (w->before == NULL && !json_has(w->changes, "approval"))
+        return set_approval(w->after, advertiser ? ADSERVE_APPROVAL_PENDING
+                                                     : ADSERVE_APPROVAL_APPROVED) ? STORE_OK
+                                                                            : STORE_ERROR;
+    if (w->before != NULL && advertiser && reviewed_change(w, unreviewed))
+        return set_approval(w->after, ADSERVE_APPROVAL_PENDING) ? STORE_OK : STORE_ERROR;
+    return STORE_OK;
+}
+
 const cJSON *resource_loaded(const struct resource_write *w, const char *field)
 {
     for (int i = 0; w->res->refs != NULL && w->res->refs[i].field != NULL && i < MAX_REFS; i++)

@@ -242,6 +242,15 @@ void resource_free_records(cJSON **recs, size_t n);
 /* Whether the member changes is in the input and differs from before's. */
 bool resource_changed(const struct resource_write *w, const char *field);
 
+/* approval as a review (README "Demand"), for creatives and line items:
+ * admins and operators set it (an advertiser sending it: 403, naming
+ * what); made by an admin or an operator, the resource is APPROVED unless
+ * they say otherwise; made by an advertiser, PENDING; and an advertiser's
+ * change of any field but the unreviewed ones (NULL-ended) makes it
+ * PENDING again, so nothing an advertiser wrote serves unreviewed. */
+enum store_status resource_review(struct resource_write *w, const char *what,
+                                  const char *const *unreviewed);
+
 /* ---- the demand model (api_*.c) --------------------------------------------------- */
 
 extern const struct resource resource_advertisers;

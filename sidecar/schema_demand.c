@@ -210,6 +210,13 @@ static const struct schema frequency_cap = { .name = "FrequencyCap", .type = SCH
 static const struct schema frequency_caps = { .type = SCHEMA_ARRAY, .items = &frequency_cap,
                                               .max_items = 8 };
 
+static const struct schema approval = {
+    .name = "Approval", .type = SCHEMA_STRING, .enum_values = adserve_approval_names,
+    .description = "a review, set by admins and operators (APPROVED by default when they make "
+                   "the resource); what an advertiser makes or changes is PENDING; only "
+                   "APPROVED serves",
+};
+
 static const struct schema_field line_item_fields[] = {
     ID_ROW,
     { "order_id", &schema_uuid, .required = true, .description = "cannot change" },
@@ -231,7 +238,10 @@ static const struct schema_field line_item_fields[] = {
     { "delivery", &delivery, .dflt = SCHEMA_JSON_STR(ADSERVE_V_EVEN) },
     { "frequency_caps", &frequency_caps, .dflt = "[]" },
     { "targeting", &schema_targeting, .dflt = "{}",
-      .description = "checked against what exists on every write that sends it" },
+      .description = "checked against what exists on every write that sends it (an "
+                     "advertiser's is taken as written: ids they may not see are not looked "
+                     "up, and the review decides)" },
+    { .name = "approval", .schema = &approval },
     META_ROWS,
     { NULL },
 };
@@ -244,6 +254,7 @@ static const struct schema_field line_item_query_fields[] = {
     { .name = "advertiser_id", .schema = &schema_uuid },
     { .name = "status", .schema = &line_item_status },
     { .name = "type", .schema = &line_item_type },
+    { .name = "approval", .schema = &approval },
     { .name = "q", .schema = &q },
     { NULL },
 };
@@ -255,11 +266,6 @@ static const struct schema creative_type = {
     .name = "CreativeType", .type = SCHEMA_STRING, .enum_values = adserve_creative_type_names,
     .description = "IMAGE has image_url, HTML has html, VIDEO has video, NATIVE has native "
                    "(the others are null)",
-};
-static const struct schema approval = {
-    .name = "CreativeApproval", .type = SCHEMA_STRING, .enum_values = adserve_approval_names,
-    .description = "set by admins and operators (APPROVED by default when they make it); a "
-                   "creative an advertiser makes or changes is PENDING; only APPROVED serves",
 };
 
 /* VIDEO: the spec shows no creative fields; the shape follows VAST 4.2's

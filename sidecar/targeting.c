@@ -718,7 +718,7 @@ static int check_refs(struct store_conn *c, const cJSON *t, struct kv_check *k,
     return k != NULL ? check_kv_refs(c, k, member(t, "kv")) : 0;
 }
 
-int targeting_check(struct store_conn *c, const cJSON *targeting, struct reply *rep)
+int targeting_check(struct store_conn *c, const cJSON *targeting, bool refs, struct reply *rep)
 {
     struct kv_check *k = NULL;
 
@@ -730,7 +730,7 @@ int targeting_check(struct store_conn *c, const cJSON *targeting, struct reply *
     if (k != NULL)
         k->rep = rep;
     int rc = check_local(targeting, k, rep);
-    if (rc == 0)
+    if (rc == 0 && refs)
         rc = check_refs(c, targeting, k, rep);
     kv_free(k);
     return rc;

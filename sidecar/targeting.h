@@ -17,8 +17,10 @@
  * kv (the spec's Expr), device, user, dayparts}. */
 extern const struct schema schema_targeting;
 
-/* Checks the references of a normalised targeting object. 0, or -1 with
- * the answer (422 naming the field, 503) in rep. */
-int targeting_check(struct store_conn *c, const cJSON *targeting, struct reply *rep);
+/* Checks a normalised targeting object: what serving compiles, always;
+ * with refs, that what it names exists (an advertiser's rule is taken as
+ * written: the answer must not tell which ids exist). 0, or -1 with the
+ * answer (422 naming the field, 503) in rep. */
+int targeting_check(struct store_conn *c, const cJSON *targeting, bool refs, struct reply *rep);
 
 #endif

@@ -324,7 +324,8 @@ typedef enum {
 
 extern const char *const adserve_lica_status_names[ADSERVE_LICA_STATUS_COUNT + 1];
 
-/* a creative's approval */
+/* a creative's or a line item's approval (a review of what an advertiser
+ * made or changed) */
 typedef enum {
     ADSERVE_APPROVAL_PENDING = 0,
     ADSERVE_APPROVAL_APPROVED,

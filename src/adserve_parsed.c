@@ -626,8 +626,14 @@ parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     t = get_str(o, "end_at");
     bad_flight |= t != NULL && adserve_parse_time(t, &li->end) != 0;
 
+    /* reviewed: an advertiser's line item waits for an operator's
+     * APPROVED; a record with no approval at all predates reviews (or a
+     * tool wrote it) and serves as before */
+    t = get_str(o, "approval");
     li->active = adserve_vocab_str(adserve_li_status_names, get_str(o, "status"))
                  == ADSERVE_LI_ACTIVE
+                 && (t == NULL
+                     || adserve_vocab_str(adserve_approval_names, t) == ADSERVE_APPROVAL_APPROVED)
                  && li->tier >= 0 && li->cost_type >= 0
                  && li->rate >= 0 && li->rate <= ADSERVE_COST_MAX
                  && !bad_flight && li->start < li->end;

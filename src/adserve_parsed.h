@@ -109,8 +109,9 @@ typedef enum {
 } adserve_rule_e;
 
 typedef struct {
-    int             active;           /* ACTIVE, a known type and cost type,
-                                       * a sane rate and a valid flight;
+    int             active;           /* ACTIVE, approved (or never
+                                       * reviewed), a known type and cost
+                                       * type, a sane rate and a valid flight;
                                        * whether its order lets it serve is
                                        * the build's to decide */
     int             tier;             /* adserve_tier_e */

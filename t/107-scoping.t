@@ -124,6 +124,58 @@ status_is($t->api('PATCH', "/api/creatives/$cr->{id}", json => { approval => 'AP
 status_is($t->api('GET', "/api/ad-units/$unit->{id}", @ops), 200, '... reads inventory');
 status_is($t->api('GET', '/api/users', @ops), 403, '... but not users');
 
+# ---- an advertiser's targeting is not looked up: no answer tells which ids exist ---------------------------
+my $ord = $t->created('/api/orders', { advertiser_id => $adv{Acme}{id}, name => 'Reviewed' }, @acme);
+my %li = (order_id => $ord->{id}, type => 'STANDARD', cost_type => 'CPM', rate => 2);
+my $random = Adserve::Test::uuid();
+for my $probe ([ 'ad_units', { ad_units => { include => [ $unit->{id} ] } }, { ad_units => { include => [ $random ] } } ],
+               [ 'placements', { placements => [ $place->{id} ] }, { placements => [ $random ] } ],
+               [ 'kv', { kv => { type => 'cmp', data => { lhs => [ 'k' ], op => 'eq', rhs => 'x' } } },
+                       { kv => { type => 'cmp', data => { lhs => [ 'no-such-key' ], op => 'eq', rhs => 'x' } } } ]) {
+    my ($what, $real, $made_up) = @$probe;
+    my @answers = map { $t->api('POST', '/api/line-items', json => { %li, name => "probe $what", targeting => $_ }, @acme) }
+                  $real, $made_up;
+    is_deeply([ map { $_->{status} } @answers ], [ 201, 201 ],
+              "targeting $what that exists and that does not: the same answer to an advertiser (201)");
+}
+status_is($t->api('POST', '/api/line-items', json => { %li, name => 'x', targeting => { ad_units => { include => [ $random ] } } }),
+          422, '... an admin is told the ad unit does not exist');
+
+# ---- an advertiser's line item waits for a review, as creatives do ----------------------------------------
+# a unit and an approved order, creative and LICA: all the line item needs to serve but its review
+my $serving = $t->created('/api/ad-units', { code => "reviewed-$$", name => 'Reviewed', status => 'ACTIVE',
+                                             display => { w => 300, h => 250 } });
+status_is($t->api('PATCH', "/api/orders/$ord->{id}", json => { status => 'APPROVED' }, @ops), 200, 'its order approved');
+my $sponsor = $t->api('POST', '/api/line-items', json => { %li, name => 'Takeover', type => 'SPONSORSHIP', priority => 1, rate => 0,
+    targeting => { ad_units => { include => [ $serving->{id} ] } } }, @acme);
+status_is($sponsor, 201, 'an advertiser makes a SPONSORSHIP priority 1 line item at rate 0');
+my $sid = $sponsor->{json}{id};
+is($sponsor->{json}{approval}, 'PENDING', '... PENDING');
+my $banner = $t->created('/api/creatives', { advertiser_id => $adv{Acme}{id}, name => 'Takeover banner', type => 'IMAGE',
+                                             w => 300, h => 250, image_url => 'https://cdn.example/t.png',
+                                             landing_url => 'https://acme.example/' });
+$t->created('/api/licas', { line_item_id => $sid, creative_id => $banner->{id} });
+status_is($t->api('PATCH', "/api/line-items/$sid", json => { status => 'ACTIVE' }, @acme), 200, '... and activates it');
+status_is($t->api('PATCH', "/api/line-items/$sid", json => { approval => 'APPROVED' }, @acme), 403,
+          '... but cannot approve it');
+sub serves { my $rev = $t->revision; $t->wait_until(5, sub { $t->workers_at($rev) });
+             my $res = $t->ad($serving->{id}); return $res->{status} == 200 ? 'served' : "no ad ($res->{status})" }
+is(serves(), 'no ad (204)', 'a PENDING line item does not serve');
+my $queue = $t->api('GET', '/api/line-items?approval=PENDING', @ops)->{json}{items};
+ok((grep { $_->{id} eq $sid } @$queue), 'the review queue (?approval=PENDING) holds it');
+is(scalar(grep { $_->{approval} ne 'PENDING' } @$queue), 0, '... and only what waits');
+status_is($t->api('PATCH', "/api/line-items/$sid", json => { approval => 'APPROVED' }, @ops), 200, 'an operator approves it');
+is(serves(), 'served', '... and it serves');
+status_is($t->api('PATCH', "/api/line-items/$sid", json => { name => 'Takeover, renamed', status => 'PAUSED' }, @acme), 200,
+          'the advertiser renames and pauses it');
+is($t->api('GET', "/api/line-items/$sid", @acme)->{json}{approval}, 'APPROVED', '... still APPROVED');
+status_is($t->api('PATCH', "/api/line-items/$sid", json => { status => 'ACTIVE', rate => 0.01 }, @acme), 200,
+          '... then resumes it at another rate');
+is($t->api('GET', "/api/line-items/$sid", @acme)->{json}{approval}, 'PENDING', '... PENDING again');
+is(serves(), 'no ad (204)', '... and it stops serving until reviewed');
+is($t->created('/api/line-items', { %li, name => 'By ops' }, @ops)->{approval}, 'APPROVED',
+   'a line item an operator makes is APPROVED');
+
 # ---- an advertiser user whose advertiser is gone sees nothing ---------------------------------------------
 my $lone = $t->created('/api/advertisers', { name => 'Lone' });
 status_is($t->api('POST', '/api/users', json => { email => 'lone@buyers.example', password => 'a-good-password',
