@@ -61,12 +61,18 @@ adserve_env() {
     # the loopback that the sidecar and nginx reach Redis on (make run's
     # Redis listens on both)
     export ADSERVE_REDIS_HOST=${ADSERVE_REDIS_HOST:-127.0.0.1}
+    # ADSERVE_REDIS_READ_PORT: where this node's nginx reads its snapshot
+    # (a replica of the primary at ADSERVE_REDIS_PORT; README "Many
+    # nodes"); what it writes, and caps, go to the primary
+    export ADSERVE_REDIS_READ_PORT=${ADSERVE_REDIS_READ_PORT:-$ADSERVE_REDIS_PORT}
     case $ADSERVE_REDIS_HOST in
-        127.0.0.1) ADSERVE_REDIS_ADDR=$ADSERVE_REDIS_HOST:$ADSERVE_REDIS_PORT ;;
-        ::1) ADSERVE_REDIS_ADDR=[$ADSERVE_REDIS_HOST]:$ADSERVE_REDIS_PORT ;;
+        127.0.0.1) ADSERVE_REDIS_ADDR=$ADSERVE_REDIS_HOST:$ADSERVE_REDIS_PORT
+                   ADSERVE_REDIS_READ_ADDR=$ADSERVE_REDIS_HOST:$ADSERVE_REDIS_READ_PORT ;;
+        ::1) ADSERVE_REDIS_ADDR=[$ADSERVE_REDIS_HOST]:$ADSERVE_REDIS_PORT
+             ADSERVE_REDIS_READ_ADDR=[$ADSERVE_REDIS_HOST]:$ADSERVE_REDIS_READ_PORT ;;
         *) die "ADSERVE_REDIS_HOST must be 127.0.0.1 or ::1 (make run's Redis is local)" ;;
     esac
-    export ADSERVE_REDIS_ADDR
+    export ADSERVE_REDIS_ADDR ADSERVE_REDIS_READ_ADDR
     # the demo publisher's page (make run seeds it unless ADSERVE_DEMO=off)
     export ADSERVE_DEMO_PORT=${ADSERVE_DEMO_PORT:-8082}
     export ADSERVE_DEMO=${ADSERVE_DEMO:-on}

@@ -102,6 +102,17 @@ sub new {
     $self->{env}{ADSERVE_CAP_TIMEOUT} = $opt{cap_timeout} if $opt{cap_timeout};
     # the loopback the sidecar and nginx reach Redis on: 127.0.0.1 or ::1
     $self->{env}{ADSERVE_REDIS_HOST} = $opt{redis_host} if $opt{redis_host};
+    # another node of a stack (README "Many nodes"): node_of => its first
+    # node, whose Redis it writes (and reads, unless redis_read_port names a
+    # replica) and whose secrets it shares (a token one node seals, any
+    # node opens); start it with components => ['nginx']
+    if (my $first = $opt{node_of}) {
+        $self->{env}{ADSERVE_REDIS_PORT} = $first->env->{ADSERVE_REDIS_PORT};
+        $self->{env}{$_} = $first->env->{$_} for qw(ADSERVE_ADMIN_EMAIL ADSERVE_ADMIN_PASSWORD);
+        mkdir "$var/secrets", 0700 or die "mkdir: $!";
+        system('cp', '-p', glob($first->var . '/secrets/*'), "$var/secrets/") == 0 or die 'cp secrets';
+    }
+    $self->{env}{ADSERVE_REDIS_READ_PORT} = $opt{redis_read_port} if $opt{redis_read_port};
     $live{"$self"} = $self;
     Scalar::Util::weaken($live{"$self"});
 
