@@ -270,11 +270,15 @@ static enum store_status reset_limits(struct store_conn *c, const char *email,
     return st;
 }
 
-/* Issues a reset token for u and queues the mail with its link. */
-static enum store_status send_reset(struct store_conn *c, const struct user *u)
+/* Issues a reset token for u and queues the mail with its link; for an
+ * address with no account (u NULL), the same work with a token never
+ * stored, to a decoy the mail thread drops: the answer's time must not
+ * tell the two apart. */
+static enum store_status send_reset(struct store_conn *c, const struct user *u,
+                                    const char *email)
 {
     char token[RESET_TOKEN_LEN], body[MAIL_BODY_MAX], what[96];
-    enum store_status st = reset_token_issue(c, u, token);
+    enum store_status st = u != NULL ? reset_token_issue(c, u, token) : reset_token_dummy(c, token);
 
     if (st != STORE_OK)
         return st;
@@ -286,12 +290,15 @@ static enum store_status send_reset(struct store_conn *c, const struct user *u)
                      "%s/reset-password?token=%s\r\n\r\n"
                      "The link works once and expires in %ld minutes. If you did not ask\r\n"
                      "for it, ignore this mail: your password stays as it is.\r\n",
-                     u->email, mail_public_url(), token, ttl / 60 > 0 ? ttl / 60 : 1);
+                     u != NULL ? u->email : email, mail_public_url(), token,
+                     ttl / 60 > 0 ? ttl / 60 : 1);
     sodium_memzero(token, sizeof token);
-    snprintf(what, sizeof what, "password reset mail for user %s", u->id);
+    snprintf(what, sizeof what, "password reset mail for user %s",
+             u != NULL ? u->id : "00000000-0000-0000-0000-000000000000");
     if (n > 0 && (size_t)n < sizeof body)
-        (void)mail_queue(u->email, "Reset your adserve password", body, what);  /* logs */
-    else
+        (void)mail_queue(u != NULL ? u->email : email, "Reset your adserve password", body, what,
+                         u != NULL);                                       /* logs */
+    else if (u != NULL)
         log_line("%s not sent: the message does not fit", what);
     sodium_memzero(body, sizeof body);
     return STORE_OK;    /* a mail problem never changes the answer */
@@ -328,7 +335,7 @@ static void forgot_password(struct request *req, struct reply *rep, const cJSON 
             freeReplyObject(r);
         log_line("password reset mail suppressed by its rate limit (%lld so far)", count);
     } else if (st == STORE_OK) {
-        st = exists ? send_reset(c, &u) : reset_token_dummy(c);
+        st = send_reset(c, exists ? &u : NULL, email);
     }
     if (st != STORE_OK) {
         reply_store_error(rep, st);

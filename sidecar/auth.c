@@ -389,13 +389,12 @@ enum store_status reset_token_issue(struct store_conn *c, const struct user *u,
     return st;
 }
 
-enum store_status reset_token_dummy(struct store_conn *c)
+enum store_status reset_token_dummy(struct store_conn *c, char out[RESET_TOKEN_LEN])
 {
-    char token[RESET_TOKEN_LEN], key[KEY_MAX];
+    char key[KEY_MAX];
 
-    if (new_reset_token(token, key) != 0)
+    if (new_reset_token(out, key) != 0)
         return STORE_ERROR;
-    sodium_memzero(token, sizeof token);
     return store_do(c, (const char *[]){ "EXISTS", key, NULL });
 }
 

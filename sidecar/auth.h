@@ -98,9 +98,10 @@ enum refresh_result refresh_token_rotate(struct store_conn *c, const char *token
 enum store_status reset_token_issue(struct store_conn *c, const struct user *u,
                                     char out[RESET_TOKEN_LEN]);
 
-/* The Redis work of reset_token_issue without a token, for addresses with
- * no account, so that both answer in about the same time. */
-enum store_status reset_token_dummy(struct store_conn *c);
+/* The Redis work of reset_token_issue for addresses with no account, so
+ * that both answer in about the same time: out is a token of the same
+ * length that was never stored. */
+enum store_status reset_token_dummy(struct store_conn *c, char out[RESET_TOKEN_LEN]);
 
 /* Uses up a reset token: its user id and the session_gen it was issued
  * under.  STORE_NOT_FOUND when unknown, used or expired. */

@@ -24,6 +24,7 @@ struct mail {
     struct mail *next;
     char *to, *subject, *body;
     char what[WHAT_MAX];
+    bool send;                      /* false: a decoy, dropped */
 };
 
 static struct {
@@ -130,7 +131,8 @@ static void mail_free(struct mail *m)
     free(m);
 }
 
-int mail_queue(const char *to, const char *subject, const char *body, const char *what)
+int mail_queue(const char *to, const char *subject, const char *body, const char *what,
+               bool send)
 {
     struct mail *m = calloc(1, sizeof *m);
 
@@ -141,6 +143,7 @@ int mail_queue(const char *to, const char *subject, const char *body, const char
         return -1;
     }
     snprintf(m->what, sizeof m->what, "%s", what);
+    m->send = send;
     pthread_mutex_lock(&M.lock);
     bool full = !M.running || M.stop || M.queued >= MAIL_QUEUE_MAX;
     if (!full) {
@@ -150,7 +153,6 @@ int mail_queue(const char *to, const char *subject, const char *body, const char
             M.head = m;
         M.tail = m;
         M.queued++;
-        pthread_cond_signal(&M.wake);
     }
     pthread_mutex_unlock(&M.lock);
     if (full) {
@@ -316,13 +318,25 @@ static void deliver(const struct mail *m, bool stopping)
         log_line("%s lost: the outbox cannot be written", m->what);
 }
 
+/* Waits MAIL_POLL_MS, or less when stopping (with M.lock held). */
+static void nap(void)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += MAIL_POLL_MS * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(&M.wake, &M.lock, &until);
+}
+
 static void *worker(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&M.lock);
     for (;;) {
         while (M.head == NULL && !M.stop)
-            pthread_cond_wait(&M.wake, &M.lock);
+            nap();
         struct mail *m = M.head;
         if (m == NULL)
             break;                  /* stopping, and nothing left */
@@ -332,7 +346,8 @@ static void *worker(void *arg)
         M.queued--;
         bool stopping = M.stop;
         pthread_mutex_unlock(&M.lock);
-        deliver(m, stopping);
+        if (m->send)
+            deliver(m, stopping);
         mail_free(m);
         pthread_mutex_lock(&M.lock);
     }
