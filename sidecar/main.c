@@ -7,6 +7,11 @@
  *   ADSERVE_REDIS_HOST      127.0.0.1   Redis host (an IP address avoids a
  *                                       blocking DNS lookup per reconnect).
  *   ADSERVE_REDIS_PORT      6380        Redis port.
+ *   ADSERVE_REDIS_SENTINELS (unset)     IP:port[,IP:port...] of Redis
+ *                                       Sentinels: the primary is found
+ *                                       through them, again after a
+ *                                       failover (host and port unused).
+ *   ADSERVE_REDIS_MASTER    adserve     The name the sentinels monitor.
  *   ADSERVE_VAR             var         Runtime folder (secrets/ lives here).
  *   ADSERVE_JWT_SECRET      (generated) HS256 signing key, at least 32
  *                                       bytes.  When unset, the contents of
@@ -202,6 +207,11 @@ static int run(const struct config *cfg, const sigset_t *stop)
         log_line("cannot initialise authentication");
     else if (store_init(cfg->redis_host, (int)cfg->redis_port, HTTP_THREADS) != 0)
         log_line("cannot initialise the redis pool");
+    else if (getenv("ADSERVE_REDIS_SENTINELS") != NULL && getenv("ADSERVE_REDIS_SENTINELS")[0] &&
+             store_use_sentinels(getenv("ADSERVE_REDIS_SENTINELS"),
+                                 env_or("ADSERVE_REDIS_MASTER", "adserve")) != 0)
+        log_line("ADSERVE_REDIS_SENTINELS must be IP:port[,IP:port...] (at most %d)",
+                 STORE_SENTINELS);
     else if (ratelimit_init(getenv("ADSERVE_PROXY_TOKEN")) != 0)
         log_line("ADSERVE_PROXY_TOKEN must be 32 to 127 bytes");
     else if (mail_init(cfg->var_dir) != 0)

@@ -15,8 +15,14 @@
 #define STORE_MAX_ARGS 64
 #define STORE_MAX_PIPELINE 10000      /* = TXN_MAX_CMDS: a subtree move */
 
+struct store_addr {
+    char host[256];
+    int port;
+};
+
 struct store_conn {
     redisContext *ctx;
+    struct store_addr at;   /* where ctx is connected */
     double last_used_ms;
     bool in_use;
     bool watching;       /* a WATCH is active: UNWATCH before reuse */
@@ -25,6 +31,9 @@ struct store_conn {
 static struct {
     char host[256];
     int port;
+    struct store_addr sentinels[STORE_SENTINELS];
+    int nsentinels;
+    char master[64];
     int size;
     struct store_conn *conns;
     pthread_mutex_t lock;
@@ -35,16 +44,16 @@ static struct {
     .freed = PTHREAD_COND_INITIALIZER,
 };
 
-static void mark_down(const char *why)
+static void mark_down(const struct store_addr *at, const char *why)
 {
     if (!atomic_exchange(&pool.down, true))
-        log_line("redis %s:%d unavailable: %s", pool.host, pool.port, why);
+        log_line("redis %s:%d unavailable: %s", at->host, at->port, why);
 }
 
-static void mark_up(void)
+static void mark_up(const struct store_addr *at)
 {
     if (atomic_exchange(&pool.down, false))
-        log_line("redis %s:%d reachable again", pool.host, pool.port);
+        log_line("redis %s:%d reachable again", at->host, at->port);
 }
 
 int store_init(const char *host, int port, int pool_size)
@@ -59,22 +68,99 @@ int store_init(const char *host, int port, int pool_size)
     return 0;
 }
 
+int store_use_sentinels(const char *sentinels, const char *master)
+{
+    const char *p = sentinels;
+
+    if (copy_str(pool.master, sizeof pool.master, master) != 0 || master[0] == '\0')
+        return -1;
+    while (*p != '\0') {
+        size_t len = strcspn(p, ",");
+        const char *colon = memchr(p, ':', len);
+        struct store_addr *a = &pool.sentinels[pool.nsentinels];
+        char *end;
+
+        if (pool.nsentinels == STORE_SENTINELS || colon == NULL ||
+            (size_t)(colon - p) >= sizeof a->host || colon == p)
+            return -1;
+        memcpy(a->host, p, (size_t)(colon - p));
+        a->host[colon - p] = '\0';
+        long port = strtol(colon + 1, &end, 10);
+        if (end != p + len || port < 1 || port > 65535)
+            return -1;
+        a->port = (int)port;
+        pool.nsentinels++;
+        p += len + (p[len] == ',');
+    }
+    return pool.nsentinels > 0 ? 0 : -1;
+}
+
+/* The primary's address, from the first sentinel that knows it. */
+static int ask_sentinels(struct store_addr *out)
+{
+    const struct timeval tv = { 0, 500 * 1000 };
+
+    for (int i = 0; i < pool.nsentinels; i++) {
+        redisContext *s = redisConnectWithTimeout(pool.sentinels[i].host, pool.sentinels[i].port, tv);
+        redisReply *r = NULL;
+        bool ok = false;
+
+        if (s != NULL && s->err == 0 && redisSetTimeout(s, tv) == REDIS_OK)
+            r = redisCommandArgv(s, 3, (const char *[]){ "SENTINEL", "get-master-addr-by-name",
+                                                         pool.master }, NULL);
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
+            copy_str(out->host, sizeof out->host, r->element[0]->str) == 0) {
+            out->port = atoi(r->element[1]->str);
+            ok = out->port > 0;
+        }
+        if (r != NULL)
+            freeReplyObject(r);
+        if (s != NULL)
+            redisFree(s);
+        if (ok)
+            return 0;
+    }
+    return -1;
+}
+
 static void drop(struct store_conn *c, const char *why)
 {
-    mark_down(why);
+    mark_down(&c->at, why);
     if (c->ctx != NULL)
         redisFree(c->ctx);
     c->ctx = NULL;
     c->watching = false;
 }
 
+/* Whether the server is a primary: after a failover, the old one may come
+ * back as a replica while a sentinel still names it. */
+static bool is_primary(struct store_conn *c)
+{
+    redisReply *r = redisCommand(c->ctx, "ROLE");
+    bool yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+               r->element[0]->type == REDIS_REPLY_STRING &&
+               strcmp(r->element[0]->str, "master") == 0;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return yes;
+}
+
 static void store_connect(struct store_conn *c)
 {
     const struct timeval tv = { STORE_TIMEOUT_MS / 1000, (STORE_TIMEOUT_MS % 1000) * 1000 };
 
-    c->ctx = redisConnectWithTimeout(pool.host, pool.port, tv);
+    if (pool.nsentinels == 0) {
+        snprintf(c->at.host, sizeof c->at.host, "%s", pool.host);
+        c->at.port = pool.port;
+    } else if (ask_sentinels(&c->at) != 0) {
+        mark_down(&c->at, "no sentinel named the primary");
+        return;
+    }
+    c->ctx = redisConnectWithTimeout(c->at.host, c->at.port, tv);
     if (c->ctx == NULL) {
-        mark_down("out of memory");
+        mark_down(&c->at, "out of memory");
         return;
     }
     if (c->ctx->err != 0) {
@@ -85,8 +171,12 @@ static void store_connect(struct store_conn *c)
         drop(c, "cannot set socket timeout");
         return;
     }
+    if (pool.nsentinels > 0 && !is_primary(c)) {
+        drop(c, "the server the sentinels named is not a primary (yet)");
+        return;
+    }
     c->last_used_ms = monotonic_ms();
-    mark_up();
+    mark_up(&c->at);
 }
 
 /* A pooled connection may have been closed by Redis (restart, timeout)
@@ -162,7 +252,15 @@ static int count_args(const char *const *argv)
 static bool error_is_transient(const redisReply *r)
 {
     return strncmp(r->str, "LOADING", 7) == 0 || strncmp(r->str, "BUSY", 4) == 0 ||
-           strncmp(r->str, "MASTERDOWN", 10) == 0;
+           strncmp(r->str, "MASTERDOWN", 10) == 0 || strncmp(r->str, "READONLY", 8) == 0;
+}
+
+/* A write answered READONLY: the server was demoted (a failover); the
+ * connection goes, and the next one finds the primary. */
+static void drop_if_demoted(struct store_conn *c, const redisReply *r)
+{
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0)
+        drop(c, "the server is a replica now (READONLY)");
 }
 
 /* Classifies a reply that arrived; frees it unless it is a success. */
@@ -202,6 +300,7 @@ enum store_status store_cmd(struct store_conn *c, redisReply **reply,
     }
     c->last_used_ms = monotonic_ms();
     track_watch(c, argv[0]);
+    drop_if_demoted(c, r);
     enum store_status st = check_reply(r);
     if (st == STORE_OK)
         *reply = r;
@@ -308,7 +407,12 @@ enum store_status store_pipeline(struct store_conn *c, const char *const *const 
             st = STORE_UNAVAILABLE;
             break;
         }
+        drop_if_demoted(c, r);
         enum store_status e = check_reply(r);
+        if (c->ctx == NULL) {       /* demoted: the rest of the replies are gone */
+            st = STORE_UNAVAILABLE;
+            break;
+        }
         if (e != STORE_OK) {
             if (st == STORE_OK)
                 st = e;

@@ -25,6 +25,16 @@ struct store_conn;
 
 /* Prepares pool_size connection slots; connections are opened lazily. */
 int store_init(const char *host, int port, int pool_size);
+
+/* Finds the primary through Redis Sentinel from now on (README "Many
+ * nodes"): sentinels is "IP:port[,IP:port...]" (at most STORE_SENTINELS),
+ * master the name they monitor. Each (re)connect asks them in turn for the
+ * primary's address (SENTINEL get-master-addr-by-name) and checks that it
+ * is one (ROLE); a connection whose server turns out to be a replica
+ * (READONLY, after a failover) is dropped, so the next one asks again.
+ * 0, or -1 when the list is malformed. */
+#define STORE_SENTINELS 8
+int store_use_sentinels(const char *sentinels, const char *master);
 void store_shutdown(void);
 
 /* Takes a connection slot, waiting for one to be free, and (re)connects
