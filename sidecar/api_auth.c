@@ -10,6 +10,7 @@
 #include "schema_auth.h"
 #include "txn.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,10 +78,24 @@ static void account_subject(const char *email, char out[EMAIL_MAX + 1])
     out[i] = '\0';
 }
 
+/* The client, as the limits count it: its IPv4 address, or its IPv6 /64
+ * (what one subscriber gets: counting single IPv6 addresses would give
+ * one guesser 2^64 of them). */
 static void client_of(const struct request *req, char client[CLIENT_ADDR_LEN])
 {
-    if (request_client(req, client) != 0)
+    struct in6_addr a;
+    size_t n;
+
+    if (request_client(req, client) != 0) {
         snprintf(client, CLIENT_ADDR_LEN, "unknown");
+        return;
+    }
+    if (strchr(client, ':') == NULL || inet_pton(AF_INET6, client, &a) != 1)
+        return;
+    memset(a.s6_addr + 8, 0, 8);
+    if (inet_ntop(AF_INET6, &a, client, CLIENT_ADDR_LEN) != NULL &&
+        (n = strlen(client)) + 3 < CLIENT_ADDR_LEN)
+        memcpy(client + n, "/64", 4);
 }
 
 /* The subject of an account and a client together: the account, a line

@@ -24,7 +24,7 @@ struct mail {
     struct mail *next;
     char *to, *subject, *body;
     char what[WHAT_MAX];
-    bool send;                      /* false: a decoy, dropped */
+    bool send;                      /* false: a decoy, never queued */
 };
 
 static struct {
@@ -144,9 +144,11 @@ int mail_queue(const char *to, const char *subject, const char *body, const char
     }
     snprintf(m->what, sizeof m->what, "%s", what);
     m->send = send;
+    /* a decoy takes the lock and looks at the queue as a mail does, but
+     * takes no place in it: decoys never crowd out real mails */
     pthread_mutex_lock(&M.lock);
     bool full = !M.running || M.stop || M.queued >= MAIL_QUEUE_MAX;
-    if (!full) {
+    if (!full && send) {
         if (M.tail != NULL)
             M.tail->next = m;
         else
@@ -155,10 +157,11 @@ int mail_queue(const char *to, const char *subject, const char *body, const char
         M.queued++;
     }
     pthread_mutex_unlock(&M.lock);
-    if (full) {
+    if (full && send)
         log_line("%s dropped: the mail queue is full or stopped", what);
+    if (full || !send) {
         mail_free(m);
-        return -1;
+        return full ? -1 : 0;
     }
     return 0;
 }
@@ -323,7 +326,7 @@ static void nap(void)
 {
     struct timespec until;
 
-    clock_gettime(CLOCK_REALTIME, &until);
+    clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_nsec += MAIL_POLL_MS * 1000000L;
     until.tv_sec += until.tv_nsec / 1000000000L;
     until.tv_nsec %= 1000000000L;
@@ -346,8 +349,7 @@ static void *worker(void *arg)
         M.queued--;
         bool stopping = M.stop;
         pthread_mutex_unlock(&M.lock);
-        if (m->send)
-            deliver(m, stopping);
+        deliver(m, stopping);
         mail_free(m);
         pthread_mutex_lock(&M.lock);
     }
@@ -386,6 +388,16 @@ int mail_init(const char *var_dir)
     }
     M.curl_ready = true;
     M.stop = false;
+    /* the thread's naps are on the monotonic clock: a wall clock set back
+     * must not hold the mails */
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0 ||
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
+        pthread_cond_destroy(&M.wake) != 0 || pthread_cond_init(&M.wake, &attr) != 0) {
+        log_line("cannot set up the mail thread's clock");
+        return -1;
+    }
+    pthread_condattr_destroy(&attr);
     int rc = pthread_create(&M.thread, NULL, worker, NULL);
     if (rc != 0) {
         log_line("cannot start the mail thread: %s", strerror(rc));

@@ -8,8 +8,8 @@
  * woken by a request ran at once beside it (two cores) and made that
  * request's answer about 0.1 ms slower: enough to tell, over a hundred
  * tries, which addresses have an account (issue 18). A request that must
- * not send (forgot-password for an unknown address) queues a decoy of the
- * same size, which the thread drops unsent.  When ADSERVE_SMTP_URL is unset, or
+ * not send (forgot-password for an unknown address) makes a decoy of the
+ * same size, which is dropped before the queue.  When ADSERVE_SMTP_URL is unset, or
  * sending fails, the message is appended to the Redis stream
  * adserve:outbox instead (fields at, from, to, subject, body; capped at
  * about OUTBOX_MAXLEN entries), and a line says so in the log.  Log lines
@@ -50,9 +50,9 @@ const char *mail_public_url(void);
 
 /* Queues a text/plain message to the address to (already validated),
  * copying everything; what names it in the log ("password reset mail for
- * user <id>"). With send false, the same work for a decoy the thread drops
- * unsent and unlogged. 0, or -1 when the queue is full or memory ran out
- * (logged): the message is dropped. */
+ * user <id>"). With send false, the same work for a decoy, which is then
+ * dropped: never queued, sent or logged. 0, or -1 when the queue is full
+ * or memory ran out (logged for a real mail): the message is dropped. */
 int mail_queue(const char *to, const char *subject, const char *body, const char *what,
                bool send);
 

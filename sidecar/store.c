@@ -447,16 +447,23 @@ enum store_status store_exec(struct store_conn *c,
         return STORE_ERROR;
     }
     /* MULTI's +OK and each +QUEUED (or a queueing error, which makes EXEC
-     * answer EXECABORT, checked below). */
+     * answer EXECABORT, checked below); -READONLY: a demoted primary */
+    bool demoted = false;
     for (size_t i = 0; i < n + 1; i++) {
         redisReply *r = read_reply(c);
         if (r == NULL)
             return STORE_UNAVAILABLE;
+        demoted |= r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0;
         freeReplyObject(r);
     }
     redisReply *r = read_reply(c);
     if (r == NULL)
         return STORE_UNAVAILABLE;
+    if (demoted) {
+        freeReplyObject(r);
+        drop(c, "the server is a replica now (READONLY)");
+        return STORE_UNAVAILABLE;
+    }
     c->watching = false;
     c->last_used_ms = monotonic_ms();
     enum store_status st = check_exec(r);

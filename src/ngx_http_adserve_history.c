@@ -27,6 +27,10 @@
 /* appends whose reply is awaited, per worker; beyond, an append goes
  * without its check, and a later one of the user's asks for the cut */
 #define NGX_HTTP_ADSERVE_HISTORY_SLOTS  512
+/* appends whose reply was lost (the connection went), per worker: each
+ * may have made a string with no TTL yet, so each gets its EXPIRE once
+ * the connection answers again; beyond, the oldest are forgotten */
+#define NGX_HTTP_ADSERVE_HISTORY_LOST   64
 
 
 /*
@@ -59,6 +63,8 @@ typedef struct {
 
 static ngx_http_adserve_history_slot_t  ngx_http_adserve_history_slots[NGX_HTTP_ADSERVE_HISTORY_SLOTS];
 static ngx_uint_t                       ngx_http_adserve_history_next;
+static ngx_http_adserve_history_slot_t  ngx_http_adserve_history_lost[NGX_HTTP_ADSERVE_HISTORY_LOST];
+static ngx_uint_t                       ngx_http_adserve_history_nlost;
 
 
 static ngx_int_t ngx_http_adserve_history_append(int argc, const char **argv,
@@ -291,23 +297,33 @@ ngx_http_adserve_history_append(int argc, const char **argv, const size_t *argvl
 static void
 ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
 {
-    ngx_http_adserve_history_slot_t  *slot;
+    ngx_http_adserve_history_slot_t  *slot, *lost;
     redisReply                       *reply = r;
     u_char                            keep[NGX_INT_T_LEN];
     const char                       *argv[5];
     size_t                            argvlen[5], every, before;
+    ngx_uint_t                        i;
 
     (void) ac;
 
     slot = &ngx_http_adserve_history_slots[(uintptr_t) data];
 
-    /* no length (a lost connection: the append may have landed): the
-     * TTL anyway, as the write without a slot does */
+    /* no length (a lost connection: the append may have landed, and made
+     * the string): its EXPIRE waits for a reply that says the connection
+     * is back, since a command now would not go out */
     if (reply == NULL || reply->type != REDIS_REPLY_INTEGER || reply->integer < 0) {
-        ngx_http_adserve_history_expire((char *) slot->key, slot->len);
+        ngx_http_adserve_history_lost[ngx_http_adserve_history_nlost++
+                                      % NGX_HTTP_ADSERVE_HISTORY_LOST] = *slot;
         slot->len = 0;
         return;
     }
+
+    /* a reply: the connection is up; the latest lost ones get their TTL */
+    for (i = 0; i < ngx_min(ngx_http_adserve_history_nlost, NGX_HTTP_ADSERVE_HISTORY_LOST); i++) {
+        lost = &ngx_http_adserve_history_lost[i];
+        ngx_http_adserve_history_expire((char *) lost->key, lost->len);
+    }
+    ngx_http_adserve_history_nlost = 0;
 
     every = ADSERVE_HISTORY_TTL_EVERY * ADSERVE_HISTORY_ENTRY;
     before = (size_t) reply->integer - ngx_min(slot->appended, (size_t) reply->integer);

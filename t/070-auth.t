@@ -251,6 +251,15 @@ detail_ok(direct_login('198.51.100.120', 'target@example.com', 'a-good-password'
 is(direct_login('198.51.100.121', 'target@example.com', 'a-good-password')->{status}, 200,
    '... while the owner, who never failed, signs in');
 
+# an IPv6 client counts as its /64 (one subscriber's): 20 failures from 20 addresses of one /64 shut
+# out the 21st address of it, and not another /64
+for my $i (1 .. 20) {
+    direct_login(sprintf('2001:db8:aa:bb::%x', $i), "v6-$i\@example.com", 'x');
+}
+detail_ok(direct_login('2001:db8:aa:bb:ffff::1', $admin_email, $admin_password), 429,
+          'IPv6: the 21st address of a /64 after 20 failures from it');
+is(direct_login('2001:db8:aa:cc::1', $admin_email, $admin_password)->{status}, 200, '... another /64 signs in');
+
 # sign-ins per client, failed or not: 60 a minute
 my $many = 0;
 $many++ while $many < 61 && direct_login('198.51.100.200', 'victim@example.com', 'a-good-password')->{status} == 200;

@@ -67,7 +67,7 @@ my $creative = write_ok('POST', '/api/creatives', 'creatives',
                         { advertiser_id => $adv->{id}, name => 'MPU', type => 'IMAGE', w => 300, h => 250,
                           image_url => 'https://cdn.example/mpu.png', landing_url => 'https://acme.example/' }, 'creative');
 is($creative->{approval}, 'APPROVED', 'the creative is approved (an admin made it)');
-is($t->ad($unit->{id})->{status}, 204, 'no LICA yet: no ad');
+serves_within($unit->{id}, undef, 'no LICA yet: no ad (once every worker has the writes)');
 my $lica = write_ok('POST', '/api/licas', 'licas', { line_item_id => $li->{id}, creative_id => $creative->{id} }, 'LICA');
 
 my $ad = serves_within($unit->{id}, $creative->{id}, 'the LICA made through the API serves within 1 s');
