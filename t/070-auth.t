@@ -207,15 +207,15 @@ detail_ok($res, 429, 'the 6th attempt from that client, even with the right pass
 my $retry = $res->{headers}{'retry-after'} // 0;
 ok($retry > 0 && $retry <= 900, "Retry-After within 15 minutes ($retry)");
 detail_ok(acct_login('VICTIM@example.com', 'a-good-password'), 429, 'the account is the address, whatever its case');
-my $pair = 'adserve:ratelimit:login_pair:' . sha256_hex("victim\@example.com\n198.51.100.1");
-is($t->redis('GET', $pair), 5, 'a Redis counter per account and client, keyed by their hash');
-ok($t->redis('TTL', $pair) > 0, '... with a TTL');
+my $pair_key = 'adserve:ratelimit:login_pair:' . sha256_hex("victim\@example.com\n198.51.100.1");
+is($t->redis('GET', $pair_key), 5, 'a Redis counter per account and client, keyed by their hash');
+ok($t->redis('TTL', $pair_key) > 0, '... with a TTL');
 is(direct_login('198.51.100.2', 'victim@example.com', 'a-good-password')->{status}, 200,
    'the owner, from another client, signs in: failures shut out where they come from, not the account');
 is(acct_login('operator@example.com', 'a-good-password')->{status}, 200, 'other accounts are not affected');
 detail_ok(acct_login('nobody@example.com', 'x'), 401, 'unknown accounts are counted alike ...') for 1 .. 5;
 detail_ok(acct_login('nobody@example.com', 'x'), 429, '... and locked alike (no enumeration)');
-$t->redis('DEL', $pair);
+$t->redis('DEL', $pair_key);
 is(acct_login('victim@example.com', 'a-good-password')->{status}, 200, 'after the window, the password works');
 
 # a success clears the pair's failures
