@@ -22,8 +22,10 @@ my $dir = $t->var . '/failover';
 mkdir $dir or die "mkdir: $!";
 my ($parent, $writer) = ($$);
 sub pid_of { my ($file) = @_; open my $fh, '<', $file or return; chomp(my $pid = <$fh>); $pid }
+# KILL, not TERM: a Redis told to stop saves first, and when the test's folder is gone by then
+# it refuses to exit
 # whatever ends the test: the replica, the sentinel and the writer go too
-END { if ($$ == $parent) { kill 'TERM', grep { $_ } map { pid_of("$dir/$_.pid") } qw(replica sentinel);
+END { if ($$ == $parent) { kill 'KILL', grep { $_ } map { pid_of("$dir/$_.pid") } qw(replica sentinel);
                            kill 'TERM', $writer if $writer } }
 sub cli { my ($port, @cmd) = @_; my $out = qx{timeout 5 redis-cli -p $port @cmd}; chomp $out; $out }
 
