@@ -106,12 +106,13 @@ static void pair_subject(const char *account, const char *client,
     snprintf(out, EMAIL_MAX + 1 + CLIENT_ADDR_LEN, "%s\n%s", account, client);
 }
 
-static void too_many(struct reply *rep, long wait, const char *what)
+/* 429 (the client's limit) or 503 (the server's): retry after wait s */
+static void too_many(struct reply *rep, int status, long wait, const char *what)
 {
     char value[24];
 
     snprintf(value, sizeof value, "%ld", wait);
-    reply_error(rep, 429, "too many %s, retry in %ld s", what, wait);
+    reply_error(rep, status, "too many %s, retry in %ld s", what, wait);
     reply_header(rep, MHD_HTTP_HEADER_RETRY_AFTER, value);
 }
 
@@ -132,7 +133,7 @@ static int login_allowed(struct store_conn *c, const char *account, const char *
     if (st == STORE_OK && wait == 0)
         st = ratelimit_hit(c, &limit_login_attempts, client, &over);
     if (st == STORE_OK && wait > 0) {
-        too_many(rep, wait, "sign-ins from this client");
+        too_many(rep, 429, wait, "sign-ins from this client");
         return -1;
     }
     if (st == STORE_OK)
@@ -148,7 +149,7 @@ static int login_allowed(struct store_conn *c, const char *account, const char *
     }
     if (wait == 0)
         return 0;
-    too_many(rep, wait, "failed logins");
+    too_many(rep, 429, wait, "failed logins");
     return -1;
 }
 
@@ -190,8 +191,7 @@ static void login(struct request *req, struct reply *rep, const cJSON *in)
     enum password_check ok = password_verify(st == STORE_OK ? u.password_hash : NULL, password);
     sodium_memzero(u.password_hash, sizeof u.password_hash);
     if (ok == PASSWORD_BUSY) {
-        reply_error(rep, 503, "too many sign-ins at once, retry in 1 s");
-        reply_header(rep, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        too_many(rep, 503, 1, "sign-ins at once");
         return;
     }
     if (ok != PASSWORD_OK) {
@@ -293,6 +293,7 @@ static enum store_status send_reset(struct store_conn *c, const struct user *u,
                                     const char *email)
 {
     char token[RESET_TOKEN_LEN], body[MAIL_BODY_MAX], what[96];
+    const char *to = u != NULL ? u->email : email;
     enum store_status st = u != NULL ? reset_token_issue(c, u, token) : reset_token_dummy(c, token);
 
     if (st != STORE_OK)
@@ -305,14 +306,12 @@ static enum store_status send_reset(struct store_conn *c, const struct user *u,
                      "%s/reset-password?token=%s\r\n\r\n"
                      "The link works once and expires in %ld minutes. If you did not ask\r\n"
                      "for it, ignore this mail: your password stays as it is.\r\n",
-                     u != NULL ? u->email : email, mail_public_url(), token,
-                     ttl / 60 > 0 ? ttl / 60 : 1);
+                     to, mail_public_url(), token, ttl / 60 > 0 ? ttl / 60 : 1);
     sodium_memzero(token, sizeof token);
-    snprintf(what, sizeof what, "password reset mail for user %s",
-             u != NULL ? u->id : "00000000-0000-0000-0000-000000000000");
+    /* a decoy's what is never logged */
+    snprintf(what, sizeof what, "password reset mail for user %s", u != NULL ? u->id : "");
     if (n > 0 && (size_t)n < sizeof body)
-        (void)mail_queue(u != NULL ? u->email : email, "Reset your adserve password", body, what,
-                         u != NULL);                                       /* logs */
+        (void)mail_queue(to, "Reset your adserve password", body, what, u != NULL);  /* logs */
     else if (u != NULL)
         log_line("%s not sent: the message does not fit", what);
     sodium_memzero(body, sizeof body);

@@ -24,7 +24,6 @@ struct mail {
     struct mail *next;
     char *to, *subject, *body;
     char what[WHAT_MAX];
-    bool send;                      /* false: a decoy, never queued */
 };
 
 static struct {
@@ -143,7 +142,6 @@ int mail_queue(const char *to, const char *subject, const char *body, const char
         return -1;
     }
     snprintf(m->what, sizeof m->what, "%s", what);
-    m->send = send;
     /* a decoy takes the lock and looks at the queue as a mail does, but
      * takes no place in it: decoys never crowd out real mails */
     pthread_mutex_lock(&M.lock);

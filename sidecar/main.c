@@ -64,6 +64,8 @@ struct config {
     long port;
     const char *redis_host;
     long redis_port;
+    const char *redis_sentinels;    /* "" when the primary is fixed */
+    const char *redis_master;
     const char *var_dir;
     const char *admin_email;
     const char *admin_password;
@@ -100,6 +102,8 @@ static int env_long(const char *name, long fallback, long min, long max, long *o
 static int load_config(struct config *cfg)
 {
     cfg->redis_host = env_or("ADSERVE_REDIS_HOST", "127.0.0.1");
+    cfg->redis_sentinels = env_or("ADSERVE_REDIS_SENTINELS", "");
+    cfg->redis_master = env_or("ADSERVE_REDIS_MASTER", "adserve");
     cfg->var_dir = env_or("ADSERVE_VAR", "var");
     cfg->admin_email = env_or("ADSERVE_ADMIN_EMAIL", "admin@example.com");
     cfg->admin_password = getenv("ADSERVE_ADMIN_PASSWORD");
@@ -207,9 +211,8 @@ static int run(const struct config *cfg, const sigset_t *stop)
         log_line("cannot initialise authentication");
     else if (store_init(cfg->redis_host, (int)cfg->redis_port, HTTP_THREADS) != 0)
         log_line("cannot initialise the redis pool");
-    else if (getenv("ADSERVE_REDIS_SENTINELS") != NULL && getenv("ADSERVE_REDIS_SENTINELS")[0] &&
-             store_use_sentinels(getenv("ADSERVE_REDIS_SENTINELS"),
-                                 env_or("ADSERVE_REDIS_MASTER", "adserve")) != 0)
+    else if (cfg->redis_sentinels[0] != '\0' &&
+             store_use_sentinels(cfg->redis_sentinels, cfg->redis_master) != 0)
         log_line("ADSERVE_REDIS_SENTINELS must be IP:port[,IP:port...] (at most %d)",
                  STORE_SENTINELS);
     else if (ratelimit_init(getenv("ADSERVE_PROXY_TOKEN")) != 0)

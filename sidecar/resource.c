@@ -508,13 +508,13 @@ enum store_status resource_review(struct resource_write *w, const char *what,
 
     if (advertiser && cJSON_GetObjectItemCaseSensitive(w->changes, "approval") != NULL)
         return resource_refuse(w, 403, "approval: only admins and operators review %s", what);
-    if (w->before == NULL && !json_has(w->changes, "approval"))
-        return set_approval(w->after, advertiser ? ADSERVE_APPROVAL_PENDING
-                                                     : ADSERVE_APPROVAL_APPROVED) ? STORE_OK
-                                                                            : STORE_ERROR;
-    if (w->before != NULL && advertiser && reviewed_change(w, unreviewed))
-        return set_approval(w->after, ADSERVE_APPROVAL_PENDING) ? STORE_OK : STORE_ERROR;
-    return STORE_OK;
+    bool made = w->before == NULL && !json_has(w->changes, "approval");
+    bool changed = w->before != NULL && advertiser && reviewed_change(w, unreviewed);
+
+    if (!made && !changed)
+        return STORE_OK;
+    return set_approval(w->after, advertiser ? ADSERVE_APPROVAL_PENDING : ADSERVE_APPROVAL_APPROVED)
+               ? STORE_OK : STORE_ERROR;
 }
 
 const cJSON *resource_loaded(const struct resource_write *w, const char *field)

@@ -255,12 +255,16 @@ static bool error_is_transient(const redisReply *r)
            strncmp(r->str, "MASTERDOWN", 10) == 0 || strncmp(r->str, "READONLY", 8) == 0;
 }
 
-/* A write answered READONLY: the server was demoted (a failover); the
- * connection goes, and the next one finds the primary. */
-static void drop_if_demoted(struct store_conn *c, const redisReply *r)
+/* A write answered READONLY: the server was demoted (a failover). */
+static bool is_demoted(const redisReply *r)
 {
-    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0)
-        drop(c, "the server is a replica now (READONLY)");
+    return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0;
+}
+
+/* ... and then the connection goes, so that the next one finds the primary */
+static void drop_demoted(struct store_conn *c)
+{
+    drop(c, "the server is a replica now (READONLY)");
 }
 
 /* Classifies a reply that arrived; frees it unless it is a success. */
@@ -300,7 +304,8 @@ enum store_status store_cmd(struct store_conn *c, redisReply **reply,
     }
     c->last_used_ms = monotonic_ms();
     track_watch(c, argv[0]);
-    drop_if_demoted(c, r);
+    if (is_demoted(r))
+        drop_demoted(c);
     enum store_status st = check_reply(r);
     if (st == STORE_OK)
         *reply = r;
@@ -407,7 +412,8 @@ enum store_status store_pipeline(struct store_conn *c, const char *const *const 
             st = STORE_UNAVAILABLE;
             break;
         }
-        drop_if_demoted(c, r);
+        if (is_demoted(r))
+            drop_demoted(c);
         enum store_status e = check_reply(r);
         if (c->ctx == NULL) {       /* demoted: the rest of the replies are gone */
             st = STORE_UNAVAILABLE;
@@ -453,7 +459,7 @@ enum store_status store_exec(struct store_conn *c,
         redisReply *r = read_reply(c);
         if (r == NULL)
             return STORE_UNAVAILABLE;
-        demoted |= r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0;
+        demoted |= is_demoted(r);
         freeReplyObject(r);
     }
     redisReply *r = read_reply(c);
@@ -461,7 +467,7 @@ enum store_status store_exec(struct store_conn *c,
         return STORE_UNAVAILABLE;
     if (demoted) {
         freeReplyObject(r);
-        drop(c, "the server is a replica now (READONLY)");
+        drop_demoted(c);
         return STORE_UNAVAILABLE;
     }
     c->watching = false;

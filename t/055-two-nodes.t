@@ -16,15 +16,7 @@ use Adserve::Test;
 
 my $a = Adserve::Test->new;
 my $primary = $a->env->{ADSERVE_REDIS_PORT};
-my $rport = Adserve::Test::free_port();
-my $rdir = $a->var . '/replica';
-mkdir $rdir or die "mkdir: $!";
-system('redis-server', '--port', $rport, '--bind', '127.0.0.1', '--replicaof', '127.0.0.1', $primary,
-       '--dir', $rdir, '--daemonize', 'yes', '--pidfile', "$rdir/redis.pid", '--logfile', "$rdir/redis.log") == 0
-    or die 'redis-server (replica)';
-# KILL, not TERM: a Redis told to stop saves first, and when the test's folder is gone by then
-# it refuses to exit
-END { if (open my $fh, '<', "$rdir/redis.pid") { chomp(my $pid = <$fh>); kill 'KILL', $pid if $pid } }
+my $rport = $a->redis_server('replica', args => [ '--replicaof', '127.0.0.1', $primary ]);
 sub replica { my @cmd = @_; my $out = qx{redis-cli -p $rport @cmd}; chomp $out; $out }
 ok($a->wait_until(10, sub { replica('INFO', 'replication') =~ /master_link_status:up/ }), 'a replica of the primary, in sync');
 

@@ -17,36 +17,20 @@ use Adserve::Test;
 
 my $t = Adserve::Test->new(components => ['redis']);
 my $primary = $t->env->{ADSERVE_REDIS_PORT};
-my ($rport, $sport) = Adserve::Test::free_ports(2);
-my $dir = $t->var . '/failover';
-mkdir $dir or die "mkdir: $!";
 my ($parent, $writer) = ($$);
 sub pid_of { my ($file) = @_; open my $fh, '<', $file or return; chomp(my $pid = <$fh>); $pid }
-# KILL, not TERM: a Redis told to stop saves first, and when the test's folder is gone by then
-# it refuses to exit
-# whatever ends the test: the replica, the sentinel and the writer go too
-END { if ($$ == $parent) { kill 'KILL', grep { $_ } map { pid_of("$dir/$_.pid") } qw(replica sentinel);
-                           kill 'TERM', $writer if $writer } }
+# whatever ends the test, the writer goes too (the stack kills the replica and the sentinel)
+END { kill 'TERM', $writer if $$ == $parent && $writer }
 sub cli { my ($port, @cmd) = @_; my $out = qx{timeout 5 redis-cli -p $port @cmd}; chomp $out; $out }
 
-system('redis-server', '--port', $rport, '--bind', '127.0.0.1', '--replicaof', '127.0.0.1', $primary,
-       '--appendonly', 'yes', '--dir', $dir, '--daemonize', 'yes', '--pidfile', "$dir/replica.pid",
-       '--logfile', "$dir/replica.log") == 0 or die 'redis-server (replica)';
-open my $conf, '>', "$dir/sentinel.conf" or die;
-print $conf <<"CONF";
-port $sport
-bind 127.0.0.1
-daemonize yes
-pidfile $dir/sentinel.pid
-logfile $dir/sentinel.log
-dir $dir
+my $rport = $t->redis_server('replica', args => [ '--replicaof', '127.0.0.1', $primary, '--appendonly', 'yes' ]);
+# a sentinel rewrites its configuration file: it gets one of its own
+my $sport = $t->redis_server('sentinel', sentinel => 1, conf => <<"CONF");
 sentinel monitor adserve 127.0.0.1 $primary 1
 sentinel down-after-milliseconds adserve 1000
 sentinel failover-timeout adserve 10000
 CONF
-close $conf;
-system('redis-server', "$dir/sentinel.conf", '--sentinel') == 0 or die 'redis-server --sentinel';
-ok($t->wait_until(10, sub { pid_of("$dir/replica.pid") && pid_of("$dir/sentinel.pid") }),
+ok($t->wait_until(10, sub { pid_of($t->var . '/replica/redis.pid') && pid_of($t->var . '/sentinel/redis.pid') }),
    'a replica and a sentinel started');
 ok($t->wait_until(15, sub { cli($sport, 'SENTINEL', 'replicas', 'adserve') =~ /127\.0\.0\.1/ }),
    '... the sentinel monitors the primary and knows its replica');

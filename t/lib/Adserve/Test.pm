@@ -611,9 +611,40 @@ sub workers_connected {
 
 # Stops the stack; true when the sidecar's sanitizers reported anything, or
 # a rule it accepted does not compile.
+# redis_server NAME [args => [...]] [conf => TEXT] [sentinel => 1]: one
+# more Redis of this stack (a replica, a sentinel), daemonized on a free
+# port in $var/NAME, with the extra arguments (or a config file of TEXT,
+# and --sentinel); its port. Killed when the stack shuts down: with KILL,
+# since a Redis told to stop saves first, and with the stack's folder gone
+# by then it would refuse to exit.
+sub redis_server {
+    my ($self, $name, %o) = @_;
+    my $dir = "$self->{var}/$name";
+    my $port = free_port();
+    mkdir $dir or die "mkdir $dir: $!";
+    my @conf;
+    if (defined $o{conf}) {
+        open my $fh, '>', "$dir/redis.conf" or die "$dir/redis.conf: $!";
+        print $fh $o{conf};
+        close $fh;
+        @conf = ("$dir/redis.conf", $o{sentinel} ? '--sentinel' : ());
+    }
+    system('redis-server', @conf, '--port', $port, '--bind', '127.0.0.1', '--dir', $dir,
+           '--daemonize', 'yes', '--pidfile', "$dir/redis.pid", '--logfile', "$dir/redis.log",
+           @{ $o{args} // [] }) == 0 or die "redis-server ($name)";
+    push @{ $self->{extra_pidfiles} }, "$dir/redis.pid";
+    return $port;
+}
+
 sub shutdown {
     my ($self) = @_;
-    return 0 if $$ != $self->{owner} || !%{ $self->{running} // {} };
+    return 0 if $$ != $self->{owner};
+    for my $file (@{ delete $self->{extra_pidfiles} // [] }) {
+        open my $fh, '<', $file or next;
+        chomp(my $pid = <$fh> // '');
+        kill 'KILL', $pid if $pid;
+    }
+    return 0 if !%{ $self->{running} // {} };
     my $refused = $self->{running}{redis} ? $self->targeting_report : 0;
     eval { $self->script('stop') };
     delete $self->{running};
