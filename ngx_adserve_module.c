@@ -11,7 +11,8 @@
  * helpers every handler shares (_util.c). None of them calls back into this
  * file: a request is resumed through the callbacks it was given.
  *
- * Directives (main):  adserve_redis, adserve_redis_write, adserve_redis_timeout,
+ * Directives (main):  adserve_redis, adserve_redis_write, adserve_redis_sentinel,
+ *                     adserve_redis_timeout,
  *                     adserve_snapshot_zone, adserve_refresh,
  *                     adserve_ad_log_key, adserve_public_url,
  *                     adserve_flush_interval, adserve_pacing_interval,
@@ -39,6 +40,8 @@ static void ngx_http_adserve_exit_process(ngx_cycle_t *cycle);
 static void *ngx_http_adserve_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf);
 static char *ngx_http_adserve_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_adserve_redis_sentinel(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_adserve_vast(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_adserve_status(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -68,6 +71,13 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
     { ngx_string("adserve_redis_write"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_adserve_redis,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, redis_write),
+      NULL },
+
+    { ngx_string("adserve_redis_sentinel"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_adserve_redis_sentinel,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_adserve_main_conf_t, redis_write),
       NULL },
@@ -494,6 +504,13 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (amcf->redis_write.sentinels != NULL && amcf->redis_write.host != NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"adserve_redis_write\" and \"adserve_redis_sentinel\" "
+                           "both name the primary: keep one");
+        return NGX_CONF_ERROR;
+    }
+
     if (amcf->redis.host == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"adserve_ad\" and \"adserve_event\" need "
@@ -579,6 +596,81 @@ ngx_http_adserve_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return rc == NGX_OK ? NGX_CONF_OK : NGX_CONF_ERROR;
+}
+
+
+/*
+ * adserve_redis_sentinel name IP:port [IP:port ...]: the primary (events,
+ * caps, histories) is the one these sentinels name for the master "name",
+ * asked again after every lost connection (README "Many nodes"). The
+ * snapshot is still read from adserve_redis: a replica near the node,
+ * which the sentinels repoint at a failover.
+ */
+static char *
+ngx_http_adserve_redis_sentinel(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_adserve_redis_t  *rd = (ngx_http_adserve_redis_t *)
+                                    ((u_char *) conf + cmd->offset);
+    ngx_http_adserve_redis_t  *s;
+    ngx_str_t                 *value = cf->args->elts;
+    ngx_uint_t                 i;
+    ngx_int_t                  rc;
+    char                      *err = NULL;
+    u_char                    *p;
+
+    if (rd->sentinels != NULL) {
+        return "is duplicate";
+    }
+
+    if (value[1].len == 0 || value[1].len > 255) {
+        return "needs the master's name first";
+    }
+
+    rd->sentinels = ngx_array_create(cf->pool, cf->args->nelts - 2,
+                                     sizeof(ngx_http_adserve_redis_t));
+    if (rd->sentinels == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 2; i < cf->args->nelts; i++) {
+        s = ngx_array_push(rd->sentinels);
+        if (s == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memzero(s, sizeof(ngx_http_adserve_redis_t));
+
+        rc = ngx_http_adserve_redis_parse_addr(cf, &value[i], s, &err);
+
+        if (rc == NGX_DECLINED) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "%V: \"%V\": %s; a sentinel is \"IP:port\" or "
+                               "\"[IPv6]:port\"", &cmd->name, &value[i], err);
+            return NGX_CONF_ERROR;
+        }
+
+        if (rc != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    /* NUL-terminated: an argument of SENTINEL get-master-addr-by-name */
+    rd->master.len = value[1].len;
+    rd->master.data = ngx_pnalloc(cf->pool, value[1].len + 1);
+    if (rd->master.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    (void) ngx_cpystrn(rd->master.data, value[1].data, value[1].len + 1);
+
+    /* what the outage's log lines name */
+    p = ngx_pnalloc(cf->pool, value[1].len + sizeof("the primary of \"\" (Sentinel)"));
+    if (p == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    rd->addr.data = p;
+    rd->addr.len = ngx_sprintf(p, "the primary of \"%V\" (Sentinel)", &value[1]) - p;
+
+    return NGX_CONF_OK;
 }
 
 
@@ -719,7 +811,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
     amcf->loader = ld;
 
     /* events and caps go to the primary, by default the one address */
-    if (amcf->redis_write.host == NULL) {
+    if (amcf->redis_write.host == NULL && amcf->redis_write.sentinels == NULL) {
         amcf->redis_write = amcf->redis;
     }
     amcf->redis_write.timeout = amcf->redis_timeout;

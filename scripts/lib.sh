@@ -73,6 +73,18 @@ adserve_env() {
         *) die "ADSERVE_REDIS_HOST must be 127.0.0.1 or ::1 (make run's Redis is local)" ;;
     esac
     export ADSERVE_REDIS_ADDR ADSERVE_REDIS_READ_ADDR
+    # the primary (events, caps, histories): that address, or whatever the
+    # sentinels of ADSERVE_REDIS_SENTINELS name, as the sidecar finds it
+    export ADSERVE_REDIS_MASTER=${ADSERVE_REDIS_MASTER:-adserve}
+    case $ADSERVE_REDIS_MASTER in
+        *[!A-Za-z0-9._-]*|'') die "ADSERVE_REDIS_MASTER must be a name of letters, digits, . _ -" ;;
+    esac
+    if [ -n "${ADSERVE_REDIS_SENTINELS:-}" ]; then
+        ADSERVE_REDIS_PRIMARY="adserve_redis_sentinel $ADSERVE_REDIS_MASTER ${ADSERVE_REDIS_SENTINELS//,/ }"
+    else
+        ADSERVE_REDIS_PRIMARY="adserve_redis_write $ADSERVE_REDIS_ADDR"
+    fi
+    export ADSERVE_REDIS_PRIMARY
     # the demo publisher's page (make run seeds it unless ADSERVE_DEMO=off)
     export ADSERVE_DEMO_PORT=${ADSERVE_DEMO_PORT:-8082}
     export ADSERVE_DEMO=${ADSERVE_DEMO:-on}

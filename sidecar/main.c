@@ -103,7 +103,7 @@ static int load_config(struct config *cfg)
 {
     cfg->redis_host = env_or("ADSERVE_REDIS_HOST", "127.0.0.1");
     cfg->redis_sentinels = env_or("ADSERVE_REDIS_SENTINELS", "");
-    cfg->redis_master = env_or("ADSERVE_REDIS_MASTER", "adserve");
+    cfg->redis_master = env_or("ADSERVE_REDIS_MASTER", ADSERVE_REDIS_MASTER_DEFAULT);
     cfg->var_dir = env_or("ADSERVE_VAR", "var");
     cfg->admin_email = env_or("ADSERVE_ADMIN_EMAIL", "admin@example.com");
     cfg->admin_password = getenv("ADSERVE_ADMIN_PASSWORD");

@@ -106,8 +106,8 @@ static int ask_sentinels(struct store_addr *out)
         bool ok = false;
 
         if (s != NULL && s->err == 0 && redisSetTimeout(s, tv) == REDIS_OK)
-            r = redisCommandArgv(s, 3, (const char *[]){ "SENTINEL", "get-master-addr-by-name",
-                                                         pool.master }, NULL);
+            r = redisCommandArgv(s, 3, (const char *[]){ ADSERVE_REDIS_SENTINEL,
+                                                         ADSERVE_REDIS_SENTINEL_PRIMARY, pool.master }, NULL);
         if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
             r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
             copy_str(out->host, sizeof out->host, r->element[0]->str) == 0) {
@@ -137,10 +137,10 @@ static void drop(struct store_conn *c, const char *why)
  * back as a replica while a sentinel still names it. */
 static bool is_primary(struct store_conn *c)
 {
-    redisReply *r = redisCommand(c->ctx, "ROLE");
+    redisReply *r = redisCommandArgv(c->ctx, 1, (const char *[]){ ADSERVE_REDIS_ROLE }, NULL);
     bool yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
                r->element[0]->type == REDIS_REPLY_STRING &&
-               strcmp(r->element[0]->str, "master") == 0;
+               strcmp(r->element[0]->str, ADSERVE_REDIS_ROLE_PRIMARY) == 0;
 
     if (r != NULL)
         freeReplyObject(r);
@@ -248,17 +248,22 @@ static int count_args(const char *const *argv)
     return n <= STORE_MAX_ARGS ? n : -1;
 }
 
+static bool is_readonly(const redisReply *r)
+{
+    return strncmp(r->str, ADSERVE_REDIS_READONLY, sizeof ADSERVE_REDIS_READONLY - 1) == 0;
+}
+
 /* Redis error replies that mean "try later" rather than "bug". */
 static bool error_is_transient(const redisReply *r)
 {
     return strncmp(r->str, "LOADING", 7) == 0 || strncmp(r->str, "BUSY", 4) == 0 ||
-           strncmp(r->str, "MASTERDOWN", 10) == 0 || strncmp(r->str, "READONLY", 8) == 0;
+           strncmp(r->str, "MASTERDOWN", 10) == 0 || is_readonly(r);
 }
 
 /* A write answered READONLY: the server was demoted (a failover). */
 static bool is_demoted(const redisReply *r)
 {
-    return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0;
+    return r->type == REDIS_REPLY_ERROR && is_readonly(r);
 }
 
 /* ... and then the connection goes, so that the next one finds the primary */

@@ -200,6 +200,21 @@ adserve_history_get(const unsigned char *in, adserve_history_entry_t *e)
 #define ADSERVE_KEY_REC_JOBS_LOCK        ADSERVE_KEY("rec_jobs_lock")
 
 
+/* ---- finding the primary ------------------------------------------------ */
+
+/* Redis's own words, where both programs find the primary through Sentinel
+ * (README "Many nodes"): the sentinels' answer, ROLE's first element on a
+ * primary, and the error of a write on a server that a failover demoted. */
+#define ADSERVE_REDIS_SENTINEL           "SENTINEL"
+#define ADSERVE_REDIS_SENTINEL_PRIMARY   "get-master-addr-by-name"
+#define ADSERVE_REDIS_ROLE               "ROLE"
+#define ADSERVE_REDIS_ROLE_PRIMARY       "master"
+#define ADSERVE_REDIS_READONLY           "READONLY"
+
+/* the name the sentinels monitor, unless told otherwise */
+#define ADSERVE_REDIS_MASTER_DEFAULT     "adserve"
+
+
 /* ---- record kinds -------------------------------------------------------- */
 
 /* The record hashes. Serving reads the first ADSERVE_KIND_SERVING; their

@@ -43,6 +43,14 @@ struct ngx_http_adserve_redis_s {
     ngx_str_t                          addr;       /* as configured, for logs */
     char                              *host;       /* NUL-terminated IP or path */
     int                                port;       /* 0 for a unix socket */
+
+    /* adserve_redis_sentinel: the primary is whatever these sentinels
+     * name (host points to primary), asked again before every connect */
+    ngx_array_t                       *sentinels;  /* of ngx_http_adserve_redis_t */
+    ngx_str_t                          master;     /* the name they monitor */
+    ngx_uint_t                         sentinel;   /* the one asked next */
+    ngx_uint_t                         asked;      /* in this round */
+    char                               primary[NGX_INET6_ADDRSTRLEN + 1];
     ngx_msec_t                         timeout;
     ngx_msec_t                         backoff;
 
@@ -59,6 +67,8 @@ struct ngx_http_adserve_redis_s {
     unsigned                           down_logged:1;
     unsigned                           exiting:1;
     unsigned                           writing:1;  /* in redisAsyncHandleWrite */
+    unsigned                           asking:1;   /* ac is a sentinel's */
+    unsigned                           found:1;    /* primary is a sentinel's answer */
 };
 
 
@@ -69,6 +79,10 @@ void ngx_http_adserve_redis_drop(ngx_http_adserve_redis_t *rd,
     const char *reason);
 void ngx_http_adserve_redis_stop(ngx_http_adserve_redis_t *rd);
 void ngx_http_adserve_redis_healthy(ngx_http_adserve_redis_t *rd);
+/* reply is -READONLY (the server was demoted by a failover): the connection
+ * is dropped, so that the next one finds the primary; 1 then */
+ngx_uint_t ngx_http_adserve_redis_demoted(ngx_http_adserve_redis_t *rd,
+    redisReply *reply);
 ngx_int_t ngx_http_adserve_redis_command(ngx_http_adserve_redis_t *rd,
     redisCallbackFn *fn, void *data, int argc, const char **argv,
     const size_t *argvlen);
@@ -509,6 +523,10 @@ ngx_int_t ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx
  * NULL) called with the reply; on the wire at the end of the iteration. */
 ngx_int_t ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen,
     redisCallbackFn *fn, void *data);
+
+/* a reply on the caps' connection was -READONLY (a failover demoted the
+ * server): the connection is dropped, and finds the primary again; 1 then */
+ngx_uint_t ngx_http_adserve_user_demoted(redisReply *reply);
 
 /* the caps' own connection to the primary, per worker */
 ngx_int_t ngx_http_adserve_caps_init(ngx_cycle_t *cycle,

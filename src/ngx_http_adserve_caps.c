@@ -335,6 +335,8 @@ ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply, void *data)
         ngx_http_adserve_redis_healthy(&ngx_http_adserve_caps_redis);
     }
 
+    (void) ngx_http_adserve_user_demoted(reply);
+
     /* the request is gone: answered at its deadline */
 
     if (slot->ctx == NULL || (slot->gen & (((uintptr_t) -1) >> 12)) != (v >> 12)) {
@@ -479,6 +481,15 @@ ngx_http_adserve_caps_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
                                       ngx_http_adserve_reserve_parse,
                                       "a frequency cap's reservation not answered in time, "
                                       "capped line items do not serve this request", done);
+}
+
+
+ngx_uint_t
+ngx_http_adserve_user_demoted(redisReply *reply)
+{
+    ngx_http_adserve_redis_t  *rd = ngx_http_adserve_caps_conn();
+
+    return rd != NULL && ngx_http_adserve_redis_demoted(rd, reply);
 }
 
 

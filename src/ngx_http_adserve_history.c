@@ -312,6 +312,7 @@ ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
      * the string): its EXPIRE waits for a reply that says the connection
      * is back, since a command now would not go out */
     if (reply == NULL || reply->type != REDIS_REPLY_INTEGER || reply->integer < 0) {
+        (void) ngx_http_adserve_user_demoted(reply);
         ngx_http_adserve_history_lost[ngx_http_adserve_history_nlost++
                                       % NGX_HTTP_ADSERVE_HISTORY_LOST] = *slot;
         slot->len = 0;

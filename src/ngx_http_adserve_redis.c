@@ -14,6 +14,13 @@
  * hiredis calls the cleanup hook exactly once: that is where a reconnect is
  * scheduled, with exponential backoff. An outage is logged once, when it
  * starts, and its end once, not every attempt.
+ *
+ * With adserve_redis_sentinel, the connection's server is not configured
+ * but asked for: before each connect, the sentinels one after another
+ * (SENTINEL get-master-addr-by-name, on a connection of its own, with the
+ * same timeout), then ROLE on the server named, which must be a primary
+ * before the owner hears of it. A connection lost, or one that answers
+ * READONLY, asks again: that is how a failover is followed.
  */
 
 
@@ -25,6 +32,13 @@
 
 
 static void ngx_http_adserve_redis_connect(ngx_http_adserve_redis_t *rd);
+static void ngx_http_adserve_redis_ask(ngx_http_adserve_redis_t *rd);
+static void ngx_http_adserve_redis_asked(ngx_http_adserve_redis_t *rd);
+static void ngx_http_adserve_redis_check_role(ngx_http_adserve_redis_t *rd);
+static void ngx_http_adserve_redis_sentinel_reply(redisAsyncContext *ac, void *r,
+    void *data);
+static void ngx_http_adserve_redis_role_reply(redisAsyncContext *ac, void *r,
+    void *data);
 
 
 /*
@@ -189,6 +203,25 @@ ngx_http_adserve_redis_lost(ngx_http_adserve_redis_t *rd)
 }
 
 
+/* A connect that failed before hiredis had a context: as the cleanup hook
+ * would have gone on. */
+static void
+ngx_http_adserve_redis_failed(ngx_http_adserve_redis_t *rd)
+{
+    rd->ac = NULL;
+    rd->conn = NULL;
+
+    if (rd->asking) {
+        rd->asking = 0;
+        ngx_http_adserve_redis_asked(rd);
+        return;
+    }
+
+    rd->found = 0;
+    ngx_http_adserve_redis_lost(rd);
+}
+
+
 /* hiredis calls this once when the context goes away, whatever the cause */
 static void
 ngx_http_adserve_redis_cleanup(void *data)
@@ -220,6 +253,14 @@ ngx_http_adserve_redis_cleanup(void *data)
     if (rd->timer.timer_set) {
         ngx_del_timer(&rd->timer);
     }
+
+    if (rd->asking) {
+        rd->asking = 0;
+        ngx_http_adserve_redis_asked(rd);
+        return;
+    }
+
+    rd->found = 0;              /* the next connect asks the sentinels */
 
     ngx_http_adserve_redis_lost(rd);
 }
@@ -259,6 +300,16 @@ ngx_http_adserve_redis_on_connect(const redisAsyncContext *ac, int status)
         ngx_del_timer(&rd->timer);
     }
 
+    if (rd->asking) {
+        ngx_http_adserve_redis_ask(rd);
+        return;
+    }
+
+    if (rd->sentinels != NULL) {
+        ngx_http_adserve_redis_check_role(rd);
+        return;
+    }
+
     /* connected is not yet healthy: a server that refuses every command
      * (no auth, wrong role) must keep its backoff and its one log line */
     rd->connected = 1;
@@ -292,6 +343,198 @@ ngx_http_adserve_redis_on_disconnect(const redisAsyncContext *ac, int status)
     if (status != REDIS_OK) {
         ngx_http_adserve_redis_log_down(rd, ac->errstr ? ac->errstr : "disconnected");
     }
+}
+
+
+/* ---- Sentinel ---------------------------------------------------------- */
+
+/* On a sentinel's connection: which server is the primary of our master?
+ * The reply is bounded by the same timer as a connect. */
+static void
+ngx_http_adserve_redis_ask(ngx_http_adserve_redis_t *rd)
+{
+    const char  *argv[] = { ADSERVE_REDIS_SENTINEL, ADSERVE_REDIS_SENTINEL_PRIMARY,
+                            (const char *) rd->master.data };
+    size_t       argvlen[] = { sizeof(ADSERVE_REDIS_SENTINEL) - 1,
+                               sizeof(ADSERVE_REDIS_SENTINEL_PRIMARY) - 1, rd->master.len };
+
+    if (redisAsyncCommandArgv(rd->ac, ngx_http_adserve_redis_sentinel_reply, rd, 3, argv,
+                              argvlen)
+        != REDIS_OK)
+    {
+        ngx_http_adserve_redis_log_down(rd, "cannot ask the sentinel");
+        redisAsyncFree(rd->ac);
+        return;
+    }
+
+    ngx_add_timer(&rd->timer, rd->timeout);
+}
+
+
+/* The sentinel's answer, ["IP", "port"], or nil when it does not know the
+ * name; a name instead of an IP is refused, as in the configuration (it
+ * would need a blocking lookup). The connection then goes, and the
+ * cleanup hook moves on (_asked). */
+static void
+ngx_http_adserve_redis_sentinel_reply(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_redis_t  *rd = data;
+    redisReply                *reply = r;
+    const char                *why = NULL;
+    char                       host[sizeof(rd->primary)];
+    ngx_int_t                  port;
+    struct in_addr             in;
+    struct in6_addr            in6;
+
+    if (reply == NULL) {
+        return;                 /* the connection went first */
+    }
+
+    if (rd->timer.timer_set) {
+        ngx_del_timer(&rd->timer);
+    }
+
+    if (reply->type == REDIS_REPLY_NIL) {
+        why = "the sentinel does not know the master's name";
+
+    } else if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
+               || reply->element[0]->type != REDIS_REPLY_STRING
+               || reply->element[1]->type != REDIS_REPLY_STRING
+               || reply->element[0]->len >= sizeof(rd->primary))
+    {
+        why = reply->type == REDIS_REPLY_ERROR ? reply->str
+                                                : "an unexpected answer from the sentinel";
+
+    } else {
+        port = ngx_atoi((u_char *) reply->element[1]->str, reply->element[1]->len);
+        (void) ngx_cpystrn((u_char *) host, (u_char *) reply->element[0]->str,
+                           reply->element[0]->len + 1);
+
+        if (port < 1 || port > 65535
+            || (inet_pton(AF_INET, host, &in) != 1 && inet_pton(AF_INET6, host, &in6) != 1))
+        {
+            why = "the sentinel named no IP:port";
+
+        } else {
+            if (rd->port != (int) port || ngx_strcmp(rd->primary, host) != 0) {
+                ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
+                              NGX_HTTP_ADSERVE_LOG "%s%sthe sentinels name %s port %i "
+                              "the primary of \"%V\"", rd->name ? rd->name : "",
+                              rd->name ? ": " : "", host, port, &rd->master);
+                ngx_memcpy(rd->primary, host, sizeof(host));
+                rd->port = (int) port;
+            }
+
+            rd->found = 1;
+        }
+    }
+
+    if (why != NULL) {
+        ngx_http_adserve_redis_log_down(rd, why);
+    }
+
+    /* the answer is in: this connection is done (the cleanup hook follows
+     * once hiredis is out of its callback) */
+    redisAsyncDisconnect(ac);
+}
+
+
+/* A sentinel's connection is gone: connect to the primary it named, or ask
+ * the next sentinel; when none of them named it, the owner hears of an
+ * outage and the round starts again after the backoff. */
+static void
+ngx_http_adserve_redis_asked(ngx_http_adserve_redis_t *rd)
+{
+    if (rd->exiting || ngx_exiting || ngx_terminate) {
+        return;
+    }
+
+    if (rd->found) {
+        rd->asked = 0;
+        ngx_add_timer(&rd->timer, 1);       /* out of hiredis's cleanup */
+        return;
+    }
+
+    rd->sentinel = (rd->sentinel + 1) % rd->sentinels->nelts;
+
+    if (++rd->asked < rd->sentinels->nelts) {
+        ngx_add_timer(&rd->timer, 1);
+        return;
+    }
+
+    rd->asked = 0;
+    ngx_http_adserve_redis_log_down(rd, "no sentinel named the primary");
+    ngx_http_adserve_redis_lost(rd);
+}
+
+
+/* A sentinel can name a server that is no longer the primary (a failover
+ * under way, the old primary back as a replica): ROLE says, before the
+ * owner sends anything. */
+static void
+ngx_http_adserve_redis_check_role(ngx_http_adserve_redis_t *rd)
+{
+    const char  *argv[] = { ADSERVE_REDIS_ROLE };
+    size_t       argvlen[] = { sizeof(ADSERVE_REDIS_ROLE) - 1 };
+
+    if (redisAsyncCommandArgv(rd->ac, ngx_http_adserve_redis_role_reply, rd, 1, argv,
+                              argvlen)
+        != REDIS_OK)
+    {
+        ngx_http_adserve_redis_log_down(rd, "cannot send ROLE");
+        redisAsyncFree(rd->ac);
+        return;
+    }
+
+    ngx_add_timer(&rd->timer, rd->timeout);
+}
+
+
+static void
+ngx_http_adserve_redis_role_reply(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_redis_t  *rd = data;
+    redisReply                *reply = r;
+
+    if (reply == NULL) {
+        return;
+    }
+
+    if (rd->timer.timer_set) {
+        ngx_del_timer(&rd->timer);
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || ngx_strcmp(reply->element[0]->str, ADSERVE_REDIS_ROLE_PRIMARY) != 0)
+    {
+        ngx_http_adserve_redis_log_down(rd, "the server the sentinels named is not "
+                                            "a primary (yet)");
+        redisAsyncDisconnect(ac);
+        return;
+    }
+
+    rd->connected = 1;
+
+    if (rd->on_up) {
+        rd->on_up(rd);
+    }
+}
+
+
+ngx_uint_t
+ngx_http_adserve_redis_demoted(ngx_http_adserve_redis_t *rd, redisReply *reply)
+{
+    if (reply == NULL || reply->type != REDIS_REPLY_ERROR
+        || ngx_strncmp(reply->str, ADSERVE_REDIS_READONLY,
+                       sizeof(ADSERVE_REDIS_READONLY) - 1) != 0)
+    {
+        return 0;
+    }
+
+    ngx_http_adserve_redis_drop(rd, "the server is a replica now (READONLY)");
+
+    return 1;
 }
 
 
@@ -329,7 +572,8 @@ ngx_http_adserve_redis_timer_handler(ngx_event_t *ev)
     ngx_http_adserve_redis_t  *rd = ev->data;
 
     if (rd->ac != NULL) {
-        ngx_http_adserve_redis_log_down(rd, "connect timed out");
+        ngx_http_adserve_redis_log_down(rd, rd->asking ? "the sentinel did not answer in time"
+                                                       : "connect timed out");
         redisAsyncFree(rd->ac);
         return;
     }
@@ -341,18 +585,24 @@ ngx_http_adserve_redis_timer_handler(ngx_event_t *ev)
 static void
 ngx_http_adserve_redis_connect(ngx_http_adserve_redis_t *rd)
 {
-    redisAsyncContext  *ac;
-    ngx_connection_t   *c;
+    redisAsyncContext         *ac;
+    ngx_connection_t          *c;
+    ngx_http_adserve_redis_t  *to = rd;
 
-    ac = rd->port ? redisAsyncConnect(rd->host, rd->port)
-                  : redisAsyncConnectUnix(rd->host);
+    if (rd->sentinels != NULL && !rd->found) {
+        to = (ngx_http_adserve_redis_t *) rd->sentinels->elts + rd->sentinel;
+        rd->asking = 1;
+    }
+
+    ac = to->port ? redisAsyncConnect(to->host, to->port)
+                  : redisAsyncConnectUnix(to->host);
 
     if (ac == NULL || ac->err) {
         ngx_http_adserve_redis_log_down(rd, ac ? ac->errstr : "out of memory");
         if (ac) {
             redisAsyncFree(ac);
         }
-        ngx_http_adserve_redis_lost(rd);
+        ngx_http_adserve_redis_failed(rd);
         return;
     }
 
@@ -360,7 +610,7 @@ ngx_http_adserve_redis_connect(ngx_http_adserve_redis_t *rd)
     if (c == NULL) {
         ngx_http_adserve_redis_log_down(rd, "no free nginx connection");
         redisAsyncFree(ac);
-        ngx_http_adserve_redis_lost(rd);
+        ngx_http_adserve_redis_failed(rd);
         return;
     }
 
@@ -398,6 +648,13 @@ ngx_http_adserve_redis_start(ngx_http_adserve_redis_t *rd)
     rd->timer.log = rd->log;
     rd->timer.cancelable = 1;     /* must not hold a graceful shutdown */
     rd->backoff = NGX_HTTP_ADSERVE_BACKOFF_MIN;
+
+    if (rd->sentinels != NULL) {
+        /* owners copy the configured structure: the buffer is their own */
+        rd->host = rd->primary;
+        rd->primary[0] = '\0';
+        rd->found = 0;
+    }
 
     ngx_http_adserve_redis_connect(rd);
 }

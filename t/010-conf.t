@@ -53,6 +53,22 @@ like($out, qr/adserve_redis_write: "redis-primary:6379": a name/, '... naming th
 ($ok, $out) = nginx_t(variant('write', sub { s/adserve_redis_write 127\.0\.0\.1:(\d+)/adserve_redis_write [::1]:$1/ }));
 ok($ok, 'an IPv6 address for the primary is accepted') or diag $out;
 
+# the primary named by Redis Sentinels instead (README "Many nodes")
+($ok, $out) = nginx_t(variant('sentinel', sub { s/adserve_redis_write 127\.0\.0\.1:\d+/adserve_redis_sentinel adserve 127.0.0.1:26379 [::1]:26380/ }));
+ok($ok, 'adserve_redis_sentinel with two sentinels is accepted') or diag $out;
+($ok, $out) = nginx_t(variant('sentinelonly', sub { s/adserve_redis 127\.0\.0\.1:\d+;\n//; s/adserve_redis_write 127\.0\.0\.1:\d+/adserve_redis_sentinel adserve 127.0.0.1:26379/ }));
+ok(!$ok, '... but not alone: the snapshot is read from adserve_redis (a replica near the node)');
+like($out, qr/need "adserve_redis" in the http block/, '... saying so') or diag $out;
+($ok, $out) = nginx_t(variant('sentinelboth', sub { s/^(\s*adserve_redis_write \S+;)/$1\n    adserve_redis_sentinel adserve 127.0.0.1:26379;/m }));
+ok(!$ok, 'adserve_redis_write and adserve_redis_sentinel together are refused');
+like($out, qr/"adserve_redis_write" and "adserve_redis_sentinel" both name the primary/, '... saying why') or diag $out;
+($ok, $out) = nginx_t(variant('sentinelname', sub { s/adserve_redis_write 127\.0\.0\.1:\d+/adserve_redis_sentinel adserve sentinel-1:26379/ }));
+ok(!$ok, 'a host name for a sentinel is refused');
+like($out, qr/adserve_redis_sentinel: "sentinel-1:26379": a name, not an address/, '... naming the sentinel') or diag $out;
+($ok, $out) = nginx_t(variant('sentinelnone', sub { s/adserve_redis_write 127\.0\.0\.1:\d+/adserve_redis_sentinel adserve/ }));
+ok(!$ok, 'adserve_redis_sentinel without a sentinel is refused');
+like($out, qr/invalid number of arguments in "adserve_redis_sentinel"/, '... saying why') or diag $out;
+
 ($ok, $out) = nginx_t(variant('unix', sub { s/adserve_redis 127\.0\.0\.1:\d+/adserve_redis unix:\/run\/redis.sock/ }));
 ok($ok, 'a unix socket for Redis is accepted') or diag $out;
 

@@ -1,11 +1,14 @@
 # A failover under Redis Sentinel (README "Many nodes"): a primary, its
 # replica and a sentinel (redis-server --sentinel, quorum 1) on loopback;
-# nginx reads its snapshot from the replica, and the sidecar finds the
-# primary through the sentinel (ADSERVE_REDIS_SENTINELS). While ads are
+# nginx reads its snapshot from the replica, and both the sidecar and
+# nginx's workers find the primary through the sentinel
+# (ADSERVE_REDIS_SENTINELS; adserve_redis_sentinel; the first sentinel
+# named is down, so they ask the second). While ads are
 # requested and the API is written back to back, the primary is killed
 # with kill -9. Serving never fails; the sentinel promotes the replica; the
-# sidecar finds it and writes resume within a bounded time; and not one
-# write the API acknowledged is missing from the new primary.
+# sidecar finds it and writes resume within a bounded time; not one write
+# the API acknowledged is missing from the new primary; every ad request
+# is counted there; and frequency caps hold on it.
 use strict;
 use warnings;
 use FindBin;
@@ -35,7 +38,9 @@ ok($t->wait_until(10, sub { pid_of($t->var . '/replica/redis.pid') && pid_of($t-
 ok($t->wait_until(15, sub { cli($sport, 'SENTINEL', 'replicas', 'adserve') =~ /127\.0\.0\.1/ }),
    '... the sentinel monitors the primary and knows its replica');
 
-$t->env->{ADSERVE_REDIS_SENTINELS} = "127.0.0.1:$sport";
+# the first sentinel named is down for good: both programs ask the next
+my $gone = Adserve::Test::free_port();
+$t->env->{ADSERVE_REDIS_SENTINELS} = "127.0.0.1:$gone,127.0.0.1:$sport";
 $t->env->{ADSERVE_REDIS_MASTER} = 'adserve';
 $t->env->{ADSERVE_REDIS_READ_PORT} = $rport;
 $t->start('sidecar', 'nginx');
@@ -92,5 +97,47 @@ note sprintf 'writes resumed %.1f s after the kill', $resumed;
 my @ids = do { open my $fh, '<', $acked or die; map { chomp; $_ } <$fh> };
 my $missing = grep { cli($rport, 'HEXISTS', 'adserve:advertisers', $_) ne '1' } @ids, $adv->{id};
 is($missing, 0, scalar(@ids) . ' acknowledged writes: every one on the new primary');
+
+# ---- nginx's workers follow the failover ------------------------------------------------------------
+$t->env->{ADSERVE_REDIS_PORT} = $rport;            # the test's own Redis commands too
+like($t->log_text('nginx-error.log'), qr/events: the sentinels name 127\.0\.0\.1 port $rport the primary of "adserve"/,
+     "nginx's events connection asked the sentinel, and found the new primary");
+my $field = "u:$c->{unit}:req";
+ok($t->wait_until(10, sub { $t->stat_sum($field) == $n + 1 }),
+   sprintf 'every ad request of the run is counted on the new primary (%d of %d; those of the outage waited in the workers)',
+   $t->stat_sum($field), $n + 1);
+my $capped = $t->chain(line_item => { frequency_caps => [ { max => 2, seconds => 86400 } ] });
+ok($t->wait_until(5, sub { $t->workers_at($capped->{rev}) }), 'a line item capped at 2 a day, written to the new primary');
+my $user = { version => '0.1.0', user => { id => 'after-failover' }, device => { ua => 'Mozilla/5.0' } };
+my @got = map { $t->ad($capped->{unit}, $user)->{status} } 1 .. 4;
+is("@got", '200 200 204 204', "... serves one user exactly 2 ads: nginx's caps connection reserves on the new primary");
+
+# ---- a planned failover: the primary demoted, alive ---------------------------------------------------
+my $r2port = $t->redis_server('replica2', args => [ '--replicaof', '127.0.0.1', $rport ]);
+ok($t->wait_until(30, sub { cli($sport, 'SENTINEL', 'replicas', 'adserve') =~ /\b$r2port\b/
+                            && cli($r2port, 'INFO', 'replication') =~ /master_link_status:up/ }),
+   'a second replica, in sync, known to the sentinel');
+my $counted = $t->stat_sum($field);
+ok($t->wait_until(30, sub { cli($sport, 'SENTINEL', 'FAILOVER', 'adserve') eq 'OK' }), 'SENTINEL FAILOVER: the primary steps down');
+ok($t->wait_until(20, sub { cli($rport, 'ROLE') =~ /^slave/ && cli($r2port, 'ROLE') =~ /^master/ }),
+   '... to a replica of the second, which is the primary now');
+$t->env->{ADSERVE_REDIS_PORT} = $r2port;
+my $more = grep { $t->ad($c->{unit})->{status} == 200 } 1 .. 50;
+is($more, 50, '50 more ads served');
+ok($t->wait_until(10, sub { $t->stat_sum($field) == $counted + 50 }),
+   sprintf "... counted on the newest primary: nginx's events connection left the demoted one (%d of %d)",
+   $t->stat_sum($field), $counted + 50);
+$capped = $t->chain(line_item => { frequency_caps => [ { max => 1, seconds => 86400 } ] });
+ok($t->wait_until(5, sub { $t->workers_at($capped->{rev}) }), 'a line item capped at 1 a day');
+@got = map { $t->ad($capped->{unit}, $user)->{status} } 1 .. 3;
+is("@got", '200 204 204', '... serves exactly 1 ad: its reservation went to the newest primary');
+
+# ---- a primary demoted behind the sentinel's back answers READONLY ----------------------------------------
+is(cli($r2port, 'REPLICAOF', '127.0.0.1', $rport), 'OK', 'the newest primary turned into a replica by hand');
+my $reader = { %$user, user => { id => 'readonly' } };
+is($t->ad($capped->{unit}, $reader)->{status}, 204,
+   "a capped ad for a new user: the reservation answered READONLY, and the ad does not serve");
+ok($t->wait_until(5, sub { $t->log_text('nginx-error.log') =~ /caps: redis the primary of "adserve" \(Sentinel\) unavailable \(the server is a replica now \(READONLY\)\)/ }),
+   "... nginx dropped that connection, to ask the sentinels again");
 
 done_testing;
