@@ -285,6 +285,20 @@ ngx_http_adserve_redis_log_down(ngx_http_adserve_redis_t *rd, const char *why)
 }
 
 
+/* The owner may send: connected is not yet healthy, since a server that
+ * refuses every command (no auth) must keep its backoff and its one log
+ * line. */
+static void
+ngx_http_adserve_redis_up(ngx_http_adserve_redis_t *rd)
+{
+    rd->connected = 1;
+
+    if (rd->on_up) {
+        rd->on_up(rd);
+    }
+}
+
+
 static void
 ngx_http_adserve_redis_on_connect(const redisAsyncContext *ac, int status)
 {
@@ -310,13 +324,7 @@ ngx_http_adserve_redis_on_connect(const redisAsyncContext *ac, int status)
         return;
     }
 
-    /* connected is not yet healthy: a server that refuses every command
-     * (no auth, wrong role) must keep its backoff and its one log line */
-    rd->connected = 1;
-
-    if (rd->on_up) {
-        rd->on_up(rd);
-    }
+    ngx_http_adserve_redis_up(rd);
 }
 
 
@@ -348,8 +356,24 @@ ngx_http_adserve_redis_on_disconnect(const redisAsyncContext *ac, int status)
 
 /* ---- Sentinel ---------------------------------------------------------- */
 
-/* On a sentinel's connection: which server is the primary of our master?
- * The reply is bounded by the same timer as a connect. */
+/* A question of the connection's own before the owner hears of it (which
+ * server is the primary; is this one), bounded by the same timer as a
+ * connect: the timer handler frees a connection that does not answer. */
+static void
+ngx_http_adserve_redis_question(ngx_http_adserve_redis_t *rd, redisCallbackFn *fn, int argc,
+    const char **argv, const size_t *argvlen)
+{
+    if (redisAsyncCommandArgv(rd->ac, fn, rd, argc, argv, argvlen) != REDIS_OK) {
+        ngx_http_adserve_redis_log_down(rd, "cannot send a command");
+        redisAsyncFree(rd->ac);
+        return;
+    }
+
+    ngx_add_timer(&rd->timer, rd->timeout);
+}
+
+
+/* On a sentinel's connection: which server is the primary of our master? */
 static void
 ngx_http_adserve_redis_ask(ngx_http_adserve_redis_t *rd)
 {
@@ -358,16 +382,7 @@ ngx_http_adserve_redis_ask(ngx_http_adserve_redis_t *rd)
     size_t       argvlen[] = { sizeof(ADSERVE_REDIS_SENTINEL) - 1,
                                sizeof(ADSERVE_REDIS_SENTINEL_PRIMARY) - 1, rd->master.len };
 
-    if (redisAsyncCommandArgv(rd->ac, ngx_http_adserve_redis_sentinel_reply, rd, 3, argv,
-                              argvlen)
-        != REDIS_OK)
-    {
-        ngx_http_adserve_redis_log_down(rd, "cannot ask the sentinel");
-        redisAsyncFree(rd->ac);
-        return;
-    }
-
-    ngx_add_timer(&rd->timer, rd->timeout);
+    ngx_http_adserve_redis_question(rd, ngx_http_adserve_redis_sentinel_reply, 3, argv, argvlen);
 }
 
 
@@ -477,16 +492,7 @@ ngx_http_adserve_redis_check_role(ngx_http_adserve_redis_t *rd)
     const char  *argv[] = { ADSERVE_REDIS_ROLE };
     size_t       argvlen[] = { sizeof(ADSERVE_REDIS_ROLE) - 1 };
 
-    if (redisAsyncCommandArgv(rd->ac, ngx_http_adserve_redis_role_reply, rd, 1, argv,
-                              argvlen)
-        != REDIS_OK)
-    {
-        ngx_http_adserve_redis_log_down(rd, "cannot send ROLE");
-        redisAsyncFree(rd->ac);
-        return;
-    }
-
-    ngx_add_timer(&rd->timer, rd->timeout);
+    ngx_http_adserve_redis_question(rd, ngx_http_adserve_redis_role_reply, 1, argv, argvlen);
 }
 
 
@@ -514,11 +520,7 @@ ngx_http_adserve_redis_role_reply(redisAsyncContext *ac, void *r, void *data)
         return;
     }
 
-    rd->connected = 1;
-
-    if (rd->on_up) {
-        rd->on_up(rd);
-    }
+    ngx_http_adserve_redis_up(rd);
 }
 
 
