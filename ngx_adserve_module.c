@@ -21,7 +21,8 @@
  *                     adserve_conversion_ttl, adserve_test_clock,
  *                     adserve_rec_snapshots, adserve_rec_services,
  *                     adserve_rec_timeout
- * Directives (location): adserve_ad, adserve_vast, adserve_event, adserve_status
+ * Directives (location): adserve_ad, adserve_vast, adserve_event, adserve_explain,
+ *                        adserve_status, adserve_metrics
  */
 
 
@@ -49,6 +50,8 @@ static char *ngx_http_adserve_status(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_adserve_event(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_adserve_explain(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_adserve_metrics_location(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 
@@ -229,6 +232,13 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
       0,
       NULL },
 
+    { ngx_string("adserve_metrics"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_adserve_metrics_location,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -276,11 +286,7 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
     size_t                      len;
     ngx_int_t                   rc;
 
-    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        return NGX_HTTP_NOT_ALLOWED;
-    }
-
-    rc = ngx_http_discard_request_body(r);
+    rc = ngx_http_adserve_get_only(r);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -356,6 +362,12 @@ ngx_http_adserve_create_main_conf(ngx_conf_t *cf)
     amcf->conversion_ttl = NGX_CONF_UNSET;
     amcf->test_clock = NGX_CONF_UNSET;
     amcf->zone_size = NGX_CONF_UNSET_SIZE;
+
+    if (ngx_array_init(&amcf->prefixes, cf->pool, 4, sizeof(ngx_http_adserve_prefix_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
 
     return amcf;
 }
@@ -539,6 +551,12 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    /* and its counters, which a reload keeps too */
+    amcf->metrics = ngx_http_adserve_metrics_add(cf);
+    if (amcf->metrics == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
     return ngx_http_adserve_load_keys(cf, amcf);
 }
 
@@ -565,6 +583,13 @@ ngx_http_adserve_init(ngx_conf_t *cf)
     }
 
     *h = ngx_http_adserve_preflight_handler;
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_adserve_metrics_log;
 
     return NGX_OK;
 }
@@ -674,10 +699,36 @@ ngx_http_adserve_redis_sentinel(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* The location being configured counts in /metrics as handler: its
+ * requests are known by its prefix in the log phase, whatever answers
+ * them. */
+static char *
+ngx_http_adserve_counted(ngx_conf_t *cf, ngx_uint_t handler)
+{
+    ngx_http_core_loc_conf_t      *clcf;
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_prefix_t     *pre;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
+
+    pre = ngx_array_push(&amcf->prefixes);
+    if (pre == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    pre->prefix = clcf->name;
+    pre->handler = handler;
+
+    return NGX_CONF_OK;
+}
+
+
 /* adserve_ad and adserve_explain: the tagid is what follows the prefix, so
  * a prefix location that ends with "/" */
 static char *
-ngx_http_adserve_tagid_location(ngx_conf_t *cf, ngx_http_handler_pt handler)
+ngx_http_adserve_tagid_location(ngx_conf_t *cf, ngx_http_handler_pt handler,
+    ngx_uint_t counted)
 {
     ngx_http_core_loc_conf_t  *clcf;
 
@@ -696,42 +747,46 @@ ngx_http_adserve_tagid_location(ngx_conf_t *cf, ngx_http_handler_pt handler)
 
     clcf->handler = handler;
 
-    return NGX_CONF_OK;
+    return ngx_http_adserve_counted(cf, counted);
 }
 
 
 /* adserve_ad and adserve_vast: a serving location (the worker loads
  * snapshots for it) */
 static char *
-ngx_http_adserve_serving_location(ngx_conf_t *cf, ngx_http_handler_pt handler)
+ngx_http_adserve_serving_location(ngx_conf_t *cf, ngx_http_handler_pt handler,
+    ngx_uint_t counted)
 {
     ngx_http_adserve_main_conf_t  *amcf;
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
     amcf->serving = 1;
 
-    return ngx_http_adserve_tagid_location(cf, handler);
+    return ngx_http_adserve_tagid_location(cf, handler, counted);
 }
 
 
 static char *
 ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_http_adserve_serving_location(cf, ngx_http_adserve_ad_handler);
+    return ngx_http_adserve_serving_location(cf, ngx_http_adserve_ad_handler,
+                                             NGX_HTTP_ADSERVE_H_AD);
 }
 
 
 static char *
 ngx_http_adserve_vast(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_http_adserve_serving_location(cf, ngx_http_adserve_vast_handler);
+    return ngx_http_adserve_serving_location(cf, ngx_http_adserve_vast_handler,
+                                             NGX_HTTP_ADSERVE_H_VAST);
 }
 
 
 static char *
 ngx_http_adserve_explain(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_http_adserve_tagid_location(cf, ngx_http_adserve_explain_handler);
+    return ngx_http_adserve_tagid_location(cf, ngx_http_adserve_explain_handler,
+                                           NGX_HTTP_ADSERVE_H_EXPLAIN);
 }
 
 
@@ -747,6 +802,19 @@ ngx_http_adserve_event(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
     amcf->tracking = 1;
 
+    return ngx_http_adserve_counted(cf, NGX_HTTP_ADSERVE_H_EVENT);
+}
+
+
+/* adserve_status and adserve_metrics: locations of one handler each */
+static char *
+ngx_http_adserve_handled(ngx_conf_t *cf, ngx_http_handler_pt handler)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = handler;
+
     return NGX_CONF_OK;
 }
 
@@ -754,12 +822,14 @@ ngx_http_adserve_event(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static char *
 ngx_http_adserve_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_core_loc_conf_t  *clcf;
+    return ngx_http_adserve_handled(cf, ngx_http_adserve_status_handler);
+}
 
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    clcf->handler = ngx_http_adserve_status_handler;
 
-    return NGX_CONF_OK;
+static char *
+ngx_http_adserve_metrics_location(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_http_adserve_handled(cf, ngx_http_adserve_metrics_handler);
 }
 
 
@@ -789,6 +859,9 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
                       NGX_HTTP_ADSERVE_LOG "cannot set up the ad_log cipher");
         return NGX_ERROR;
     }
+
+    /* first: what starts next counts in the worker's slot */
+    ngx_http_adserve_metrics_init(amcf->metrics);
 
     ld = ngx_pcalloc(cycle->pool, sizeof(ngx_http_adserve_loader_t));
     if (ld == NULL) {
@@ -853,4 +926,7 @@ ngx_http_adserve_exit_process(ngx_cycle_t *cycle)
         adserve_tokens_stop(amcf->tokens);
         amcf->loader = NULL;
     }
+
+    /* last: the exit's final flush counted what it dropped */
+    ngx_http_adserve_metrics_exit();
 }

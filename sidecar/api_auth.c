@@ -6,6 +6,7 @@
 #include "auth.h"
 #include "log.h"
 #include "mail.h"
+#include "prom.h"
 #include "ratelimit.h"
 #include "schema_auth.h"
 #include "txn.h"
@@ -167,6 +168,7 @@ static void login_failed(struct store_conn *c, const char *account, const char *
         reply_store_error(rep, st);
         return;
     }
+    prom_auth_failure(PROM_AUTH_CREDENTIALS);
     unauthorized(rep, "invalid credentials");
 }
 
@@ -180,8 +182,11 @@ static void login(struct request *req, struct reply *rep, const cJSON *in)
     account_subject(email, account);
     client_of(req, client);
     pair_subject(account, client, pair);
-    if (login_allowed(c, account, client, pair, rep) != 0)
+    if (login_allowed(c, account, client, pair, rep) != 0) {
+        if (rep->status == 429)
+            prom_auth_failure(PROM_AUTH_THROTTLED);
         return;
+    }
     enum store_status st = find_user(c, account, &u);
     if (st != STORE_OK && st != STORE_NOT_FOUND) {
         reply_store_error(rep, st);
@@ -244,6 +249,7 @@ static void api_auth_refresh(struct request *req, struct reply *rep)
         break;
     case REFRESH_INVALID:
     case REFRESH_REUSED:
+        prom_auth_failure(PROM_AUTH_TOKEN);
         unauthorized(rep, "invalid refresh token");
         break;
     case REFRESH_UNAVAILABLE:

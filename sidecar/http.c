@@ -2,6 +2,7 @@
 
 #include "auth.h"
 #include "log.h"
+#include "prom.h"
 #include "schema.h"
 #include "util.h"
 
@@ -41,6 +42,7 @@ struct conn_ctx {
     size_t received;
     bool too_large;
     bool queued;
+    bool scrape;                /* GET /metrics: not an API request */
     int status;
 };
 
@@ -260,11 +262,13 @@ static int authenticate(struct MHD_Connection *conn, struct conn_ctx *cx, struct
         return -1;
     }
     if (r != AUTH_OK) {
+        prom_auth_failure(PROM_AUTH_TOKEN);
         reply_error(rep, 401, "%s", auth_result_detail(r));
         reply_header(rep, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
         return -1;
     }
     if ((role_from_name(cx->user.role) & cx->route->roles) == 0) {
+        prom_auth_failure(PROM_AUTH_ROLE);
         reply_error(rep, 403, "insufficient role");
         return -1;
     }
@@ -296,6 +300,17 @@ static int check_headers(struct MHD_Connection *conn, struct conn_ctx *cx, const
 {
     char allow[64];
 
+    /* Prometheus's, not the API's: answered here, whole, from the headers */
+    if (strcmp(url, PROM_PATH) == 0) {
+        cx->scrape = true;
+        if (strcmp(cx->method, "GET") == 0 || strcmp(cx->method, "HEAD") == 0)
+            prom_reply(rep);
+        else {
+            reply_error(rep, 405, "method not allowed");
+            reply_header(rep, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        }
+        return -1;
+    }
     switch (router_find(cx->method, url, &cx->route, &cx->params, allow, sizeof allow)) {
     case ROUTE_NO_PATH:
         reply_error(rep, 404, "not found");
@@ -468,8 +483,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)conn;
     if (cx == NULL)
         return;
-    log_line("%s %s %d %.1fms%s", cx->method, cx->log_path, cx->status,
-             monotonic_ms() - cx->start_ms,
+    double ms = monotonic_ms() - cx->start_ms;
+
+    if (cx->queued && !cx->scrape)
+        prom_request(cx->route, cx->status, ms);
+    log_line("%s %s %d %.1fms%s", cx->method, cx->log_path, cx->status, ms,
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
     body_free(cx);
     free(cx);

@@ -1,6 +1,7 @@
 #include "mail.h"
 
 #include "log.h"
+#include "prom.h"
 #include "secret.h"
 #include "store.h"
 #include "util.h"
@@ -307,16 +308,20 @@ static void deliver(const struct mail *m, bool stopping)
 
     if (M.smtp_url != NULL && !stopping) {
         if (smtp_send(m, err) == 0) {
+            prom_mail(PROM_MAIL_SENT);
             log_line("%s sent", m->what);
             return;
         }
         err[strcspn(err, "\r\n")] = '\0';
         log_line("%s not sent (%.200s): falling back to the outbox", m->what, err);
     }
-    if (outbox_append(m) == 0)
+    if (outbox_append(m) == 0) {
+        prom_mail(PROM_MAIL_OUTBOX);
         log_line("%s queued for the outbox (%s)", m->what, ADSERVE_KEY_OUTBOX);
-    else
+    } else {
+        prom_mail(PROM_MAIL_LOST);
         log_line("%s lost: the outbox cannot be written", m->what);
+    }
 }
 
 /* Waits MAIL_POLL_MS, or less when stopping (with M.lock held). */

@@ -42,6 +42,7 @@
 #include "http.h"
 #include "log.h"
 #include "mail.h"
+#include "prom.h"
 #include "ratelimit.h"
 #include "rec_jobs.h"
 #include "secret.h"
@@ -187,6 +188,7 @@ static int block_signals(sigset_t *stop)
 
 static int serve(const struct config *cfg, const sigset_t *stop)
 {
+    prom_start();
     struct MHD_Daemon *d = http_start((uint16_t)cfg->port, (size_t)cfg->max_body);
     int sig = 0;
 

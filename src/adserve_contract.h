@@ -947,6 +947,18 @@ int adserve_parse_hhmm(const char *s, int end);
 int64_t adserve_days_from_civil(int64_t y, unsigned m, unsigned d);
 
 
+/* ---- Prometheus ---------------------------------------------------------- */
+
+/* Both programs answer GET /metrics in Prometheus's text format (0.0.4):
+ * the module for the node (nginx, loopback only in the shipped
+ * configuration), the sidecar for the API (its own loopback port). Their
+ * latency histograms share these upper bounds, in milliseconds (printed as
+ * seconds in le=""), and the last bucket is +Inf. */
+#define ADSERVE_PROMETHEUS_TYPE          "text/plain; version=0.0.4; charset=utf-8"
+#define ADSERVE_LATENCY_NBUCKETS         11
+#define ADSERVE_LATENCY_BUCKETS_MS       { 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500 }
+
+
 /* ---- the hash ------------------------------------------------------------ */
 
 /* FNV-1a over bytes: every id table of both programs (the snapshot's ad

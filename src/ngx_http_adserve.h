@@ -57,6 +57,7 @@ struct ngx_http_adserve_redis_s {
     ngx_http_adserve_redis_handler_pt  on_up;
     ngx_http_adserve_redis_handler_pt  on_down;
     void                              *data;
+    ngx_uint_t                         metric;     /* ngx_http_adserve_conn_e */
 
     /* in the outage's log lines: what the connection is for (NULL: the
      * loader's, unnamed) and what goes on meanwhile */
@@ -69,6 +70,7 @@ struct ngx_http_adserve_redis_s {
     unsigned                           writing:1;  /* in redisAsyncHandleWrite */
     unsigned                           asking:1;   /* ac is a sentinel's */
     unsigned                           found:1;    /* primary is a sentinel's answer */
+    unsigned                           was_up:1;   /* a connect after it is a reconnect */
 };
 
 
@@ -554,6 +556,64 @@ ngx_int_t ngx_http_adserve_pacing_swapped(adserve_snapshot_t *s,
 adserve_pace_t *ngx_http_adserve_paces(void);
 
 
+/* ---- metrics: src/ngx_http_adserve_metrics.c ------------------------------
+ *
+ * Each worker counts in its slot of a shared zone, a scrape sums them (GET
+ * /metrics, adserve_metrics). Counters first, gauges from redis_up on: the
+ * scrape sums the counters of every slot, the gauges of live workers. */
+
+typedef enum {
+    NGX_HTTP_ADSERVE_H_AD = 0,
+    NGX_HTTP_ADSERVE_H_VAST,
+    NGX_HTTP_ADSERVE_H_EVENT,
+    NGX_HTTP_ADSERVE_H_EXPLAIN,
+    NGX_HTTP_ADSERVE_HANDLERS
+} ngx_http_adserve_handler_e;
+
+/* a worker's Redis connections (ngx_http_adserve_redis_t.metric) */
+typedef enum {
+    NGX_HTTP_ADSERVE_CONN_SNAPSHOT = 0,
+    NGX_HTTP_ADSERVE_CONN_EVENTS,
+    NGX_HTTP_ADSERVE_CONN_CAPS,
+    NGX_HTTP_ADSERVE_CONNS
+} ngx_http_adserve_conn_e;
+
+#define NGX_HTTP_ADSERVE_STATUSES  23      /* 22 of their own, and "other" */
+
+typedef struct {
+    /* counters */
+    uint64_t    requests[NGX_HTTP_ADSERVE_HANDLERS][NGX_HTTP_ADSERVE_STATUSES];
+    uint64_t    latency[NGX_HTTP_ADSERVE_HANDLERS][ADSERVE_LATENCY_NBUCKETS + 1];
+    uint64_t    latency_ms[NGX_HTTP_ADSERVE_HANDLERS];
+    uint64_t    ads[ADSERVE_FORMAT_COUNT + 1];       /* + recommendation */
+    uint64_t    nobids[NGX_HTTP_ADSERVE_HANDLERS];
+    uint64_t    events[ADSERVE_EVENT_COUNT];
+    uint64_t    invalid_tokens;
+    uint64_t    cap_timeouts;
+    uint64_t    events_dropped;
+    uint64_t    redis_reconnects[NGX_HTTP_ADSERVE_CONNS];
+    /* gauges */
+    uint64_t    redis_up[NGX_HTTP_ADSERVE_CONNS];
+    uint64_t    events_buffered;
+    uint64_t    events_capacity;
+} ngx_http_adserve_metrics_slot_t;
+
+/* where this worker counts: m->x++ from anywhere in the worker */
+extern ngx_http_adserve_metrics_slot_t  *ngx_http_adserve_tally;
+
+/* a location prefix of the module, and its handler's label */
+typedef struct {
+    ngx_str_t                   prefix;
+    ngx_uint_t                  handler;      /* ngx_http_adserve_handler_e */
+} ngx_http_adserve_prefix_t;
+
+ngx_shm_zone_t *ngx_http_adserve_metrics_add(ngx_conf_t *cf);
+void ngx_http_adserve_metrics_init(ngx_shm_zone_t *shm_zone);
+void ngx_http_adserve_metrics_exit(void);
+ngx_int_t ngx_http_adserve_metrics_log(ngx_http_request_t *r);
+ngx_int_t ngx_http_adserve_metrics_handler(ngx_http_request_t *r);
+
+
 /* ---- the module's configuration, shared by its sources ---------------- */
 
 struct ngx_http_adserve_main_conf_s {
@@ -581,6 +641,8 @@ struct ngx_http_adserve_main_conf_s {
     ngx_http_adserve_events_t  *events;        /* per worker */
     ngx_uint_t                  serving;       /* some location has adserve_ad */
     ngx_uint_t                  tracking;      /* some location has adserve_event */
+    ngx_shm_zone_t             *metrics;       /* the node's counters */
+    ngx_array_t                 prefixes;      /* of ngx_http_adserve_prefix_t */
 };
 
 extern ngx_module_t  ngx_http_adserve_module;
@@ -605,6 +667,9 @@ time_t ngx_http_adserve_clock(void);
 ngx_int_t ngx_http_adserve_body(ngx_http_request_t *r, u_char **start,
     size_t *len);
 
+/* a GET (or HEAD) location's start: NGX_OK, or what to answer */
+ngx_int_t ngx_http_adserve_get_only(ngx_http_request_t *r);
+
 /* adds a response header (name a static string, value kept as given); the
  * header, or NULL when out of memory */
 ngx_table_elt_t *ngx_http_adserve_header(ngx_http_request_t *r,
@@ -613,6 +678,9 @@ ngx_table_elt_t *ngx_http_adserve_header(ngx_http_request_t *r,
 /* a response with a body in memory (or none); the JSON type when there is */
 ngx_int_t ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
+/* the same, with its own Content-Type */
+ngx_int_t ngx_http_adserve_send_as(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
+    size_t len, ngx_str_t *type);
 /* 200 application/xml */
 ngx_int_t ngx_http_adserve_send_xml(ngx_http_request_t *r, u_char *body, size_t len);
 

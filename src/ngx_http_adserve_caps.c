@@ -50,6 +50,7 @@ ngx_http_adserve_caps_init(ngx_cycle_t *cycle, ngx_http_adserve_redis_t *addr)
     rd->on_up = NULL;
     rd->on_down = NULL;
     rd->name = "caps";
+    rd->metric = NGX_HTTP_ADSERVE_CONN_CAPS;
     rd->outage = "capped line items do not serve meanwhile";
 
     ngx_http_adserve_redis_start(rd);
@@ -354,6 +355,7 @@ ngx_http_adserve_caps_timeout(ngx_event_t *ev)
     ngx_http_adserve_ctx_t  *ctx = ev->data;
 
     ngx_log_error(NGX_LOG_INFO, ev->log, 0, NGX_HTTP_ADSERVE_LOG "%s", ctx->late);
+    ngx_http_adserve_tally->cap_timeouts++;
 
     ngx_http_adserve_caps_done(ctx);
 }

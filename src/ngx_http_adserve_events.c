@@ -485,6 +485,7 @@ ngx_http_adserve_track_invalid(ngx_http_adserve_events_t *ev,
     }
 
     ev->invalid[type]++;
+    ngx_http_adserve_tally->invalid_tokens++;
     name = adserve_event_name(type);
 
     ngx_http_adserve_counter_add(ev, now, NGX_HTTP_ADSERVE_DIM_INVALID,
@@ -517,8 +518,11 @@ ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
         return NGX_DECLINED;
     }
 
+    ngx_http_adserve_tally->events[type]++;
+
     if (ev->queued == ev->conf.buffer) {
         ev->dropped++;
+        ngx_http_adserve_tally->events_dropped++;
         ev->drop_pending++;
         ev->overflow_dropped++;
 
@@ -1116,6 +1120,7 @@ ngx_http_adserve_events_on_reply(redisAsyncContext *ac, void *r, void *data)
                           ev->batch.seq, ev->batch.refusals, err,
                           ev->batch.events, ev->batch.incrs);
             ev->dropped += ev->batch.events;
+            ngx_http_adserve_tally->events_dropped += ev->batch.events;
             ngx_http_adserve_batch_free(&ev->batch);
             return;
         }
@@ -1191,6 +1196,9 @@ ngx_http_adserve_events_flush(ngx_event_t *e)
     }
 
     ngx_add_timer(&ev->flush, ev->conf.flush);
+
+    ngx_http_adserve_tally->events_buffered = ev->queued;
+    ngx_http_adserve_tally->events_capacity = ev->conf.buffer;
 
     ngx_http_adserve_events_send(ev);
 }
@@ -1420,6 +1428,7 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
     ev->redis.on_up = ngx_http_adserve_events_on_up;
     ev->redis.on_down = ngx_http_adserve_events_on_down;
     ev->redis.name = "events";
+    ev->redis.metric = NGX_HTTP_ADSERVE_CONN_EVENTS;
     ev->redis.outage = "events kept in worker memory";
 
     ev->flush.handler = ngx_http_adserve_events_flush;

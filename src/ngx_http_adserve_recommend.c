@@ -386,6 +386,7 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     }
 
     if (pk.n == 0) {
+        ngx_http_adserve_tally->nobids[NGX_HTTP_ADSERVE_H_AD] += !ctx->explain;
         return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
     }
 
@@ -444,6 +445,7 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
                            &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
                            NGX_HTTP_ADSERVE_M_ADS, 1);
     ngx_http_adserve_count_variant(amcf->events, ctx->now, unit, NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_tally->ads[ADSERVE_FORMAT_COUNT]++;
 
     if (unit->impression_on_response) {
         (void) ngx_http_adserve_track(amcf->events, ADSERVE_EVENT_IMPRESSION, &log,

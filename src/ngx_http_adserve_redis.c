@@ -249,6 +249,7 @@ ngx_http_adserve_redis_cleanup(void *data)
     rd->conn = NULL;
     rd->ac = NULL;
     rd->connected = 0;
+    ngx_http_adserve_tally->redis_up[rd->metric] = 0;
 
     if (rd->timer.timer_set) {
         ngx_del_timer(&rd->timer);
@@ -292,6 +293,10 @@ static void
 ngx_http_adserve_redis_up(ngx_http_adserve_redis_t *rd)
 {
     rd->connected = 1;
+
+    ngx_http_adserve_tally->redis_up[rd->metric] = 1;
+    ngx_http_adserve_tally->redis_reconnects[rd->metric] += rd->was_up;
+    rd->was_up = 1;
 
     if (rd->on_up) {
         rd->on_up(rd);

@@ -115,6 +115,8 @@ ngx_http_adserve_seal(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     li = &amcf->loader->snapshot->lis[c->li];
 
+    ngx_http_adserve_tally->ads[c->format]++;
+
     log->issued = ctx->now;
     log->price_micros = c->bid_micros;
     log->cost_type = li->cost_type;
@@ -416,6 +418,7 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     }
 
     if (c == NULL) {
+        ngx_http_adserve_tally->nobids[NGX_HTTP_ADSERVE_H_AD]++;
         return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
     }
 
@@ -455,6 +458,7 @@ ngx_http_adserve_answer_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
            : NULL;
 
     if (cr == NULL || cr->vast.data == NULL) {
+        ngx_http_adserve_tally->nobids[NGX_HTTP_ADSERVE_H_VAST]++;
         return ngx_http_adserve_send_xml(r, none, sizeof(none) - 1);
     }
 
@@ -790,11 +794,7 @@ ngx_http_adserve_vast_handler(ngx_http_request_t *r)
     ngx_http_adserve_ctx_t     *ctx;
     ngx_int_t                   rc;
 
-    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        return NGX_HTTP_NOT_ALLOWED;
-    }
-
-    rc = ngx_http_discard_request_body(r);
+    rc = ngx_http_adserve_get_only(r);
     if (rc != NGX_OK) {
         return rc;
     }

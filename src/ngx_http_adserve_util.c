@@ -14,8 +14,6 @@
 static ngx_str_t  ngx_http_adserve_json_type = ngx_string("application/json");
 static ngx_str_t  ngx_http_adserve_xml_type = ngx_string("application/xml");
 
-static ngx_int_t ngx_http_adserve_send_as(ngx_http_request_t *r, ngx_uint_t status,
-    u_char *body, size_t len, ngx_str_t *type);
 
 
 /* ---- the clock --------------------------------------------------------- */
@@ -138,6 +136,19 @@ ngx_http_adserve_body(ngx_http_request_t *r, u_char **start, size_t *len)
 }
 
 
+/* A GET (or HEAD) location's start: NGX_OK, or what to answer (405, or
+ * discarding the body's failure). */
+ngx_int_t
+ngx_http_adserve_get_only(ngx_http_request_t *r)
+{
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    return ngx_http_discard_request_body(r);
+}
+
+
 ngx_int_t
 ngx_http_adserve_send(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
     size_t len)
@@ -153,7 +164,7 @@ ngx_http_adserve_send_xml(ngx_http_request_t *r, u_char *body, size_t len)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_adserve_send_as(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
     size_t len, ngx_str_t *type)
 {
