@@ -29,12 +29,17 @@ all: build
 deps:
 	@scripts/deps
 
-build: deps
-	@scripts/build-module
-	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar
-	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar-asan SANITIZE=1
+build: module sidecar
 	@$(MAKE) -s unit
 	@$(MAKE) -s fuzzers
+
+module: deps
+	@scripts/build-module
+
+# the sidecar, and its build with ASan and UBSan (the one the tests run)
+sidecar: deps
+	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar
+	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar-asan SANITIZE=1
 
 unit: $(UNIT) $(TOOLS)
 
