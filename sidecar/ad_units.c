@@ -24,6 +24,21 @@ bool ad_unit_path_id(struct request *req, struct reply *rep, const char *name,
     return ok;
 }
 
+cJSON *ad_unit_of_path(struct request *req, struct reply *rep, const char *name,
+                       char id[UUID_STR_LEN])
+{
+    cJSON *unit = NULL;
+
+    if (!ad_unit_path_id(req, rep, name, id))
+        return NULL;
+    enum store_status st = ad_unit_load(request_store(req), id, &unit);
+    if (st == STORE_NOT_FOUND)
+        reply_error(rep, 404, "ad unit not found");
+    else if (st != STORE_OK)
+        reply_store_error(rep, st);
+    return st == STORE_OK ? unit : NULL;
+}
+
 enum store_status ad_units_watch(struct store_conn *c)
 {
     return store_do(c, (const char *[]){ "WATCH", ADSERVE_KEY_AD_UNITS, ADSERVE_KEY_AD_UNIT_CODES, NULL });

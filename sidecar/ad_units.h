@@ -26,6 +26,11 @@
 bool ad_unit_path_id(struct request *req, struct reply *rep, const char *name,
                      char out[UUID_STR_LEN]);
 
+/* The ad unit of path segment name (its id in id), loaded; NULL, with the
+ * 404 or the store's error in rep, when there is none. */
+cJSON *ad_unit_of_path(struct request *req, struct reply *rep, const char *name,
+                       char id[UUID_STR_LEN]);
+
 /* WATCH of every key an ad unit write reads. */
 enum store_status ad_units_watch(struct store_conn *c);
 

@@ -35,5 +35,6 @@ ROUTE_GROUP(item_pools);
 ROUTE_GROUP(rec_jobs);
 ROUTE_GROUP(rec_metrics);
 ROUTE_GROUP(experiments);
+ROUTE_GROUP(integration);
 
 #endif

@@ -10,7 +10,6 @@
 #include "resource.h"
 #include "schema_native.h"
 
-#define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 
 static const char *const link_watch[] = { ADSERVE_KEY_AD_UNITS, ADSERVE_KEY_NATIVE_STYLES, NULL };
 static const char *const link_immutable[] = { "ad_unit_id", NULL };

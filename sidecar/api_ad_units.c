@@ -12,7 +12,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 /* A move rewrites every descendant (a HSET and an audit record each) in
  * one transaction, which txn.h bounds. */
 #define MOVE_MAX_DESCENDANTS ((TXN_MAX_CMDS - 16) / 2)
@@ -258,15 +257,9 @@ static void api_ad_units_get(struct request *req, struct reply *rep)
     char id[UUID_STR_LEN];
     cJSON *unit;
 
-    if (hidden_from(req, rep) || !ad_unit_path_id(req, rep, "id", id))
+    if (hidden_from(req, rep) || (unit = ad_unit_of_path(req, rep, "id", id)) == NULL)
         return;
-    enum store_status st = ad_unit_load(request_store(req), id, &unit);
-    if (st == STORE_NOT_FOUND)
-        reply_error(rep, 404, "ad unit not found");
-    else if (st != STORE_OK)
-        reply_store_error(rep, st);
-    else
-        reply_json(rep, 200, schema_output(&schema_ad_unit, unit));
+    reply_json(rep, 200, schema_output(&schema_ad_unit, unit));
     cJSON_Delete(unit);
 }
 

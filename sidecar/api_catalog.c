@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 
 static bool attribute_text(const cJSON *v)
 {

@@ -33,7 +33,6 @@
 #include <string.h>
 #include <time.h>
 
-#define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 #define RESULTS_WINDOW_DAYS 31
 
 static const char *const experiment_watch[] = { ADSERVE_KEY_AD_UNITS, ADSERVE_KEY_EXPERIMENTS,

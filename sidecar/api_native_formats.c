@@ -11,7 +11,6 @@
 #include "resource.h"
 #include "schema_native.h"
 
-#define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 
 static const char *const format_watch[] = { ADSERVE_KEY_NATIVE_STYLES, ADSERVE_KEY_CREATIVES,
                                             NULL };

@@ -15,7 +15,6 @@
 #include "resource.h"
 #include "schema_native.h"
 
-#define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 
 static enum store_status template_check(struct resource_write *w)
 {

@@ -12,7 +12,6 @@
 #include "resource.h"
 #include "schema_demand.h"
 
-#define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 
 /* Ad units as a reference target (api_ad_units.c owns them). */
 const struct resource resource_ad_units_ref = {

@@ -21,7 +21,6 @@
 #include "resource.h"
 #include "schema_demand.h"
 
-#define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 
 /* ---- keys ---------------------------------------------------------------------------- */
 

@@ -32,6 +32,8 @@ enum role {
     ROLE_ADVERTISER = 1 << 2,
 };
 #define ROLES_ANY (ROLE_ADMIN | ROLE_OPERATOR | ROLE_ADVERTISER)
+/* who manages the inventory: ad units, placements, keys, catalogs, styles */
+#define INVENTORY_ROLES (ROLE_ADMIN | ROLE_OPERATOR)
 
 struct user {
     char id[UUID_STR_LEN];

@@ -696,6 +696,10 @@ int adserve_vast_error_index(long code);
 #define ADSERVE_IMPRESSION_PATH   "/app/v0/event/impression?ad_log="
 #define ADSERVE_CLICK_PATH        "/app/v0/event/click?ad_log="
 #define ADSERVE_VIDEO_EVENT_PATH  "/app/v0/event/video/"   /* + event */
+/* where the shipped configuration serves players' VAST (+ tagid) and the
+ * web SDK: the Integration group's tags name them */
+#define ADSERVE_VAST_PATH         "/app/v0/vast/"
+#define ADSERVE_SDK_PATH          "/sdk/v0/adserve.js"
 #define ADSERVE_VIDEO_PROGRESS_AT 5       /* Choice: seconds, VAST's progress */
 
 /* Choice: a VIDEO creative's bounds, the API's and the build's */
