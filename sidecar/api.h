@@ -4,6 +4,9 @@
 
 #include "http.h"
 
+/* the API's version: the OpenAPI document's, and /api/system's */
+#define API_VERSION "0.5.0"
+
 /* A group of routes, defined in its api_*.c file (see routes.c). */
 #define ROUTE_GROUP(name)                         \
     extern const struct route name##_routes[];    \
@@ -36,5 +39,6 @@ ROUTE_GROUP(rec_jobs);
 ROUTE_GROUP(rec_metrics);
 ROUTE_GROUP(experiments);
 ROUTE_GROUP(integration);
+ROUTE_GROUP(system);
 
 #endif

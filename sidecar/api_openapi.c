@@ -14,7 +14,6 @@
 
 #define OPENAPI_VERSION "3.1.0"
 #define API_TITLE "Data Management APIs"
-#define API_VERSION "0.5.0"
 
 /* ---- the error shapes --------------------------------------------------------- */
 

@@ -212,6 +212,10 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct conn_ctx *
     if (rc == MHD_YES) {
         cx->queued = true;
         cx->status = status;
+        /* counted now, not when sent: a client that has its answer finds
+         * it in the next scrape */
+        if (!cx->scrape)
+            prom_request(cx->route, status, monotonic_ms() - cx->start_ms);
     }
     return rc;
 }
@@ -483,11 +487,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)conn;
     if (cx == NULL)
         return;
-    double ms = monotonic_ms() - cx->start_ms;
-
-    if (cx->queued && !cx->scrape)
-        prom_request(cx->route, cx->status, ms);
-    log_line("%s %s %d %.1fms%s", cx->method, cx->log_path, cx->status, ms,
+    log_line("%s %s %d %.1fms%s", cx->method, cx->log_path, cx->status,
+             monotonic_ms() - cx->start_ms,
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
     body_free(cx);
     free(cx);

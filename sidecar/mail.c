@@ -139,6 +139,8 @@ int mail_queue(const char *to, const char *subject, const char *body, const char
     if (m == NULL || (m->to = strdup(to)) == NULL || (m->subject = strdup(subject)) == NULL ||
         (m->body = strdup(body)) == NULL) {
         log_line("%s dropped: out of memory", what);
+        if (send)
+            prom_mail(PROM_MAIL_LOST);
         mail_free(m);
         return -1;
     }
@@ -156,8 +158,10 @@ int mail_queue(const char *to, const char *subject, const char *body, const char
         M.queued++;
     }
     pthread_mutex_unlock(&M.lock);
-    if (full && send)
+    if (full && send) {
+        prom_mail(PROM_MAIL_LOST);
         log_line("%s dropped: the mail queue is full or stopped", what);
+    }
     if (full || !send) {
         mail_free(m);
         return full ? -1 : 0;

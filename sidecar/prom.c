@@ -2,6 +2,7 @@
 
 #include "adserve_contract.h"
 #include "json_util.h"
+#include "log.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -38,7 +39,19 @@ static struct {
 
 void prom_start(void)
 {
+    size_t routes = 0;
+
+    for (size_t t = 0; t < route_tables_count; t++)
+        routes += *route_tables[t].count;
+    if (routes > PROM_ROUTES)
+        log_line("metrics: %zu routes, the last %zu counted as unmatched: raise PROM_ROUTES",
+                 routes, routes - PROM_ROUTES);
     P.started = time(NULL);
+}
+
+time_t prom_started_at(void)
+{
+    return P.started;
 }
 
 static void add(_Atomic uint64_t *v, uint64_t n)

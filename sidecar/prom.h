@@ -8,6 +8,8 @@
 #include "http.h"
 #include "router.h"
 
+#include <time.h>
+
 #define PROM_PATH "/metrics"
 
 /* why a request was refused its caller (adserve_api_auth_failures_total) */
@@ -28,7 +30,10 @@ enum prom_mail {
 };
 
 void prom_start(void);
-/* a request answered: route NULL when it matched none (404, 405) */
+/* when prom_start ran: the process's start, for /api/system too */
+time_t prom_started_at(void);
+/* a request's answer queued, ms after it arrived: route NULL when it
+ * matched none (404, 405) */
 void prom_request(const struct route *route, int status, double ms);
 void prom_auth_failure(enum prom_auth reason);
 void prom_mail(enum prom_mail outcome);

@@ -40,6 +40,7 @@ const struct route_table route_tables[] = {
     GROUP(rec_metrics),
     GROUP(experiments),
     GROUP(integration),
+    GROUP(system),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];
