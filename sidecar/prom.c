@@ -160,7 +160,7 @@ static void print_requests(FILE *f)
 static void print_latency(FILE *f)
 {
     family(f, "adserve_api_request_duration_seconds", "histogram",
-           "From a request's arrival to its answer, by route.");
+           "From a request's arrival to its answer being queued, by route.");
     for (size_t row = 0; row <= PROM_ROUTES; row++) {
         uint64_t n = 0, b_n[ADSERVE_LATENCY_NBUCKETS + 1];
 

@@ -30,22 +30,8 @@ sub metrics {
     return $res;
 }
 
-# name{labels} => value, of every sample
-sub samples {
-    my ($text) = @_;
-    my %v;
-    for (split /\n/, $text) {
-        next if /^#/ || !/\S/;
-        my ($series, $value) = /^(\S+(?:\{[^}]*\})?) (\S+)$/ or die "not a sample: $_";
-        $v{$series} = $value;
-    }
-    return \%v;
-}
-
-sub delta {
-    my ($before, $after, $series) = @_;
-    return ($after->{$series} // 0) - ($before->{$series} // 0);
-}
+sub samples { Adserve::Test::prom_samples(@_) }
+sub delta { Adserve::Test::prom_delta(@_) }
 
 my $first = metrics();
 like($first->{headers}{'content-type'}, qr{^text/plain; version=0\.0\.4}, "Prometheus's text format");
@@ -115,32 +101,14 @@ my $reloaded = samples(metrics()->{content});
 is(delta($after, $reloaded, 'adserve_http_requests_total{handler="ad",status="200"}'), 0,
    '... and the counts went on across the reload');
 
-# ---- the sidecar's, at its own port ---------------------------------------------------------------
+# ---- the sidecar's, at its own port (t/132 has the rest) ---------------------------------------------
 my $sidecar = "127.0.0.1:$t->{env}{ADSERVE_SIDECAR_PORT}";
 sub api_metrics { samples(HTTP::Tiny->new->get("http://$sidecar/metrics")->{content}) }
-$t->token;                                         # signed in before the count starts
 my $a0 = api_metrics();
-is($t->api('GET', '/api/advertisers')->{status}, 200, 'GET /api/advertisers') for 1 .. 3;
-is($t->api('GET', '/api/advertisers', token => undef)->{status}, 401, '... without a token: 401');
-is($t->request('POST', '/api/auth/login', json => { email => 'admin@example.com', password => 'not the password' })->{status},
-   401, 'a sign-in with a wrong password: 401');
 is($t->request('POST', '/api/auth/forgot-password', json => { email => ($t->admin)[0] })->{status}, 200,
-   "forgot-password for the admin: a mail (to the outbox: this stack has no SMTP server)");
-my $route = 'route="/api/advertisers",method="GET"';
-my %api_want = (
-    "adserve_api_requests_total{$route,status=\"200\"}" => 3,
-    "adserve_api_requests_total{$route,status=\"401\"}" => 1,
-    "adserve_api_request_duration_seconds_count{$route}" => 4,
-    'adserve_api_auth_failures_total{reason="token"}' => 1,
-    'adserve_api_auth_failures_total{reason="credentials"}' => 1,
-    'adserve_api_mails_total{outcome="outbox"}' => 1,
-);
-my $a1;
-$t->wait_until(5, sub { $a1 = api_metrics(); $a1->{'adserve_api_mails_total{outcome="outbox"}'} })
-    or diag 'the mail never left';
-is_deeply({ map { $_ => delta($a0, $a1, $_) } keys %api_want }, \%api_want,
-          "the sidecar's counters moved by exactly that: requests by route, method and status, their latency, auth failures, mails");
-is(HTTP::Tiny->new->post("http://$sidecar/metrics")->{status}, 405, 'POST /metrics: 405');
+   'forgot-password for the admin: a mail');
+ok($t->wait_until(5, sub { delta($a0, api_metrics(), 'adserve_api_mails_total{outcome="outbox"}') == 1 }),
+   '... counted as gone to the outbox: this stack has no SMTP server');
 unlike($t->request('GET', '/api/../metrics')->{content} // '', qr/adserve_api_requests_total/,
        "nginx does not proxy the sidecar's /metrics");
 

@@ -461,6 +461,28 @@ sub status {
     return $res->{json};
 }
 
+# ---- Prometheus -----------------------------------------------------------
+
+# prom_samples TEXT: {'name{labels}' => value} of a document in Prometheus's
+# text format; dies on a line that is no sample, or on a series twice
+sub prom_samples {
+    my ($text) = @_;
+    my %v;
+    for (split /\n/, $text) {
+        next if /^#/ || !/\S/;
+        my ($series, $value) = /^(\S+(?:\{[^}]*\})?) (\S+)$/ or die "not a sample: $_";
+        die "$series twice" if exists $v{$series};
+        $v{$series} = $value;
+    }
+    return \%v;
+}
+
+# prom_delta BEFORE AFTER SERIES: how far a series moved (an absent one is 0)
+sub prom_delta {
+    my ($before, $after, $series) = @_;
+    return ($after->{$series} // 0) - ($before->{$series} // 0);
+}
+
 # ---- Redis --------------------------------------------------------------
 
 sub redis {
