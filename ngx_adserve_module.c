@@ -363,12 +363,6 @@ ngx_http_adserve_create_main_conf(ngx_conf_t *cf)
     amcf->test_clock = NGX_CONF_UNSET;
     amcf->zone_size = NGX_CONF_UNSET_SIZE;
 
-    if (ngx_array_init(&amcf->prefixes, cf->pool, 4, sizeof(ngx_http_adserve_prefix_t))
-        != NGX_OK)
-    {
-        return NULL;
-    }
-
     return amcf;
 }
 
@@ -493,6 +487,13 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     if (!amcf->serving && !amcf->tracking) {
+        if (amcf->metrics_location) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"adserve_metrics\" counts what \"adserve_ad\" and "
+                               "\"adserve_event\" locations do: there is none");
+            return NGX_CONF_ERROR;
+        }
+
         return NGX_CONF_OK;
     }
 
@@ -699,36 +700,10 @@ ngx_http_adserve_redis_sentinel(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-/* The location being configured counts in /metrics as handler: its
- * requests are known by its prefix in the log phase, whatever answers
- * them. */
-static char *
-ngx_http_adserve_counted(ngx_conf_t *cf, ngx_uint_t handler)
-{
-    ngx_http_core_loc_conf_t      *clcf;
-    ngx_http_adserve_main_conf_t  *amcf;
-    ngx_http_adserve_prefix_t     *pre;
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
-
-    pre = ngx_array_push(&amcf->prefixes);
-    if (pre == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    pre->prefix = clcf->name;
-    pre->handler = handler;
-
-    return NGX_CONF_OK;
-}
-
-
 /* adserve_ad and adserve_explain: the tagid is what follows the prefix, so
  * a prefix location that ends with "/" */
 static char *
-ngx_http_adserve_tagid_location(ngx_conf_t *cf, ngx_http_handler_pt handler,
-    ngx_uint_t counted)
+ngx_http_adserve_tagid_location(ngx_conf_t *cf, ngx_http_handler_pt handler)
 {
     ngx_http_core_loc_conf_t  *clcf;
 
@@ -747,46 +722,42 @@ ngx_http_adserve_tagid_location(ngx_conf_t *cf, ngx_http_handler_pt handler,
 
     clcf->handler = handler;
 
-    return ngx_http_adserve_counted(cf, counted);
+    return NGX_CONF_OK;
 }
 
 
 /* adserve_ad and adserve_vast: a serving location (the worker loads
  * snapshots for it) */
 static char *
-ngx_http_adserve_serving_location(ngx_conf_t *cf, ngx_http_handler_pt handler,
-    ngx_uint_t counted)
+ngx_http_adserve_serving_location(ngx_conf_t *cf, ngx_http_handler_pt handler)
 {
     ngx_http_adserve_main_conf_t  *amcf;
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
     amcf->serving = 1;
 
-    return ngx_http_adserve_tagid_location(cf, handler, counted);
+    return ngx_http_adserve_tagid_location(cf, handler);
 }
 
 
 static char *
 ngx_http_adserve_ad(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_http_adserve_serving_location(cf, ngx_http_adserve_ad_handler,
-                                             NGX_HTTP_ADSERVE_H_AD);
+    return ngx_http_adserve_serving_location(cf, ngx_http_adserve_ad_handler);
 }
 
 
 static char *
 ngx_http_adserve_vast(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_http_adserve_serving_location(cf, ngx_http_adserve_vast_handler,
-                                             NGX_HTTP_ADSERVE_H_VAST);
+    return ngx_http_adserve_serving_location(cf, ngx_http_adserve_vast_handler);
 }
 
 
 static char *
 ngx_http_adserve_explain(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_http_adserve_tagid_location(cf, ngx_http_adserve_explain_handler,
-                                           NGX_HTTP_ADSERVE_H_EXPLAIN);
+    return ngx_http_adserve_tagid_location(cf, ngx_http_adserve_explain_handler);
 }
 
 
@@ -802,7 +773,7 @@ ngx_http_adserve_event(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
     amcf->tracking = 1;
 
-    return ngx_http_adserve_counted(cf, NGX_HTTP_ADSERVE_H_EVENT);
+    return NGX_CONF_OK;
 }
 
 
@@ -829,6 +800,11 @@ ngx_http_adserve_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static char *
 ngx_http_adserve_metrics_location(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
+    amcf->metrics_location = 1;
+
     return ngx_http_adserve_handled(cf, ngx_http_adserve_metrics_handler);
 }
 

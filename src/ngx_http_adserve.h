@@ -88,6 +88,11 @@ ngx_uint_t ngx_http_adserve_redis_demoted(ngx_http_adserve_redis_t *rd,
 ngx_int_t ngx_http_adserve_redis_command(ngx_http_adserve_redis_t *rd,
     redisCallbackFn *fn, void *data, int argc, const char **argv,
     const size_t *argvlen);
+/* a blocking connection to the primary (the sentinels asked now, when
+ * there are), for a worker's last flush; NULL or an errored context with
+ * *err set */
+redisContext *ngx_http_adserve_redis_connect_now(ngx_http_adserve_redis_t *rd,
+    struct timeval tv, const char **err);
 size_t ngx_http_adserve_resp_size(int argc, const size_t *argvlen);
 u_char *ngx_http_adserve_resp_format(u_char *p, int argc, const char **argv,
     const size_t *argvlen);
@@ -601,15 +606,11 @@ typedef struct {
 /* where this worker counts: m->x++ from anywhere in the worker */
 extern ngx_http_adserve_metrics_slot_t  *ngx_http_adserve_tally;
 
-/* a location prefix of the module, and its handler's label */
-typedef struct {
-    ngx_str_t                   prefix;
-    ngx_uint_t                  handler;      /* ngx_http_adserve_handler_e */
-} ngx_http_adserve_prefix_t;
-
 ngx_shm_zone_t *ngx_http_adserve_metrics_add(ngx_conf_t *cf);
 void ngx_http_adserve_metrics_init(ngx_shm_zone_t *shm_zone);
 void ngx_http_adserve_metrics_exit(void);
+/* in the rewrite phase: r counts as handler's (the first location's) */
+void ngx_http_adserve_metrics_mark(ngx_http_request_t *r, ngx_uint_t handler);
 ngx_int_t ngx_http_adserve_metrics_log(ngx_http_request_t *r);
 ngx_int_t ngx_http_adserve_metrics_handler(ngx_http_request_t *r);
 
@@ -642,7 +643,7 @@ struct ngx_http_adserve_main_conf_s {
     ngx_uint_t                  serving;       /* some location has adserve_ad */
     ngx_uint_t                  tracking;      /* some location has adserve_event */
     ngx_shm_zone_t             *metrics;       /* the node's counters */
-    ngx_array_t                 prefixes;      /* of ngx_http_adserve_prefix_t */
+    ngx_uint_t                  metrics_location;  /* some has adserve_metrics */
 };
 
 extern ngx_module_t  ngx_http_adserve_module;

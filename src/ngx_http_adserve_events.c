@@ -1494,16 +1494,8 @@ ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
     started = ngx_current_msec;
     budget = 5 * timeout;
 
-    c = ev->redis.port ? redisConnectWithTimeout(ev->redis.host, ev->redis.port, tv)
-                       : redisConnectUnixWithTimeout(ev->redis.host, tv);
-
-    if (c == NULL || c->err) {
-        err = c ? c->errstr : "out of memory";
-        goto done;
-    }
-
-    if (redisSetTimeout(c, tv) != REDIS_OK) {
-        err = "cannot set a timeout";
+    c = ngx_http_adserve_redis_connect_now(&ev->redis, tv, &err);
+    if (err != NULL) {
         goto done;
     }
 
@@ -1577,6 +1569,8 @@ done:
     }
 
     if (err != NULL) {
+        ngx_http_adserve_tally->events_dropped += ev->queued
+                                                  + (ev->batch.cmd ? ev->batch.events : 0);
         ngx_log_error(NGX_LOG_WARN, ev->log, 0,
                       NGX_HTTP_ADSERVE_LOG "events: could not flush at exit (%s): %ui events "
                       "and %ui counters lost", err,

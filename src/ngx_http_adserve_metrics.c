@@ -198,38 +198,71 @@ ngx_http_adserve_status_slot(ngx_uint_t status)
 }
 
 
+/* what marks a request as a location's of the module: a pool cleanup
+ * that does nothing, whose data is the handler + 1. A cleanup, not a
+ * module context: an internal redirect (an error page's named location)
+ * clears contexts, not the pool's cleanups (as ngx_http_realip_module
+ * finds its own after one). */
+static void
+ngx_http_adserve_metrics_marker(void *data)
+{
+    (void) data;
+}
+
+
+static ngx_uint_t
+ngx_http_adserve_metrics_marked(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    for (cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_adserve_metrics_marker) {
+            return (ngx_uint_t) (uintptr_t) cln->data;
+        }
+    }
+
+    return 0;
+}
+
+
+void
+ngx_http_adserve_metrics_mark(ngx_http_request_t *r, ngx_uint_t handler)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    if (r != r->main || ngx_http_adserve_metrics_marked(r)) {
+        return;                 /* the first location of the request counts */
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return;                 /* not counted: nothing else is lost */
+    }
+
+    cln->handler = ngx_http_adserve_metrics_marker;
+    cln->data = (void *) (uintptr_t) (handler + 1);
+}
+
+
 /*
- * The log phase: every request of a location of the module, whatever
- * answered it (the handler, limit_req's 429, an error_page's named
- * location), by the prefix of the location that took it. The time is
- * nginx's, in milliseconds, as $request_time.
+ * The log phase: every request that a location of the module took (the
+ * rewrite phase marked it), whatever answered it: the handler, limit_req's
+ * 429, an error page's named location. The time is nginx's, in
+ * milliseconds, as $request_time.
  */
 ngx_int_t
 ngx_http_adserve_metrics_log(ngx_http_request_t *r)
 {
-    ngx_http_adserve_main_conf_t      *amcf;
     ngx_http_adserve_metrics_slot_t   *m = ngx_http_adserve_tally;
-    ngx_http_adserve_prefix_t         *pre;
     ngx_time_t                        *tp;
     ngx_msec_int_t                     ms;
-    ngx_uint_t                         i, h, b, status;
+    ngx_uint_t                         h, b, status;
 
-    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
-    pre = amcf->prefixes.elts;
-
-    for (i = 0; i < amcf->prefixes.nelts; i++) {
-        if (r->uri.len >= pre[i].prefix.len
-            && ngx_strncmp(r->uri.data, pre[i].prefix.data, pre[i].prefix.len) == 0)
-        {
-            break;
-        }
-    }
-
-    if (i == amcf->prefixes.nelts || r != r->main) {
+    h = r == r->main ? ngx_http_adserve_metrics_marked(r) : 0;
+    if (h-- == 0) {
         return NGX_OK;
     }
 
-    h = pre[i].handler;
     status = r->err_status ? r->err_status : r->headers_out.status;
 
     tp = ngx_timeofday();

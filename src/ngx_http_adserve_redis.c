@@ -368,9 +368,11 @@ static void
 ngx_http_adserve_redis_question(ngx_http_adserve_redis_t *rd, redisCallbackFn *fn, int argc,
     const char **argv, const size_t *argvlen)
 {
+    /* on failure the context goes from the timer: hiredis 0.14 reads it
+     * again after the connect callback, which must not free it */
     if (redisAsyncCommandArgv(rd->ac, fn, rd, argc, argv, argvlen) != REDIS_OK) {
         ngx_http_adserve_redis_log_down(rd, "cannot send a command");
-        redisAsyncFree(rd->ac);
+        ngx_add_timer(&rd->timer, 1);
         return;
     }
 
@@ -532,9 +534,12 @@ ngx_http_adserve_redis_role_reply(redisAsyncContext *ac, void *r, void *data)
 ngx_uint_t
 ngx_http_adserve_redis_demoted(ngx_http_adserve_redis_t *rd, redisReply *reply)
 {
-    if (reply == NULL || reply->type != REDIS_REPLY_ERROR
-        || ngx_strncmp(reply->str, ADSERVE_REDIS_READONLY,
-                       sizeof(ADSERVE_REDIS_READONLY) - 1) != 0)
+    /* a fixed address is what it is: only the sentinels can name another.
+     * Anywhere in the text: before Redis 7, a script's refused write is
+     * "ERR Error running script ... -READONLY ..." */
+    if (rd->sentinels == NULL || reply == NULL || reply->type != REDIS_REPLY_ERROR
+        || ngx_strstrn((u_char *) reply->str, ADSERVE_REDIS_READONLY,
+                       sizeof(ADSERVE_REDIS_READONLY) - 2) == NULL)
     {
         return 0;
     }
@@ -542,6 +547,91 @@ ngx_http_adserve_redis_demoted(ngx_http_adserve_redis_t *rd, redisReply *reply)
     ngx_http_adserve_redis_drop(rd, "the server is a replica now (READONLY)");
 
     return 1;
+}
+
+
+/* ---- blocking, at exit ------------------------------------------------- */
+
+/* The primary's address from the first sentinel that names one, into
+ * host and *port; NGX_DECLINED when none does. */
+static ngx_int_t
+ngx_http_adserve_redis_ask_now(ngx_http_adserve_redis_t *rd, struct timeval tv, char *host,
+    int *port)
+{
+    ngx_http_adserve_redis_t  *s = rd->sentinels->elts;
+    redisContext              *c;
+    redisReply                *r;
+    ngx_uint_t                 i;
+    ngx_int_t                  p;
+    const char                *argv[] = { ADSERVE_REDIS_SENTINEL, ADSERVE_REDIS_SENTINEL_PRIMARY,
+                                          (const char *) rd->master.data };
+    size_t                     argvlen[] = { sizeof(ADSERVE_REDIS_SENTINEL) - 1,
+                                             sizeof(ADSERVE_REDIS_SENTINEL_PRIMARY) - 1,
+                                             rd->master.len };
+
+    for (i = 0; i < rd->sentinels->nelts; i++) {
+        c = s[i].port ? redisConnectWithTimeout(s[i].host, s[i].port, tv)
+                      : redisConnectUnixWithTimeout(s[i].host, tv);
+        r = (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK)
+            ? redisCommandArgv(c, 3, argv, argvlen) : NULL;
+
+        p = (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+             && r->element[0]->type == REDIS_REPLY_STRING
+             && r->element[1]->type == REDIS_REPLY_STRING
+             && r->element[0]->len < sizeof(rd->primary))
+            ? ngx_atoi((u_char *) r->element[1]->str, r->element[1]->len) : NGX_ERROR;
+
+        if (p > 0 && p <= 65535) {
+            (void) ngx_cpystrn((u_char *) host, (u_char *) r->element[0]->str,
+                               r->element[0]->len + 1);
+            *port = (int) p;
+        }
+
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+
+        if (c != NULL) {
+            redisFree(c);
+        }
+
+        if (p > 0 && p <= 65535) {
+            return NGX_OK;
+        }
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/* A blocking connection to the primary, for a worker's last flush: with
+ * adserve_redis_sentinel, the one the sentinels name now (the worker may
+ * not have followed a failover yet). NULL with *err set. */
+redisContext *
+ngx_http_adserve_redis_connect_now(ngx_http_adserve_redis_t *rd, struct timeval tv,
+    const char **err)
+{
+    redisContext  *c;
+    char           host[sizeof(rd->primary)];
+    int            port = rd->port;
+
+    (void) ngx_cpystrn((u_char *) host, (u_char *) rd->host, sizeof(host));
+
+    if (rd->sentinels != NULL
+        && ngx_http_adserve_redis_ask_now(rd, tv, host, &port) != NGX_OK)
+    {
+        *err = "no sentinel named the primary";
+        return NULL;
+    }
+
+    c = port ? redisConnectWithTimeout(host, port, tv) : redisConnectUnixWithTimeout(host, tv);
+
+    if (c == NULL || c->err || redisSetTimeout(c, tv) != REDIS_OK) {
+        *err = c == NULL ? "out of memory" : c->err ? c->errstr : "cannot set a timeout";
+        return c;
+    }
+
+    return c;
 }
 
 

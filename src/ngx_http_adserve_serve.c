@@ -115,8 +115,6 @@ ngx_http_adserve_seal(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     li = &amcf->loader->snapshot->lis[c->li];
 
-    ngx_http_adserve_tally->ads[c->format]++;
-
     log->issued = ctx->now;
     log->price_micros = c->bid_micros;
     log->cost_type = li->cost_type;
@@ -189,6 +187,8 @@ ngx_http_adserve_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     li = &amcf->loader->snapshot->lis[c->li];
+
+    ngx_http_adserve_tally->ads[c->format]++;
 
     ngx_http_adserve_count(amcf->events, now, ADSERVE_DIM_UNIT,
                            &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
@@ -742,17 +742,34 @@ ngx_http_adserve_preflight_handler(ngx_http_request_t *r)
     ngx_http_core_loc_conf_t  *clcf;
     ngx_str_t                 *methods;
     ngx_int_t                  rc;
+    ngx_uint_t                 h;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (clcf->handler == ngx_http_adserve_ad_handler) {
+        h = NGX_HTTP_ADSERVE_H_AD;
+    } else if (clcf->handler == ngx_http_adserve_vast_handler) {
+        h = NGX_HTTP_ADSERVE_H_VAST;
+    } else if (clcf->handler == ngx_http_adserve_track_handler) {
+        h = NGX_HTTP_ADSERVE_H_EVENT;
+    } else if (clcf->handler == ngx_http_adserve_explain_handler) {
+        h = NGX_HTTP_ADSERVE_H_EXPLAIN;
+    } else {
+        return NGX_DECLINED;
+    }
+
+    /* the request counts in /metrics as this location's, whatever answers
+     * it from here: the handler, limit_req, an error page's location */
+    ngx_http_adserve_metrics_mark(r, h);
 
     if (r->method != NGX_HTTP_OPTIONS) {
         return NGX_DECLINED;
     }
 
-    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-
-    if (clcf->handler == ngx_http_adserve_ad_handler) {
+    if (h == NGX_HTTP_ADSERVE_H_AD) {
         methods = &ad_methods;
 
-    } else if (clcf->handler == ngx_http_adserve_track_handler) {
+    } else if (h == NGX_HTTP_ADSERVE_H_EVENT) {
         methods = &event_methods;
 
     } else {

@@ -53,6 +53,11 @@ like($out, qr/adserve_redis_write: "redis-primary:6379": a name/, '... naming th
 ($ok, $out) = nginx_t(variant('write', sub { s/adserve_redis_write 127\.0\.0\.1:(\d+)/adserve_redis_write [::1]:$1/ }));
 ok($ok, 'an IPv6 address for the primary is accepted') or diag $out;
 
+# /metrics counts what serving and tracking locations do
+($ok, $out) = nginx_t(variant('metricsonly', sub { s{include \S+/adserve-locations\.conf;}{location = /metrics { adserve_metrics; }} or die }));
+ok(!$ok, 'adserve_metrics without a serving or tracking location is refused');
+like($out, qr/"adserve_metrics" counts what "adserve_ad" and "adserve_event" locations do: there is none/, '... saying why') or diag $out;
+
 # the primary named by Redis Sentinels instead (README "Many nodes")
 ($ok, $out) = nginx_t(variant('sentinel', sub { s/adserve_redis_write 127\.0\.0\.1:\d+/adserve_redis_sentinel adserve 127.0.0.1:26379 [::1]:26380/ }));
 ok($ok, 'adserve_redis_sentinel with two sentinels is accepted') or diag $out;
