@@ -36,6 +36,10 @@ cmp_ok($seen{429} // 0, '>=', 50 - $refilled, 'the rest is refused with 429');
 is_deeply($limited->{json}, { detail => 'request rate over the limit' }, '... as {detail}');
 is($limited->{headers}{'retry-after'}, '1', '... with Retry-After');
 is($limited->{headers}{'access-control-allow-origin'}, '*', '... and CORS, so a page can read it');
+my $m = Adserve::Test::prom_samples($t->request('GET', '/metrics')->{content});
+is($m->{'adserve_http_requests_total{handler="ad",status="429"}'}, $seen{429},
+   "/metrics counts limit_req's 429s as the ad location's ($seen{429})");
+is($m->{'adserve_http_requests_total{handler="ad",status="204"}'}, 150, '... and the preflights (150)');
 
 sleep 2.2;
 is($t->ad($c->{unit})->{status}, 200, 'a second later, requests are served again');
