@@ -40,5 +40,6 @@ ROUTE_GROUP(rec_metrics);
 ROUTE_GROUP(experiments);
 ROUTE_GROUP(integration);
 ROUTE_GROUP(system);
+ROUTE_GROUP(developer_monitoring);
 
 #endif

@@ -41,6 +41,7 @@ const struct route_table route_tables[] = {
     GROUP(experiments),
     GROUP(integration),
     GROUP(system),
+    GROUP(developer_monitoring),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];
