@@ -127,7 +127,7 @@ static const struct schema streams_schema = {
     .name = "MonitoredStreams", .type = SCHEMA_OBJECT, .fields = streams_fields,
 };
 static const struct schema_field monitoring_fields[] = {
-    { "revision", &whole, .required = true, .description = "adserve:rev: what serving follows" },
+    { "revision", &whole, .required = true, .description = "the revision that serving follows" },
     { "streams", &streams_schema, .required = true },
     { NULL },
 };

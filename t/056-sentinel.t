@@ -121,6 +121,8 @@ my $counted = $t->stat_sum($field);
 ok($t->wait_until(30, sub { cli($sport, 'SENTINEL', 'FAILOVER', 'adserve') eq 'OK' }), 'SENTINEL FAILOVER: the primary steps down');
 ok($t->wait_until(20, sub { cli($rport, 'ROLE') =~ /^slave/ && cli($r2port, 'ROLE') =~ /^master/ }),
    '... to a replica of the second, which is the primary now');
+ok($t->wait_until(30, sub { cli($rport, 'INFO', 'replication') =~ /master_link_status:up/ }),
+   "... whose replica the node reads again (the demoted one, resynced)");
 $t->env->{ADSERVE_REDIS_PORT} = $r2port;
 my $more = grep { $t->ad($c->{unit})->{status} == 200 } 1 .. 50;
 is($more, 50, '50 more ads served');
@@ -128,7 +130,7 @@ ok($t->wait_until(10, sub { $t->stat_sum($field) == $counted + 50 }),
    sprintf "... counted on the newest primary: nginx's events connection left the demoted one (%d of %d)",
    $t->stat_sum($field), $counted + 50);
 $capped = $t->chain(line_item => { frequency_caps => [ { max => 1, seconds => 86400 } ] });
-ok($t->wait_until(5, sub { $t->workers_at($capped->{rev}) }), 'a line item capped at 1 a day');
+ok($t->wait_until(15, sub { $t->workers_at($capped->{rev}) }), 'a line item capped at 1 a day');
 @got = map { $t->ad($capped->{unit}, $user)->{status} } 1 .. 3;
 is("@got", '200 204 204', '... serves exactly 1 ad: its reservation went to the newest primary');
 
