@@ -53,6 +53,7 @@ static char *ngx_http_adserve_explain(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_adserve_metrics_location(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_adserve_handled(ngx_conf_t *cf, ngx_http_handler_pt handler);
 
 
 /* the node's snapshot zone: room for two snapshots at least (the one
@@ -764,20 +765,17 @@ ngx_http_adserve_explain(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static char *
 ngx_http_adserve_event(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_core_loc_conf_t      *clcf;
     ngx_http_adserve_main_conf_t  *amcf;
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    clcf->handler = ngx_http_adserve_track_handler;
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_adserve_module);
     amcf->tracking = 1;
 
-    return NGX_CONF_OK;
+    return ngx_http_adserve_handled(cf, ngx_http_adserve_track_handler);
 }
 
 
-/* adserve_status and adserve_metrics: locations of one handler each */
+/* adserve_event, adserve_status and adserve_metrics: locations of one
+ * handler each */
 static char *
 ngx_http_adserve_handled(ngx_conf_t *cf, ngx_http_handler_pt handler)
 {

@@ -393,20 +393,56 @@ ngx_http_adserve_redis_ask(ngx_http_adserve_redis_t *rd)
 }
 
 
-/* The sentinel's answer, ["IP", "port"], or nil when it does not know the
- * name; a name instead of an IP is refused, as in the configuration (it
- * would need a blocking lookup). The connection then goes, and the
- * cleanup hook moves on (_asked). */
+/* The sentinel's answer, ["IP", "port"], into host (NGX_INET6_ADDRSTRLEN
+ * + 1 bytes) and *port; else why not. nil: it does not know the name. A
+ * name instead of an IP is refused, as in the configuration (it would
+ * need a blocking lookup). */
+static const char *
+ngx_http_adserve_sentinel_answer(const redisReply *reply, char *host, int *port)
+{
+    ngx_int_t        p;
+    struct in_addr   in;
+    struct in6_addr  in6;
+
+    if (reply->type == REDIS_REPLY_NIL) {
+        return "the sentinel does not know the master's name";
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || reply->element[1]->type != REDIS_REPLY_STRING
+        || reply->element[0]->len > NGX_INET6_ADDRSTRLEN)
+    {
+        return reply->type == REDIS_REPLY_ERROR ? reply->str
+                                                : "an unexpected answer from the sentinel";
+    }
+
+    p = ngx_atoi((u_char *) reply->element[1]->str, reply->element[1]->len);
+    (void) ngx_cpystrn((u_char *) host, (u_char *) reply->element[0]->str,
+                       reply->element[0]->len + 1);
+
+    if (p < 1 || p > 65535
+        || (inet_pton(AF_INET, host, &in) != 1 && inet_pton(AF_INET6, host, &in6) != 1))
+    {
+        return "the sentinel named no IP:port";
+    }
+
+    *port = (int) p;
+
+    return NULL;
+}
+
+
+/* The sentinel has answered: this connection is done (the cleanup hook
+ * follows once hiredis is out of its callback, and moves on: _asked). */
 static void
 ngx_http_adserve_redis_sentinel_reply(redisAsyncContext *ac, void *r, void *data)
 {
     ngx_http_adserve_redis_t  *rd = data;
     redisReply                *reply = r;
-    const char                *why = NULL;
+    const char                *why;
     char                       host[sizeof(rd->primary)];
-    ngx_int_t                  port;
-    struct in_addr             in;
-    struct in6_addr            in6;
+    int                        port;
 
     if (reply == NULL) {
         return;                 /* the connection went first */
@@ -416,47 +452,24 @@ ngx_http_adserve_redis_sentinel_reply(redisAsyncContext *ac, void *r, void *data
         ngx_del_timer(&rd->timer);
     }
 
-    if (reply->type == REDIS_REPLY_NIL) {
-        why = "the sentinel does not know the master's name";
-
-    } else if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
-               || reply->element[0]->type != REDIS_REPLY_STRING
-               || reply->element[1]->type != REDIS_REPLY_STRING
-               || reply->element[0]->len >= sizeof(rd->primary))
-    {
-        why = reply->type == REDIS_REPLY_ERROR ? reply->str
-                                                : "an unexpected answer from the sentinel";
-
-    } else {
-        port = ngx_atoi((u_char *) reply->element[1]->str, reply->element[1]->len);
-        (void) ngx_cpystrn((u_char *) host, (u_char *) reply->element[0]->str,
-                           reply->element[0]->len + 1);
-
-        if (port < 1 || port > 65535
-            || (inet_pton(AF_INET, host, &in) != 1 && inet_pton(AF_INET6, host, &in6) != 1))
-        {
-            why = "the sentinel named no IP:port";
-
-        } else {
-            if (rd->port != (int) port || ngx_strcmp(rd->primary, host) != 0) {
-                ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
-                              NGX_HTTP_ADSERVE_LOG "%s%sthe sentinels name %s port %i "
-                              "the primary of \"%V\"", rd->name ? rd->name : "",
-                              rd->name ? ": " : "", host, port, &rd->master);
-                ngx_memcpy(rd->primary, host, sizeof(host));
-                rd->port = (int) port;
-            }
-
-            rd->found = 1;
-        }
-    }
+    why = ngx_http_adserve_sentinel_answer(reply, host, &port);
 
     if (why != NULL) {
         ngx_http_adserve_redis_log_down(rd, why);
+
+    } else {
+        if (rd->port != port || ngx_strcmp(rd->primary, host) != 0) {
+            ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
+                          NGX_HTTP_ADSERVE_LOG "%s%sthe sentinels name %s port %d "
+                          "the primary of \"%V\"", rd->name ? rd->name : "",
+                          rd->name ? ": " : "", host, port, &rd->master);
+            ngx_memcpy(rd->primary, host, sizeof(host));
+            rd->port = port;
+        }
+
+        rd->found = 1;
     }
 
-    /* the answer is in: this connection is done (the cleanup hook follows
-     * once hiredis is out of its callback) */
     redisAsyncDisconnect(ac);
 }
 
@@ -562,7 +575,7 @@ ngx_http_adserve_redis_ask_now(ngx_http_adserve_redis_t *rd, struct timeval tv, 
     redisContext              *c;
     redisReply                *r;
     ngx_uint_t                 i;
-    ngx_int_t                  p;
+    const char                *why;
     const char                *argv[] = { ADSERVE_REDIS_SENTINEL, ADSERVE_REDIS_SENTINEL_PRIMARY,
                                           (const char *) rd->master.data };
     size_t                     argvlen[] = { sizeof(ADSERVE_REDIS_SENTINEL) - 1,
@@ -575,17 +588,7 @@ ngx_http_adserve_redis_ask_now(ngx_http_adserve_redis_t *rd, struct timeval tv, 
         r = (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK)
             ? redisCommandArgv(c, 3, argv, argvlen) : NULL;
 
-        p = (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
-             && r->element[0]->type == REDIS_REPLY_STRING
-             && r->element[1]->type == REDIS_REPLY_STRING
-             && r->element[0]->len < sizeof(rd->primary))
-            ? ngx_atoi((u_char *) r->element[1]->str, r->element[1]->len) : NGX_ERROR;
-
-        if (p > 0 && p <= 65535) {
-            (void) ngx_cpystrn((u_char *) host, (u_char *) r->element[0]->str,
-                               r->element[0]->len + 1);
-            *port = (int) p;
-        }
+        why = r != NULL ? ngx_http_adserve_sentinel_answer(r, host, port) : "no answer";
 
         if (r != NULL) {
             freeReplyObject(r);
@@ -595,7 +598,7 @@ ngx_http_adserve_redis_ask_now(ngx_http_adserve_redis_t *rd, struct timeval tv, 
             redisFree(c);
         }
 
-        if (p > 0 && p <= 65535) {
+        if (why == NULL) {
             return NGX_OK;
         }
     }
@@ -626,9 +629,14 @@ ngx_http_adserve_redis_connect_now(ngx_http_adserve_redis_t *rd, struct timeval 
 
     c = port ? redisConnectWithTimeout(host, port, tv) : redisConnectUnixWithTimeout(host, tv);
 
-    if (c == NULL || c->err || redisSetTimeout(c, tv) != REDIS_OK) {
-        *err = c == NULL ? "out of memory" : c->err ? c->errstr : "cannot set a timeout";
-        return c;
+    if (c == NULL) {
+        *err = "out of memory";
+
+    } else if (c->err) {
+        *err = c->errstr;
+
+    } else if (redisSetTimeout(c, tv) != REDIS_OK) {
+        *err = "cannot set a timeout";
     }
 
     return c;

@@ -33,6 +33,9 @@ is($down, scalar @workers, 'the outage is logged once per worker, not per retry'
 $down = () = $log =~ /adserve: events: redis 127\.0\.0\.1:\d+ unavailable \([^)]*\): events kept in worker memory/g;
 is($down, scalar @workers, "... and once per worker for the events' connection");
 unlike($log, qr/\[(?:alert|crit|emerg)\]/, 'no alert, crit or emerg in the error log');
+my $m = Adserve::Test::prom_samples($t->request('GET', '/metrics')->{content});
+is($m->{'adserve_redis_connected_workers{connection="snapshot"}'} + $m->{'adserve_redis_connected_workers{connection="events"}'},
+   0, "/metrics: no worker's snapshot or events connection is up");
 
 $t->start('redis');
 ok($t->wait_until(10, sub { $t->workers_connected && $t->workers_at($c->{rev}) }),
@@ -40,6 +43,9 @@ ok($t->wait_until(10, sub { $t->workers_connected && $t->workers_at($c->{rev}) }
 $log = $t->log_text('nginx-error.log');
 my $up = () = $log =~ /adserve: redis 127\.0\.0\.1:\d+ connected again/g;
 is($up, scalar @workers, 'the recovery is logged once per worker');
+$m = Adserve::Test::prom_samples($t->request('GET', '/metrics')->{content});
+is($m->{'adserve_redis_connected_workers{connection="snapshot"}'}, scalar @workers, '/metrics: every snapshot connection up again');
+cmp_ok($m->{'adserve_redis_reconnects_total{connection="snapshot"}'}, '>=', scalar @workers, '... each a reconnect');
 
 # the data survived (AOF), and changes flow again
 my $rev = $t->chain(unit => { id => my $new = Adserve::Test::uuid() })->{rev};
