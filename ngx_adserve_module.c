@@ -506,15 +506,12 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     if (amcf->public_url.len
-        && ((ngx_strncmp(amcf->public_url.data, "http://", 7) != 0
-             && ngx_strncmp(amcf->public_url.data, "https://", 8) != 0)
-            || amcf->public_url.data[amcf->public_url.len - 1] == '/'
-            || ngx_strlchr(amcf->public_url.data,
-                           amcf->public_url.data + amcf->public_url.len, '"')))
+        && !adserve_public_url_ok((char *) amcf->public_url.data, amcf->public_url.len))
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "adserve_public_url: \"%V\" is not an http(s) URL "
-                           "without a trailing slash", &amcf->public_url);
+                           "without a trailing slash, quotes, <, >, & or spaces",
+                           &amcf->public_url);
         return NGX_CONF_ERROR;
     }
 

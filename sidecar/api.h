@@ -41,5 +41,6 @@ ROUTE_GROUP(experiments);
 ROUTE_GROUP(integration);
 ROUTE_GROUP(system);
 ROUTE_GROUP(developer_monitoring);
+ROUTE_GROUP(settings);
 
 #endif

@@ -9,6 +9,7 @@
 #include "prom.h"
 #include "ratelimit.h"
 #include "schema_auth.h"
+#include "settings.h"
 #include "txn.h"
 
 #include <arpa/inet.h>
@@ -304,6 +305,9 @@ static enum store_status send_reset(struct store_conn *c, const struct user *u,
 
     if (st != STORE_OK)
         return st;
+    char base[ADSERVE_PUBLIC_URL_MAX + 1];
+    if (settings_public_url(c, base, sizeof base) != STORE_OK)
+        snprintf(base, sizeof base, "%s", mail_public_url());
     long ttl = auth_reset_ttl();
     int n = snprintf(body, sizeof body,
                      "Hello,\r\n\r\n"
@@ -312,7 +316,7 @@ static enum store_status send_reset(struct store_conn *c, const struct user *u,
                      "%s/reset-password?token=%s\r\n\r\n"
                      "The link works once and expires in %ld minutes. If you did not ask\r\n"
                      "for it, ignore this mail: your password stays as it is.\r\n",
-                     to, mail_public_url(), token, ttl / 60 > 0 ? ttl / 60 : 1);
+                     to, base, token, ttl / 60 > 0 ? ttl / 60 : 1);
     sodium_memzero(token, sizeof token);
     /* a decoy's what is never logged */
     snprintf(what, sizeof what, "password reset mail for user %s", u != NULL ? u->id : "");

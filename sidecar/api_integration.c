@@ -6,12 +6,13 @@
  * web SDK's three lines for the unit (README "Web SDK"), sized as its
  * display placement when it has one, and the VAST tag players fetch when
  * the unit serves video (null otherwise; players add uid and ua to its
- * query). URLs start with ADSERVE_PUBLIC_URL, as the reset mails' do. */
+ * query). URLs start with the settings' public URL (ADSERVE_PUBLIC_URL when
+ * it is null), as the reset mails' do. */
 #include "api.h"
 
 #include "ad_units.h"
-#include "mail.h"
 #include "schemas.h"
+#include "settings.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -45,13 +46,12 @@ static void size_args(const cJSON *unit, char *out, size_t outlen)
  * a lower-case UUID and the public URL has no quote, angle bracket,
  * ampersand or backslash (checked here), so nothing needs escaping in the
  * HTML and the script it goes into. */
-static cJSON *integration(const char *id, const cJSON *unit, const char **why)
+static cJSON *integration(const char *base, const char *id, const cJSON *unit, const char **why)
 {
-    const char *base = mail_public_url();
     char script[URL_LEN_MAX], vast[URL_LEN_MAX], element[64], sizes[48], snippet[SNIPPET_MAX];
 
     if (strpbrk(base, "\"'<>&\\") != NULL) {
-        *why = "ADSERVE_PUBLIC_URL has a character that cannot go into a tag";
+        *why = "the public URL has a character that cannot go into a tag";
         return NULL;
     }
     snprintf(script, sizeof script, "%s%s", base, ADSERVE_SDK_PATH);
@@ -65,7 +65,7 @@ static cJSON *integration(const char *id, const cJSON *unit, const char **why)
                      "{adserve.registerAd({tagid:\"%s\",element:\"%s\"%s});});</script>\n",
                      element, script, id, element, sizes);
     if (n < 0 || (size_t)n >= sizeof snippet) {
-        *why = "ADSERVE_PUBLIC_URL is too long for a tag";
+        *why = "the public URL is too long for a tag";
         return NULL;
     }
 
@@ -92,7 +92,14 @@ static void api_integration_get(struct request *req, struct reply *rep)
 
     if (unit == NULL)
         return;
-    body = integration(id, unit, &why);
+    char base[ADSERVE_PUBLIC_URL_MAX + 1];
+    enum store_status st = settings_public_url(request_store(req), base, sizeof base);
+    if (st != STORE_OK) {
+        reply_store_error(rep, st);
+        cJSON_Delete(unit);
+        return;
+    }
+    body = integration(base, id, unit, &why);
     if (body != NULL)
         reply_json(rep, 200, body);
     else

@@ -42,6 +42,7 @@ const struct route_table route_tables[] = {
     GROUP(integration),
     GROUP(system),
     GROUP(developer_monitoring),
+    GROUP(settings),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

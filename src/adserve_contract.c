@@ -33,6 +33,7 @@ const adserve_kind_t  adserve_kinds[ADSERVE_KIND_ALL] = {
     [ADSERVE_KIND_POPULAR_ITEMS]  = KIND(ADSERVE_KEY_POPULAR_ITEMS, ADSERVE_RECORD_POPULAR_ITEMS),
     [ADSERVE_KIND_COVIEW_POOLS]   = KIND(ADSERVE_KEY_COVIEW_POOLS, ADSERVE_RECORD_COVIEW_POOL),
     [ADSERVE_KIND_EXPERIMENTS]    = KIND(ADSERVE_KEY_EXPERIMENTS, ADSERVE_RECORD_EXPERIMENT),
+    [ADSERVE_KIND_SETTINGS]       = KIND(ADSERVE_KEY_SETTINGS, ADSERVE_RECORD_SETTINGS),
 };
 
 
@@ -66,7 +67,59 @@ adserve_kind_by_key(const char *key)
 }
 
 
+int
+adserve_public_url_ok(const char *s, size_t len)
+{
+    size_t  i, scheme;
+
+    if (len >= 8 && memcmp(s, "https://", 8) == 0) {
+        scheme = 8;
+
+    } else if (len >= 7 && memcmp(s, "http://", 7) == 0) {
+        scheme = 7;
+
+    } else {
+        return 0;
+    }
+
+    if (len == scheme || len > ADSERVE_PUBLIC_URL_MAX || s[len - 1] == '/'
+        || s[scheme] == '/')
+    {
+        return 0;
+    }
+
+    for (i = scheme; i < len; i++) {
+        if ((unsigned char) s[i] <= ' ' || (unsigned char) s[i] >= 0x7f
+            || strchr("\"'<>&\\", s[i]) != NULL)
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 /* ---- vocabularies -------------------------------------------------------- */
+
+/* ISO 4217, as of 2025 (ANG became XCG, ZWL ZWG) */
+const char *const adserve_currency_names[ADSERVE_CURRENCY_COUNT + 1] = {
+    "AED", "AFN", "ALL", "AMD", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD", "BDT",
+    "BGN", "BHD", "BIF", "BMD", "BND", "BOB", "BRL", "BSD", "BTN", "BWP", "BYN", "BZD",
+    "CAD", "CDF", "CHF", "CLP", "CNY", "COP", "CRC", "CUP", "CVE", "CZK", "DJF", "DKK",
+    "DOP", "DZD", "EGP", "ERN", "ETB", "EUR", "FJD", "FKP", "GBP", "GEL", "GHS", "GIP",
+    "GMD", "GNF", "GTQ", "GYD", "HKD", "HNL", "HTG", "HUF", "IDR", "ILS", "INR", "IQD",
+    "IRR", "ISK", "JMD", "JOD", "JPY", "KES", "KGS", "KHR", "KMF", "KPW", "KRW", "KWD",
+    "KYD", "KZT", "LAK", "LBP", "LKR", "LRD", "LSL", "LYD", "MAD", "MDL", "MGA", "MKD",
+    "MMK", "MNT", "MOP", "MRU", "MUR", "MVR", "MWK", "MXN", "MYR", "MZN", "NAD", "NGN",
+    "NIO", "NOK", "NPR", "NZD", "OMR", "PAB", "PEN", "PGK", "PHP", "PKR", "PLN", "PYG",
+    "QAR", "RON", "RSD", "RUB", "RWF", "SAR", "SBD", "SCR", "SDG", "SEK", "SGD", "SHP",
+    "SLE", "SOS", "SRD", "SSP", "STN", "SVC", "SYP", "SZL", "THB", "TJS", "TMT", "TND",
+    "TOP", "TRY", "TTD", "TWD", "TZS", "UAH", "UGX", "USD", "UYU", "UZS", "VES", "VND",
+    "VUV", "WST", "XAF", "XCD", "XCG", "XOF", "XPF", "YER", "ZAR", "ZMW", "ZWG",
+    NULL
+};
+
 
 const char *const adserve_unit_status_names[ADSERVE_UNIT_STATUS_COUNT + 1] = {
     ADSERVE_V_ACTIVE, ADSERVE_V_INACTIVE, ADSERVE_V_ARCHIVED, NULL

@@ -51,6 +51,9 @@
 #define ADSERVE_KEY_POPULAR_ITEMS        ADSERVE_KEY("popular_items")
 #define ADSERVE_KEY_COVIEW_POOLS         ADSERVE_KEY("coview_pools")
 #define ADSERVE_KEY_EXPERIMENTS          ADSERVE_KEY("experiments")
+/* the global settings (GET/PATCH /api/settings): one record,
+ * ADSERVE_SETTINGS_ID */
+#define ADSERVE_KEY_SETTINGS             ADSERVE_KEY("settings")
 
 /* what serving follows: INCR on every change it reads, and the change log
  * (a stream of {kind, id}) that lets a worker fetch just those records */
@@ -233,6 +236,7 @@ typedef enum {
     ADSERVE_KIND_POPULAR_ITEMS,
     ADSERVE_KIND_COVIEW_POOLS,
     ADSERVE_KIND_EXPERIMENTS,
+    ADSERVE_KIND_SETTINGS,
     ADSERVE_KIND_ADVERTISERS,
     ADSERVE_KIND_TARGETING_KEYS,
     ADSERVE_KIND_NATIVE_FORMATS,
@@ -240,7 +244,7 @@ typedef enum {
     ADSERVE_KIND_ALL
 } adserve_kind_e;
 
-#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_EXPERIMENTS + 1)
+#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_SETTINGS + 1)
 /* the kinds a snapshot is built from */
 #define ADSERVE_KIND_COUNT    ADSERVE_KIND_SERVING
 
@@ -277,6 +281,10 @@ int adserve_kind_by_key(const char *key);
 #define ADSERVE_RECORD_POPULAR_ITEMS     "popular_items"
 #define ADSERVE_RECORD_COVIEW_POOL       "coview_pool"
 #define ADSERVE_RECORD_EXPERIMENT        "experiment"
+#define ADSERVE_RECORD_SETTINGS          "settings"
+
+/* the id of the settings' one record */
+#define ADSERVE_SETTINGS_ID              "global"
 
 
 /* ---- vocabularies ---------------------------------------------------------
@@ -349,6 +357,13 @@ typedef enum {
 } adserve_approval_e;
 
 extern const char *const adserve_approval_names[ADSERVE_APPROVAL_COUNT + 1];
+
+/* The account currency (the settings' currency): ISO 4217's active codes
+ * of currencies, without funds, metals and testing codes. Every money
+ * field (rates, floors, spend) is in it. */
+#define ADSERVE_CURRENCY_DEFAULT  "USD"
+#define ADSERVE_CURRENCY_COUNT    155
+extern const char *const adserve_currency_names[ADSERVE_CURRENCY_COUNT + 1];
 
 /* Line item types in serving order: a lower tier always wins. */
 #define ADSERVE_V_SPONSORSHIP     "SPONSORSHIP"
@@ -699,6 +714,13 @@ int adserve_vast_error_index(long code);
 /* where the shipped configuration serves players' VAST (+ tagid) and the
  * web SDK: the Integration group's tags name them */
 #define ADSERVE_VAST_PATH         "/app/v0/vast/"
+/* A public URL (adserve_public_url, the settings' public_url, an ad
+ * unit's ext.public_url): http(s)://host..., no trailing slash, and no
+ * character that would need escaping in an HTML attribute, a script
+ * string or a VAST document (quotes, <, >, &, backslash, space,
+ * controls). 1 when s is one. */
+#define ADSERVE_PUBLIC_URL_MAX    512
+int adserve_public_url_ok(const char *s, size_t len);
 #define ADSERVE_SDK_PATH          "/sdk/v0/adserve.js"
 #define ADSERVE_VIDEO_PROGRESS_AT 5       /* Choice: seconds, VAST's progress */
 

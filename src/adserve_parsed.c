@@ -1034,6 +1034,22 @@ parse_unit_style(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 }
 
 
+/* A public URL that is not one never serves: the API checked it, but a
+ * record written past the API must not break every event URL. */
+static int
+parse_settings(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    const char  *url = get_str(o, "public_url");
+    int          oom = 0;
+
+    if (url != NULL && adserve_public_url_ok(url, strlen(url))) {
+        p->u.settings.public_url = dup_str(sc, o, "public_url", &oom);
+    }
+
+    return oom ? -1 : 0;
+}
+
+
 /* ---- one record -------------------------------------------------------- */
 
 /* One record: a JSON value and nothing after it but white space. */
@@ -1070,7 +1086,8 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
     static const parse_kind_pt  parsers[ADSERVE_KIND_COUNT] = {
         parse_unit, parse_placement, parse_order,
         parse_li, parse_creative, parse_lica, parse_style, parse_unit_style,
-        parse_item, parse_pool, parse_popular, parse_pool, parse_experiment
+        parse_item, parse_pool, parse_popular, parse_pool, parse_experiment,
+        parse_settings
     };
     /* a parse is as long as its own kind's member of the union: a LICA's
      * is a fifth of a line item's */
@@ -1081,7 +1098,7 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
         sizeof(adserve_parsed_style_t), sizeof(adserve_parsed_unit_style_t),
         sizeof(adserve_parsed_item_t), sizeof(adserve_parsed_pool_t),
         sizeof(adserve_parsed_pool_t), sizeof(adserve_parsed_pool_t),
-        sizeof(adserve_parsed_experiment_t)
+        sizeof(adserve_parsed_experiment_t), sizeof(adserve_parsed_settings_t)
     };
     adserve_parsed_t  *p;
     const char        *id;
@@ -1240,6 +1257,9 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         for (uint32_t i = 0; i < p->u.experiment.nvariants; i++) {
             MOVE(p->u.experiment.variants[i].id);
         }
+        break;
+    case ADSERVE_KIND_SETTINGS:
+        MOVE(p->u.settings.public_url);
         break;
     default:
         break;

@@ -214,6 +214,13 @@ typedef struct {
     struct cJSON   *doc;              /* the variants array, kept */
 } adserve_parsed_experiment_t;
 
+/* The global settings: what serving follows of them. Only the record of
+ * id ADSERVE_SETTINGS_ID counts. */
+typedef struct {
+    const char     *public_url;       /* adserve_public_url_ok, or NULL:
+                                       * adserve_public_url's */
+} adserve_parsed_settings_t;
+
 typedef struct {
     adserve_kind_e  kind;
     const char     *id;               /* NULL: not an object with a usable
@@ -232,6 +239,7 @@ typedef struct {
         adserve_parsed_item_t       item;
         adserve_parsed_pool_t       pool;
         adserve_parsed_experiment_t experiment;
+        adserve_parsed_settings_t   settings;
     } u;
 } adserve_parsed_t;
 

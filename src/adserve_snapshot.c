@@ -715,6 +715,25 @@ link_experiments(build_t *b, adserve_parsed_t **ps)
 }
 
 
+/* The settings' public URL replaces adserve_public_url as the base of the
+ * event URLs each unit renders (an ad unit's ext.public_url still wins). */
+static int
+link_settings(build_t *b, adserve_parsed_t **ps)
+{
+    uint32_t  i;
+
+    for (i = 0; i < b->n[ADSERVE_KIND_SETTINGS]; i++) {
+        if (ps[i]->id != NULL && strcmp(ps[i]->id, ADSERVE_SETTINGS_ID) == 0
+            && ps[i]->u.settings.public_url != NULL)
+        {
+            b->public_url = ps[i]->u.settings.public_url;
+        }
+    }
+
+    return 0;
+}
+
+
 static const adserve_pool_t *pool_find(const adserve_pool_t *pools, uint32_t mask,
     const char *id, size_t len);
 
@@ -2171,7 +2190,8 @@ build(build_t *b, const adserve_input_t *in)
     static const link_pt  linkers[ADSERVE_KIND_COUNT] = {
         link_units, link_placements, link_orders,
         link_line_items, link_creatives, link_licas, link_styles, link_unit_styles,
-        link_items, link_pools, link_popular, link_coview, link_experiments
+        link_items, link_pools, link_popular, link_coview, link_experiments,
+        link_settings
     };
     adserve_parsed_t  **ps;
     uint32_t            k, i, nunits;

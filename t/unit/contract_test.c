@@ -63,6 +63,7 @@ static void test_vocab(void) {
         { adserve_zone_names, ADSERVE_ZONE_COUNT },
         { adserve_expr_names, ADSERVE_EXPR_COUNT },
         { adserve_op_names, ADSERVE_OP_COUNT },
+        { adserve_currency_names, ADSERVE_CURRENCY_COUNT },
     };
     size_t t;
     int i, good;
@@ -95,6 +96,52 @@ static void test_vocab(void) {
     ok(strcmp(adserve_metric_names[ADSERVE_METRIC_IMP + ADSERVE_EVENT_CONVERSION], "conv") == 0,
        "an event's metric is ADSERVE_METRIC_IMP + its type");
     ok(ADSERVE_METRIC_REPORTED == ADSERVE_METRIC_CONVVAL + 1, "the reports' metrics come first");
+
+    for (i = 1, good = 1; i < ADSERVE_CURRENCY_COUNT; i++) {
+        good = good && strlen(adserve_currency_names[i]) == 3
+               && strcmp(adserve_currency_names[i - 1], adserve_currency_names[i]) < 0;
+    }
+    ok(good, "currencies: three letters each, sorted, none twice");
+    ok(adserve_vocab_str(adserve_currency_names, ADSERVE_CURRENCY_DEFAULT) >= 0,
+       "the default currency is one");
+}
+
+
+static void test_public_url(void) {
+    static const struct { const char *url; int ok; } cases[] = {
+        { "https://ads.example.com", 1 },
+        { "http://127.0.0.1:8080", 1 },
+        { "https://example.com/ads/v0", 1 },
+        { "https://[::1]:8443", 1 },
+        { "https://ads.example.com/", 0 },          /* a trailing slash */
+        { "ftp://ads.example.com", 0 },
+        { "https://", 0 },
+        { "https:///path", 0 },
+        { "//ads.example.com", 0 },
+        { "https://ads.example.com/a b", 0 },
+        { "https://ads.example.com/\"x", 0 },
+        { "https://ads.example.com/'x", 0 },
+        { "https://ads.example.com/<x>", 0 },
+        { "https://ads.example.com/?a&b", 0 },
+        { "https://ads.example.com/\\x", 0 },
+        { "https://ads.example.com/\x7f", 0 },
+        { "https://ads.example.com/\xc3\xa9", 0 },   /* IRIs: give their URI */
+        { "https://ads.example.com/\n", 0 },
+    };
+    char   long_url[ADSERVE_PUBLIC_URL_MAX + 2];
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        is_int(adserve_public_url_ok(cases[i].url, strlen(cases[i].url)), cases[i].ok,
+               "public URL %zu is %s", i, cases[i].ok ? "one" : "refused");
+    }
+    is_int(adserve_public_url_ok("https://a.example/x", 17), 1, "len bytes are checked");
+
+    memcpy(long_url, "https://", 8);
+    memset(long_url + 8, 'a', sizeof(long_url) - 9);
+    long_url[sizeof(long_url) - 1] = '\0';
+    is_int(adserve_public_url_ok(long_url, ADSERVE_PUBLIC_URL_MAX), 1, "at the limit: one");
+    is_int(adserve_public_url_ok(long_url, ADSERVE_PUBLIC_URL_MAX + 1), 0, "past it: refused");
 }
 
 
@@ -307,6 +354,7 @@ static void test_rec_counted_source(void) {
 int main(void) {
     test_kinds();
     test_vocab();
+    test_public_url();
     test_hhmm();
     test_hash();
     test_parse_time();
