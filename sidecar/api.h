@@ -42,5 +42,13 @@ ROUTE_GROUP(integration);
 ROUTE_GROUP(system);
 ROUTE_GROUP(developer_monitoring);
 ROUTE_GROUP(settings);
+ROUTE_GROUP(manager);
+ROUTE_GROUP(internal);
+ROUTE_GROUP(license);
+
+/* Handlers two groups share: the recommendation jobs' run (users, and the
+ * internal group's scheduler), and its answer. */
+void api_rec_jobs_run(struct request *req, struct reply *rep);
+extern const struct schema schema_rec_jobs_report;
 
 #endif

@@ -315,8 +315,14 @@ static int security(cJSON *op, const struct route *r)
     if (r->roles == 0)      /* explicitly public */
         return cJSON_AddStringToObject(op, "description", "Public: no token.") ? 0 : -1;
     cJSON *req = cJSON_CreateObject();
-    if (put(sec, NULL, req) != 0 || cJSON_AddArrayToObject(req, "bearerAuth") == NULL)
+    bool service = r->roles == ROLE_SERVICE;
+    if (put(sec, NULL, req) != 0 ||
+        cJSON_AddArrayToObject(req, service ? "serviceKey" : "bearerAuth") == NULL)
         return -1;
+    if (service)
+        return cJSON_AddStringToObject(op, "description",
+                                       "The service credential only (README \"internal\").")
+                   ? 0 : -1;
     roles_text(r->roles, roles, sizeof roles);
     return cJSON_AddStringToObject(op, "description", roles) ? 0 : -1;
 }
@@ -413,11 +419,18 @@ static int components(cJSON *doc, cJSON **schemas)
     cJSON *comps = cJSON_AddObjectToObject(doc, "components");
     cJSON *sec = comps ? cJSON_AddObjectToObject(comps, "securitySchemes") : NULL;
     cJSON *bearer = sec ? cJSON_AddObjectToObject(sec, "bearerAuth") : NULL;
+    cJSON *service = sec ? cJSON_AddObjectToObject(sec, "serviceKey") : NULL;
 
     *schemas = comps ? cJSON_AddObjectToObject(comps, "schemas") : NULL;
     if (*schemas == NULL || bearer == NULL || !cJSON_AddStringToObject(bearer, "type", "http") ||
         !cJSON_AddStringToObject(bearer, "scheme", "bearer") ||
         !cJSON_AddStringToObject(bearer, "bearerFormat", "JWT"))
+        return -1;
+    /* the internal group's: the contents of the sidecar's service.key */
+    if (service == NULL || !cJSON_AddStringToObject(service, "type", "http") ||
+        !cJSON_AddStringToObject(service, "scheme", "bearer") ||
+        !cJSON_AddStringToObject(service, "description",
+                                 "the service credential, $ADSERVE_VAR/secrets/service.key"))
         return -1;
     return 0;
 }

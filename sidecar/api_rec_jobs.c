@@ -1,6 +1,7 @@
 /* POST /api/recommendation-jobs/run: the recommendation jobs (rec_jobs.h)
  * now, rather than at the timer's next tick: for an operator who wants
- * fresh rankings, and for tests. Admins and operators. */
+ * fresh rankings, and for tests. Admins and operators; a scheduler calls
+ * the same handler at POST /api/internal/recommendation-jobs/run. */
 #include "api.h"
 
 #include "rec_jobs.h"
@@ -8,7 +9,7 @@
 
 #include <time.h>
 
-static void api_rec_jobs_run(struct request *req, struct reply *rep)
+void api_rec_jobs_run(struct request *req, struct reply *rep)
 {
     struct rec_jobs_report r;
     enum store_status st = rec_jobs_run(request_store(req), time(NULL), &r);
@@ -52,12 +53,12 @@ static const struct schema_field report_fields[] = {
       .description = "items no user viewed anything after any more" },
     { NULL },
 };
-static const struct schema report = {
+const struct schema schema_rec_jobs_report = {
     .name = "RecommendationJobsReport", .type = SCHEMA_OBJECT, .fields = report_fields,
 };
 static const int run_errors[] = { 401, 403, 503, 0 };
 static const struct route_doc run_doc = {
-    .tag = "AssociatedItemsPool", .response = &report, .status = 200, .errors = run_errors,
+    .tag = "AssociatedItemsPool", .response = &schema_rec_jobs_report, .status = 200, .errors = run_errors,
     .summary = "Run the recommendation jobs now: each serving context's popular items (the "
                "popular fallback) from the views of the last 24 hours, and each item's co-view "
                "pool (the algorithm coview) from the users' view histories; the sidecar also "

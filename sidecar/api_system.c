@@ -9,19 +9,14 @@
  * own /metrics and /app/v0/status. */
 #include "api.h"
 
+#include "components.h"
 #include "prom.h"
 #include "schema.h"
 #include "util.h"
 
-#include <curl/curl.h>
-#include <microhttpd.h>
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define STRINGIZE(x) #x
-#define VERSION_OF(x) STRINGIZE(x)
 
 /* "name:value" of INFO's text, into out; false when absent */
 static bool info_field(const char *info, const char *name, char *out, size_t outlen)
@@ -88,17 +83,14 @@ static cJSON *sidecar_part(void)
     cJSON *o = cJSON_CreateObject(), *libs = cJSON_AddObjectToObject(o, "libraries");
     char started[RFC3339_LEN];
     time_t at = prom_started_at();
+    bool ok = libs != NULL && rfc3339_format((long long)at, started) == 0 &&
+              cJSON_AddStringToObject(o, "started_at", started) != NULL &&
+              cJSON_AddNumberToObject(o, "uptime_seconds", (double)(time(NULL) - at)) != NULL;
 
-    if (libs == NULL || rfc3339_format((long long)at, started) != 0 ||
-        cJSON_AddStringToObject(o, "started_at", started) == NULL ||
-        cJSON_AddNumberToObject(o, "uptime_seconds", (double)(time(NULL) - at)) == NULL ||
-        cJSON_AddStringToObject(libs, "hiredis", VERSION_OF(HIREDIS_MAJOR) "."
-                                VERSION_OF(HIREDIS_MINOR) "." VERSION_OF(HIREDIS_PATCH)) == NULL ||
-        cJSON_AddStringToObject(libs, "libmicrohttpd", MHD_get_version()) == NULL ||
-        cJSON_AddStringToObject(libs, "cjson", cJSON_Version()) == NULL ||
-        cJSON_AddStringToObject(libs, "libsodium", sodium_version_string()) == NULL ||
-        cJSON_AddStringToObject(libs, "libcurl", curl_version_info(CURLVERSION_NOW)->version)
-            == NULL) {
+    for (size_t i = 0; ok && i < components_count; i++)
+        ok = components[i].version == NULL ||
+             cJSON_AddStringToObject(libs, components[i].name, components[i].version()) != NULL;
+    if (!ok) {
         cJSON_Delete(o);
         return NULL;
     }

@@ -292,6 +292,34 @@ static enum store_status keeps_an_admin(struct store_conn *c, const struct user 
     return st;
 }
 
+/* An account manager stays a user who may manage demand (an admin or an
+ * operator) until its advertisers have another (api_advertisers.c):
+ * STORE_OK, or the 409 in rep. new_role NULL: a delete. */
+static enum store_status keeps_its_advertisers(struct store_conn *c, const struct user *old,
+                                               const char *new_role, struct reply *rep)
+{
+    char key[USER_KEY_MAX];
+    redisReply *r = NULL;
+
+    if (new_role != NULL && (role_from_name(new_role) & INVENTORY_ROLES) != 0)
+        return STORE_OK;
+    int n = snprintf(key, sizeof key, "%s%s", ADSERVE_KEY_MANAGER_ADVERTISERS, old->id);
+    enum store_status st = n > 0 && (size_t)n < sizeof key
+                               ? store_do(c, (const char *[]){ "WATCH", key, NULL })
+                               : STORE_ERROR;
+    if (st == STORE_OK)
+        st = store_cmd(c, &r, (const char *[]){ "SCARD", key, NULL });
+    if (st == STORE_OK && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+        reply_error(rep, 409, "this user manages %lld advertisers: give them another manager first",
+                    r->integer);
+        st = STORE_CONFLICT;
+    }
+    freeReplyObject(r);
+    if (st != STORE_OK && st != STORE_CONFLICT)
+        reply_store_error(rep, st);
+    return st;
+}
+
 static bool same_user(const struct user *a, const struct user *b)
 {
     return strcmp(a->email, b->email) == 0 && strcmp(a->role, b->role) == 0 &&
@@ -343,6 +371,8 @@ static enum store_status try_update(struct store_conn *c, const struct request *
         return STORE_ERROR;
     }
     if (strcmp(u->role, "admin") != 0 && keeps_an_admin(c, old, "demote", rep) != STORE_OK)
+        return STORE_ERROR;
+    if (keeps_its_advertisers(c, old, u->role, rep) != STORE_OK)
         return STORE_ERROR;
     if ((hash != NULL ? user_set_password(u, hash) : now_rfc3339(u->updated_at)) != 0) {
         reply_error(rep, 500, "internal error");
@@ -413,6 +443,8 @@ static enum store_status try_delete(struct store_conn *c, const struct request *
     if (st != STORE_OK)
         return st;
     if (keeps_an_admin(c, &old, "delete", rep) != STORE_OK)
+        return STORE_ERROR;
+    if (keeps_its_advertisers(c, &old, NULL, rep) != STORE_OK)
         return STORE_ERROR;
     cJSON *before = user_to_json(&old);
     struct txn t;

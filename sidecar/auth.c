@@ -422,8 +422,7 @@ enum store_status reset_token_consume(struct store_conn *c, const char *token,
     return STORE_OK;
 }
 
-/* The token after "Bearer " (scheme case-insensitive, RFC 7235), or NULL. */
-static const char *bearer_token(const char *authorization)
+const char *auth_bearer_token(const char *authorization)
 {
     if (authorization == NULL || strncasecmp(authorization, "Bearer ", 7) != 0)
         return NULL;
@@ -493,7 +492,7 @@ enum auth_result auth_check_bearer(const char *authorization, struct store_conn 
                                    struct user *u)
 {
     struct claims claims = { 0 };
-    const char *token = bearer_token(authorization);
+    const char *token = auth_bearer_token(authorization);
 
     memset(u, 0, sizeof *u);
     if (token == NULL)

@@ -124,6 +124,10 @@ enum auth_result {
 enum auth_result auth_check_bearer(const char *authorization, struct store_conn *c,
                                    struct user *u);
 
+/* The token after "Bearer " (scheme case-insensitive, RFC 7235), or NULL
+ * when there is none or it is too long. */
+const char *auth_bearer_token(const char *authorization);
+
 /* The message for a failed check, for the 401 {"detail"}. */
 const char *auth_result_detail(enum auth_result r);
 

@@ -4,6 +4,7 @@
 #include "log.h"
 #include "prom.h"
 #include "schema.h"
+#include "service.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -246,11 +247,28 @@ static bool announced_too_large(struct MHD_Connection *conn)
     return end != cl && n > max_body;
 }
 
+/* The internal group's routes take the service credential, and nothing
+ * else: a user's token is refused as any wrong key is. */
+static int authenticate_service(const char *authz, struct conn_ctx *cx, struct reply *rep)
+{
+    if (!service_check(authz)) {
+        prom_auth_failure(PROM_AUTH_TOKEN);
+        reply_error(rep, 401, "the internal routes take the service credential");
+        reply_header(rep, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+        return -1;
+    }
+    service_caller(&cx->user);
+    cx->authenticated = true;
+    return 0;
+}
+
 /* 0 when the caller may use the route; else rep holds the 401/403/503. */
 static int authenticate(struct MHD_Connection *conn, struct conn_ctx *cx, struct reply *rep)
 {
     const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                     MHD_HTTP_HEADER_AUTHORIZATION);
+    if (cx->route->roles == ROLE_SERVICE)
+        return authenticate_service(authz, cx, rep);
     struct store_conn *sc = store_acquire();
     enum auth_result r = auth_check_bearer(authz, sc, &cx->user);
     store_release(sc);

@@ -46,6 +46,7 @@
 #include "ratelimit.h"
 #include "rec_jobs.h"
 #include "secret.h"
+#include "service.h"
 #include "store.h"
 
 #include <errno.h>
@@ -221,6 +222,8 @@ static int run(const struct config *cfg, const sigset_t *stop)
         log_line("ADSERVE_PROXY_TOKEN must be 32 to 127 bytes");
     else if (mail_init(cfg->var_dir) != 0)
         log_line("cannot initialise mail");
+    else if (service_init(cfg->var_dir) != 0)
+        log_line("cannot load the service credential");
     else if ((rc = wait_for_redis(cfg, stop)) == 0)
         rc = bootstrap(cfg) == 0 && rec_jobs_start(cfg->rec_jobs_interval) == 0
                  ? serve(cfg, stop) : -1;
@@ -232,6 +235,7 @@ static int run(const struct config *cfg, const sigset_t *stop)
     free(secret);
     rec_jobs_stop();
     mail_shutdown();            /* it may still write to the outbox */
+    service_shutdown();
     store_shutdown();
     auth_shutdown();
     return rc;

@@ -43,6 +43,9 @@ const struct route_table route_tables[] = {
     GROUP(system),
     GROUP(developer_monitoring),
     GROUP(settings),
+    GROUP(manager),
+    GROUP(internal),
+    GROUP(license),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

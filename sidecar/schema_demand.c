@@ -75,6 +75,9 @@ static const struct schema_field advertiser_fields[] = {
     { "balance", &money, .dflt = "0",
       .description = "prepaid balance in the account currency (admins and operators set it; "
                      "the advertiser's users read it)" },
+    { "manager_id", &schema_uuid_n, .dflt = "null",
+      .description = "its account manager: a user with role admin or operator (the manager "
+                     "group lists each manager's advertisers)" },
     META_ROWS,
     { NULL },
 };
@@ -83,6 +86,7 @@ RESOURCE_SCHEMAS(advertiser, "Advertiser", advertiser_fields, "A buyer of campai
 static const struct schema_field advertiser_query_fields[] = {
     SCHEMA_PAGING_FIELDS,
     { .name = "q", .schema = &q },
+    { .name = "manager_id", .schema = &schema_uuid, .description = "the advertisers it manages" },
     { NULL },
 };
 LIST_QUERY(advertiser, advertiser_query_fields);

@@ -30,6 +30,9 @@ enum role {
     ROLE_ADMIN = 1 << 0,
     ROLE_OPERATOR = 1 << 1,
     ROLE_ADVERTISER = 1 << 2,
+    /* never a user's: the service credential of the internal group
+     * (service.h), on its routes only */
+    ROLE_SERVICE = 1 << 3,
 };
 #define ROLES_ANY (ROLE_ADMIN | ROLE_OPERATOR | ROLE_ADVERTISER)
 /* who manages the inventory: ad units, placements, keys, catalogs, styles */

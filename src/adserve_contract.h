@@ -74,6 +74,7 @@
 #define ADSERVE_KEY_LICA_PAIRS           ADSERVE_KEY("lica_pairs")
 #define ADSERVE_KEY_ADVERTISER_ORDERS    ADSERVE_KEY("advertiser_orders:")
 #define ADSERVE_KEY_ADVERTISER_CREATIVES ADSERVE_KEY("advertiser_creatives:")
+#define ADSERVE_KEY_MANAGER_ADVERTISERS  ADSERVE_KEY("manager_advertisers:")  /* + user id */
 #define ADSERVE_KEY_ORDER_LINE_ITEMS     ADSERVE_KEY("order_line_items:")
 #define ADSERVE_KEY_PLACEMENT_LINE_ITEMS ADSERVE_KEY("placement_line_items:")
 #define ADSERVE_KEY_LINE_ITEM_LICAS      ADSERVE_KEY("line_item_licas:")

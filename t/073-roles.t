@@ -99,6 +99,8 @@ if ($res->{status} == 200 && ref $res->{json}{paths} eq 'HASH') {
             my $r = "\U$m\E $p";
             if ($d =~ /^Public/) {
                 $routes{$r} = { public => 1 };
+            } elsif ($d =~ /^The service credential only/) {
+                $routes{$r} = { service => 1 };     # the internal group: no user passes
             } elsif ($d =~ /^Roles: ([a-z, ]+)\./) {
                 $routes{$r} = { roles => { map { $_ => 1 } split /, /, $1 } };
             } else {
@@ -127,6 +129,7 @@ sub expect_class {
     my ($route, $caller) = @_;
     my $r = $routes{$route};
     return 'through' if $r->{public};
+    return 401 if $r->{service};
     return $caller eq 'anonymous' ? 401 : $r->{roles}{$caller} ? 'through' : 403;
 }
 

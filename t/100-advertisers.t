@@ -36,9 +36,9 @@ my $acme = $res->{json};
 like($acme->{id}, $UUID, 'a version 4 UUID');
 like($acme->{created_at}, $TIME, 'created_at is RFC 3339 UTC');
 is_deeply($acme, {
-    id => $acme->{id}, name => 'Acme', domain => undef, categories => [], balance => 0,
+    id => $acme->{id}, name => 'Acme', domain => undef, categories => [], balance => 0, manager_id => undef,
     created_at => $acme->{created_at}, updated_at => $acme->{created_at}, created_by => $me->{id},
-}, 'the whole advertiser: domain null, no categories, balance 0, created_by the caller');
+}, 'the whole advertiser: domain null, no categories, balance 0, no manager, created_by the caller');
 is($res->{headers}{location}, "/api/advertisers/$acme->{id}", 'Location names it');
 is_deeply($JSON->decode(rc('HGET', 'adserve:advertisers', $acme->{id})), $acme,
           'Redis holds the response shape');
