@@ -60,6 +60,11 @@ $(BUILD)/fuzz/schema: t/fuzz/fuzz_schema.c $(ENGINE) $(SIDECAR_SRCS) $(wildcard 
 	    $(shell pkg-config --cflags $(SIDECAR_PKGS)) $(ENGINE) \
 	    $(SIDECAR_SRCS) $< -o $@ $(shell pkg-config --libs $(SIDECAR_PKGS)) -lcrypto -lm -pthread
 
+# the segment uploads' line reader: the sidecar's, alone
+$(BUILD)/fuzz/lines: t/fuzz/fuzz_lines.c sidecar/lines.c sidecar/lines.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isidecar sidecar/lines.c $< -o $@
+
 fuzz: build
 	@scripts/fuzz
 

@@ -45,6 +45,7 @@ ROUTE_GROUP(settings);
 ROUTE_GROUP(manager);
 ROUTE_GROUP(internal);
 ROUTE_GROUP(license);
+ROUTE_GROUP(segments);
 
 /* Handlers two groups share: the recommendation jobs' run (users, and the
  * internal group's scheduler), and its answer. */

@@ -32,7 +32,7 @@
 
 static const char *const line_item_watch[] = {
     ADSERVE_KEY_ORDERS, ADSERVE_KEY_LICAS, ADSERVE_KEY_CREATIVES, ADSERVE_KEY_AD_UNITS, ADSERVE_KEY_PLACEMENTS, ADSERVE_KEY_TARGETING_KEYS,
-    ADSERVE_KEY_TARGETING_KEY_NAMES, NULL,
+    ADSERVE_KEY_TARGETING_KEY_NAMES, ADSERVE_KEY_SEGMENTS, NULL,
 };
 static const char *const line_item_immutable[] = { "order_id", NULL };
 static const struct resource_ref line_item_refs[] = {
@@ -42,6 +42,8 @@ static const struct resource_ref line_item_refs[] = {
 static const struct resource_index line_item_indexes[] = {
     { "order_id", ADSERVE_KEY_ORDER_LINE_ITEMS },
     { "targeting.placements", ADSERVE_KEY_PLACEMENT_LINE_ITEMS },
+    { "targeting.segments.include", ADSERVE_KEY_SEGMENT_INCLUDERS },
+    { "targeting.segments.exclude", ADSERVE_KEY_SEGMENT_EXCLUDERS },
     { NULL, NULL },
 };
 static const struct resource_dependent line_item_dependents[] = {

@@ -202,8 +202,23 @@ static int parameters(cJSON *op, const struct route *r, cJSON *schemas)
     return 0;
 }
 
+/* a streamed body: text of the stream's media type */
+static int stream_body(cJSON *op, const struct route_stream *s)
+{
+    cJSON *body = cJSON_AddObjectToObject(op, "requestBody");
+    cJSON *content = body != NULL ? cJSON_AddObjectToObject(body, "content") : NULL;
+    cJSON *media = content != NULL ? cJSON_AddObjectToObject(content, s->media_type) : NULL;
+    cJSON *schema = media != NULL ? cJSON_AddObjectToObject(media, "schema") : NULL;
+
+    return schema != NULL && cJSON_AddTrueToObject(body, "required") &&
+                   cJSON_AddStringToObject(schema, "type", "string")
+               ? 0 : -1;
+}
+
 static int request_body(cJSON *op, const struct route *r, cJSON *schemas)
 {
+    if (r->doc->stream != NULL)
+        return stream_body(op, r->doc->stream);
     if (r->doc->request == NULL)
         return 0;
     cJSON *body = cJSON_AddObjectToObject(op, "requestBody");

@@ -45,6 +45,11 @@ struct conn_ctx {
     bool queued;
     bool scrape;                /* GET /metrics: not an API request */
     int status;
+    /* BODY_STREAM routes: the request their stream sees from open to
+     * close, and the stream's state */
+    struct request req;
+    void *stream;
+    bool stopped;               /* the stream took no more */
 };
 
 struct store_conn *request_store(struct request *req)
@@ -221,22 +226,27 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct conn_ctx *
     return rc;
 }
 
-static bool is_json_content_type(const char *ct)
+/* Whether ct is the media type want (parameters aside). */
+static bool is_media_type(const char *ct, const char *want)
 {
-    static const char json[] = "application/json";
-    size_t n = sizeof json - 1;
+    size_t n = strlen(want);
 
     if (ct == NULL)
         return false;
     while (*ct == ' ')
         ct++;
-    return strncasecmp(ct, json, n) == 0 &&
+    return strncasecmp(ct, want, n) == 0 &&
            (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ' || ct[n] == '\t');
+}
+
+static bool is_json_content_type(const char *ct)
+{
+    return is_media_type(ct, "application/json");
 }
 
 /* Content-Length, when announced, lets an oversized body be refused
  * before any of it is read. */
-static bool announced_too_large(struct MHD_Connection *conn)
+static bool announced_over(struct MHD_Connection *conn, size_t limit)
 {
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -244,7 +254,44 @@ static bool announced_too_large(struct MHD_Connection *conn)
         return false;
     char *end;
     unsigned long long n = strtoull(cl, &end, 10);
-    return end != cl && n > max_body;
+    return end != cl && n > limit;
+}
+
+static bool announced_too_large(struct MHD_Connection *conn)
+{
+    return announced_over(conn, max_body);
+}
+
+/* A BODY_STREAM route's start, once its caller may use it: the media type,
+ * the announced size, then the stream's own checks (open). 0 to go on
+ * reading, into the stream. */
+static int open_stream(struct MHD_Connection *conn, struct conn_ctx *cx, struct reply *rep)
+{
+    const struct route_stream *s = cx->route->doc->stream;
+
+    if (!is_media_type(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                   MHD_HTTP_HEADER_CONTENT_TYPE),
+                       s->media_type)) {
+        reply_error(rep, 415, "Content-Type must be %s", s->media_type);
+        return -1;
+    }
+    if (announced_over(conn, s->max_bytes())) {
+        reply_error(rep, 413, "request body exceeds %zu bytes", s->max_bytes());
+        return -1;
+    }
+    cx->req = (struct request){
+        .conn = conn, .method = cx->method, .path = cx->log_path, .params = &cx->params,
+        .user = cx->authenticated ? &cx->user : NULL,
+    };
+    cx->stream = s->open(&cx->req, rep);
+    /* not held while the body comes: the stream takes one per batch */
+    store_release(cx->req.store);
+    cx->req.store = NULL;
+    if (cx->stream != NULL)
+        return 0;
+    if (rep->status == 0)
+        reply_error(rep, 500, "internal error");
+    return -1;
 }
 
 /* The internal group's routes take the service credential, and nothing
@@ -346,6 +393,8 @@ static int check_headers(struct MHD_Connection *conn, struct conn_ctx *cx, const
     }
     if (cx->route->roles != 0 && authenticate(conn, cx, rep) != 0)
         return -1;
+    if (cx->route->body == BODY_STREAM)
+        return open_stream(conn, cx, rep);
     if (cx->route->body != BODY_NONE &&
         !is_json_content_type(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                           MHD_HTTP_HEADER_CONTENT_TYPE))) {
@@ -426,6 +475,25 @@ static void refuse_body(struct conn_ctx *cx)
  * buffered, the rest is read and dropped and on_complete answers 413; a
  * client still sending after another max_body bytes is disconnected.
  * (nginx forwards bodies with Content-Length, refused up front.) */
+/* A BODY_STREAM route's chunk: to its stream, up to the stream's limit
+ * (past it, read and dropped, then disconnected as on_body does). */
+static enum MHD_Result stream_body(struct conn_ctx *cx, const char *data, size_t n)
+{
+    const struct route_stream *s = cx->route->doc->stream;
+    size_t max = s->max_bytes();
+
+    cx->received += n;
+    if (cx->too_large)
+        return cx->received - max > max ? MHD_NO : MHD_YES;
+    if (cx->received > max) {
+        cx->too_large = true;
+        return MHD_YES;
+    }
+    if (!cx->stopped && s->chunk(cx->stream, data, n) != 0)
+        cx->stopped = true;
+    return MHD_YES;
+}
+
 static enum MHD_Result on_body(struct conn_ctx *cx, const char *data, size_t *size)
 {
     size_t n = *size;
@@ -433,6 +501,8 @@ static enum MHD_Result on_body(struct conn_ctx *cx, const char *data, size_t *si
     *size = 0;
     if (cx->queued)
         return MHD_YES;
+    if (cx->stream != NULL)
+        return stream_body(cx, data, n);
     cx->received += n;
     if (cx->too_large)
         return cx->received - max_body > max_body ? MHD_NO : MHD_YES;
@@ -475,7 +545,11 @@ static enum MHD_Result on_complete(struct MHD_Connection *conn, struct conn_ctx 
 
     if (cx->queued)
         return MHD_YES;
-    if (cx->too_large)
+    if (cx->stream != NULL) {
+        cx->route->doc->stream->close(cx->stream, &cx->req, &rep, cx->too_large);
+        cx->stream = NULL;
+        store_release(cx->req.store);
+    } else if (cx->too_large)
         reply_error(&rep, 413, "request body exceeds %zu bytes", max_body);
     else
         run_handler(cx, &req, &rep);
@@ -505,6 +579,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)conn;
     if (cx == NULL)
         return;
+    if (cx->stream != NULL) {       /* the client left mid-body */
+        struct reply gone = { 0 };
+        cx->route->doc->stream->close(cx->stream, &cx->req, &gone, false);
+        reply_free(&gone);
+        store_release(cx->req.store);
+    }
     log_line("%s %s %d %.1fms%s", cx->method, cx->log_path, cx->status,
              monotonic_ms() - cx->start_ms,
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");

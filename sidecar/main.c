@@ -34,6 +34,7 @@
  *   ADSERVE_PROXY_TOKEN     (unset)     The secret nginx sends in
  *                                       X-Adserve-Proxy; only with it is
  *                                       X-Real-IP believed (32+ bytes).
+ *   ADSERVE_SEGMENT_UPLOAD_MAX  268435456   Largest segment upload (bytes).
  *
  * Start-up: wait up to 30 s for Redis, create the first admin if needed,
  * then serve.  SIGTERM or SIGINT stops the server and exits 0. */
@@ -46,6 +47,7 @@
 #include "ratelimit.h"
 #include "rec_jobs.h"
 #include "secret.h"
+#include "segment_upload.h"
 #include "service.h"
 #include "store.h"
 
@@ -74,6 +76,7 @@ struct config {
     long max_body;
     long access_ttl;
     long rec_jobs_interval;
+    long segment_upload_max;
 };
 
 static const char *env_or(const char *name, const char *fallback)
@@ -113,8 +116,11 @@ static int load_config(struct config *cfg)
         env_long("ADSERVE_REDIS_PORT", 6380, 1, 65535, &cfg->redis_port) != 0 ||
         env_long("ADSERVE_MAX_BODY", 1048576, 1, 64L * 1024 * 1024, &cfg->max_body) != 0 ||
         env_long("ADSERVE_ACCESS_TTL", 900, 1, 7L * 24 * 3600, &cfg->access_ttl) != 0 ||
-        env_long("ADSERVE_REC_JOBS_INTERVAL", 60, 0, 86400, &cfg->rec_jobs_interval) != 0)
+        env_long("ADSERVE_REC_JOBS_INTERVAL", 60, 0, 86400, &cfg->rec_jobs_interval) != 0 ||
+        env_long("ADSERVE_SEGMENT_UPLOAD_MAX", (long)SEGMENT_UPLOAD_MAX_DEFAULT, 1,
+                 16L * 1024 * 1024 * 1024, &cfg->segment_upload_max) != 0)
         return -1;
+    segment_upload_init((size_t)cfg->segment_upload_max);
     return 0;
 }
 

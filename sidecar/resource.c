@@ -39,7 +39,7 @@ static const cJSON *member(const cJSON *o, const char *name)
     return cJSON_GetObjectItemCaseSensitive(o, name);
 }
 
-/* The member at "a.b" (one dot at most is all the tables use). */
+/* The member at "a.b.c", a dot per level. */
 static const cJSON *member_path(const cJSON *o, const char *path)
 {
     const char *dot = strchr(path, '.');
@@ -51,7 +51,7 @@ static const cJSON *member_path(const cJSON *o, const char *path)
         return NULL;
     memcpy(head, path, (size_t)(dot - path));
     head[dot - path] = '\0';
-    return member(member(o, head), dot + 1);
+    return member_path(member(o, head), dot + 1);
 }
 
 static bool in_list(const char *const *list, const char *v)

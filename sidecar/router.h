@@ -25,6 +25,29 @@ enum route_body {
                                     body not application/json is a 400) */
     BODY_JSON_SPEC_VALIDATION,   /* forgot-password: 422 only, with
                                     {detail: [{loc, msg, type}]} */
+    BODY_STREAM,                 /* of the route's stream's media type, handed
+                                    to it chunk by chunk as it arrives, never
+                                    kept whole (struct route_stream) */
+};
+
+
+struct request;
+struct reply;
+
+/* A body too large to keep, taken as it comes (an upload of a million
+ * lines). After the route's role check: open, with the request (its path
+ * parameters, its caller); then each chunk; then close, which answers. */
+struct route_stream {
+    const char *media_type;              /* "text/plain": others are 415 */
+    size_t (*max_bytes)(void);           /* the body's limit: over it, 413 */
+    /* the state, or NULL with the refusal in rep (no body is read then) */
+    void *(*open)(struct request *req, struct reply *rep);
+    /* 0, or -1 to stop taking the body (the rest is read and dropped;
+     * close answers why) */
+    int (*chunk)(void *state, const char *data, size_t n);
+    /* the body's end: answers rep and frees state; too_large when the body
+     * went past max_bytes (what came before it was taken) */
+    void (*close)(void *state, struct request *req, struct reply *rep, bool too_large);
 };
 
 struct schema;
@@ -42,6 +65,8 @@ struct route_doc {
     const int *errors;                   /* the error statuses, 0-ended */
     const char *csv;                     /* the success answer is also text/csv
                                             (Accept): what its lines hold */
+    const struct route_stream *stream;   /* BODY_STREAM routes: what takes the
+                                            body, and its media type */
 };
 
 struct route {

@@ -46,6 +46,7 @@ const struct route_table route_tables[] = {
     GROUP(manager),
     GROUP(internal),
     GROUP(license),
+    GROUP(segments),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

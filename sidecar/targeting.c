@@ -20,7 +20,7 @@
  * linked here: the API accepts exactly the rules serving can evaluate.
  * What is checked here:
  *   - an ad unit both included and excluded is a contradiction;
- *   - ad units and placements exist;
+ *   - ad units, placements and segments exist;
  *   - kv keys exist, and a PREDEFINED key's values are a closed set of
  *     names, so its rhs values must be strings naming one (a number is
  *     refused: lt / le / gt / ge cannot apply to such a key); a FREEFORM
@@ -67,6 +67,21 @@ static const struct schema_field ad_units_fields[] = {
 };
 static const struct schema ad_units = {
     .name = "TargetingAdUnits", .type = SCHEMA_OBJECT, .fields = ad_units_fields,
+};
+
+static const struct schema segment_list = { .type = SCHEMA_ARRAY, .items = &uuid,
+                                            .max_items = ADSERVE_SEGMENTS_MAX };
+static const struct schema_field segments_fields[] = {
+    { "include", &segment_list, .dflt = "[]",
+      .description = "the user must be in one of these; empty: any user" },
+    { "exclude", &segment_list, .dflt = "[]", .description = "the user must be in none of these" },
+    { NULL },
+};
+static const struct schema segments = {
+    .name = "TargetingSegments", .type = SCHEMA_OBJECT, .fields = segments_fields,
+    .description = "Custom targeting segments, read per request with the frequency caps: "
+                   "while a user's memberships are unknown (Redis late or away), the line item "
+                   "does not serve; a request without user.id is in no segment.",
 };
 
 static const struct schema pixels = { .type = SCHEMA_INTEGER, .has_min = true, .min = 0 };
@@ -145,6 +160,7 @@ static const struct schema_field targeting_fields[] = {
     { "device", &device, .dflt = "{}" },
     { "user", &user, .dflt = "{}" },
     { "dayparts", &daypart_list, .dflt = "[]", .description = "any of these; empty: always" },
+    { "segments", &segments, .dflt = "{}" },
     { NULL },
 };
 const struct schema schema_targeting = {
@@ -713,7 +729,11 @@ static int check_refs(struct store_conn *c, const cJSON *t, struct kv_check *k,
         check_exist(c, ADSERVE_KEY_AD_UNITS, member(units, "exclude"), "ad_units.exclude", "ad unit",
                     rep) != 0 ||
         check_exist(c, ADSERVE_KEY_PLACEMENTS, member(t, "placements"), "placements", "placement",
-                    rep) != 0)
+                    rep) != 0 ||
+        check_exist(c, ADSERVE_KEY_SEGMENTS, member(member(t, "segments"), "include"),
+                    "segments.include", "segment", rep) != 0 ||
+        check_exist(c, ADSERVE_KEY_SEGMENTS, member(member(t, "segments"), "exclude"),
+                    "segments.exclude", "segment", rep) != 0)
         return -1;
     return k != NULL ? check_kv_refs(c, k, member(t, "kv")) : 0;
 }

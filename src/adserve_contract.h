@@ -75,6 +75,8 @@
 #define ADSERVE_KEY_ADVERTISER_ORDERS    ADSERVE_KEY("advertiser_orders:")
 #define ADSERVE_KEY_ADVERTISER_CREATIVES ADSERVE_KEY("advertiser_creatives:")
 #define ADSERVE_KEY_MANAGER_ADVERTISERS  ADSERVE_KEY("manager_advertisers:")  /* + user id */
+#define ADSERVE_KEY_SEGMENT_INCLUDERS    ADSERVE_KEY("segment_includers:")  /* + segment id */
+#define ADSERVE_KEY_SEGMENT_EXCLUDERS    ADSERVE_KEY("segment_excluders:")  /* + segment id */
 #define ADSERVE_KEY_ORDER_LINE_ITEMS     ADSERVE_KEY("order_line_items:")
 #define ADSERVE_KEY_PLACEMENT_LINE_ITEMS ADSERVE_KEY("placement_line_items:")
 #define ADSERVE_KEY_LINE_ITEM_LICAS      ADSERVE_KEY("line_item_licas:")
@@ -129,6 +131,23 @@
  * it cuts the string to those ADSERVE_HISTORY_MAX once APPEND's reply
  * says it holds twice as many. */
 #define ADSERVE_KEY_HISTORY              ADSERVE_KEY("rh:")        /* + user id */
+
+/* Custom targeting segments (README "Segments"): the records, and each
+ * user's memberships, a hash segment id -> the unix second its membership
+ * ends (the upload's time plus its segment's membership_expiration_days),
+ * living as long as its latest membership. Serving reads a user's hash
+ * (HMGET of the segments an ad unit's line items target) with the caps,
+ * in the same round trip. */
+#define ADSERVE_KEY_SEGMENTS             ADSERVE_KEY("segments")
+#define ADSERVE_KEY_USER_SEGMENTS        ADSERVE_KEY("us:")        /* + user id */
+#define ADSERVE_SEGMENT_EXPIRATION_DAYS_MAX     540     /* GAM's bound */
+#define ADSERVE_SEGMENT_EXPIRATION_DAYS_DEFAULT 30
+/* a line item's targeting.segments.include and .exclude: ids each */
+#define ADSERVE_SEGMENTS_MAX             100
+#define ADSERVE_SEGMENT_ID_MAX           64      /* bytes; the API makes UUIDs */
+/* the segments one ad unit's line items may target together: what one
+ * HMGET asks; beyond, its segment-targeted line items do not serve */
+#define ADSERVE_UNIT_SEGMENTS_MAX        256
 #define ADSERVE_HISTORY_ENTRY            16
 #define ADSERVE_HISTORY_SHOWN            's'
 #define ADSERVE_HISTORY_VIEWED           'v'
@@ -283,6 +302,7 @@ int adserve_kind_by_key(const char *key);
 #define ADSERVE_RECORD_COVIEW_POOL       "coview_pool"
 #define ADSERVE_RECORD_EXPERIMENT        "experiment"
 #define ADSERVE_RECORD_SETTINGS          "settings"
+#define ADSERVE_RECORD_SEGMENT           "custom_targeting_segment"
 
 /* the id of the settings' one record */
 #define ADSERVE_SETTINGS_ID              "global"

@@ -1645,6 +1645,62 @@ video_cands(adserve_arena_t *a, adserve_unit_t *out)
 }
 
 
+/* The segments the unit's line items target, once each: what serving asks
+ * of a user's memberships, in one command. The ids are the rules', in the
+ * snapshot's arena already. */
+static int
+unit_segments(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
+{
+    adserve_str_t            ids[ADSERVE_UNIT_SEGMENTS_MAX], id, *sids;
+    uint64_t                 hashes[ADSERVE_UNIT_SEGMENTS_MAX], h, *shashes;
+    const adserve_target_t  *t, *last = NULL;
+    uint32_t                 i, j, k, m, n = 0;
+
+    for (i = 0; i < u->ncands; i++) {
+        t = u->cands[i].li->target;
+        if (t == NULL || t == last) {        /* a line item's are neighbours */
+            continue;
+        }
+        last = t;
+
+        m = adserve_target_nsegments(t);
+        for (k = 0; k < m; k++) {
+            adserve_target_segment(t, k, &id, &h);
+            for (j = 0; j < n && hashes[j] != h; j++) {
+                /* seen */
+            }
+            if (j < n) {
+                continue;
+            }
+            if (n == ADSERVE_UNIT_SEGMENTS_MAX) {
+                out->segments_overflow = 1;
+                return 0;
+            }
+            ids[n] = id;
+            hashes[n++] = h;
+        }
+    }
+
+    if (n == 0) {
+        return 0;
+    }
+
+    sids = adserve_arena_alloc(&b->snap->arena, n * sizeof(adserve_str_t));
+    shashes = adserve_arena_alloc(&b->snap->arena, n * sizeof(uint64_t));
+    if (sids == NULL || shashes == NULL) {
+        return -1;
+    }
+
+    memcpy(sids, ids, n * sizeof(adserve_str_t));
+    memcpy(shashes, hashes, n * sizeof(uint64_t));
+    out->segment_ids = sids;
+    out->segment_hashes = shashes;
+    out->nsegments = n;
+
+    return 0;
+}
+
+
 static int
 finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
 {
@@ -1723,6 +1779,10 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     }
     out->excluded = x;
     out->nexcluded = u->nexcl;
+
+    if (unit_segments(b, u, out) != 0) {
+        return -1;
+    }
 
     out->id_len = u->rec->id_len;
     out->id = adserve_arena_memdup(a, u->id, out->id_len);

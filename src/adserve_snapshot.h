@@ -227,6 +227,12 @@ typedef struct adserve_unit_s {
                                        * order (cands itself when all are):
                                        * what a VAST request chooses from */
     uint32_t        max_cap_seconds;  /* longest cap of its line items; 0: none */
+    const adserve_str_t *segment_ids; /* the segments its line items target, */
+    const uint64_t *segment_hashes;   /* once each: what a request asks of */
+    uint32_t        nsegments;        /* the user's memberships */
+    unsigned        segments_overflow:1;  /* more than ADSERVE_UNIT_SEGMENTS_MAX:
+                                       * none asked, its segment-targeted
+                                       * line items do not serve */
     double          floor;            /* ext.target_ecpm: PRICE_PRIORITY below
                                        * it does not serve */
     unsigned        impression_on_response:1;  /* recommendation placement,

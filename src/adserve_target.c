@@ -61,6 +61,10 @@ struct adserve_target_s {
     const tnode_t   *kv;              /* NULL: no kv rule */
     const adserve_tstr_t *strs;
     const double    *nums;
+    uint16_t         nseg_in;         /* segments.include: the user is in one */
+    uint16_t         nseg_out;        /* segments.exclude: in none */
+    const adserve_tstr_t *segs;       /* include, then exclude */
+    const uint64_t  *seg_hashes;      /* adserve_hash of each */
 };
 
 
@@ -966,6 +970,24 @@ req_kv(adserve_req_ctx_t *ctx)
 }
 
 
+/* Whether the user is in one of the n segments (their hashes). */
+static int
+in_segments(const adserve_req_ctx_t *ctx, const uint64_t *hashes, uint32_t n)
+{
+    uint32_t  i, j;
+
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < ctx->nsegments; j++) {
+            if (ctx->segments[j] == hashes[i]) {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
 static int
 match(const adserve_target_t *t, adserve_req_ctx_t *ctx, int64_t now)
 {
@@ -986,6 +1008,16 @@ match(const adserve_target_t *t, adserve_req_ctx_t *ctx, int64_t now)
         && !(t->genders & (g == 'M' ? 1 : g == 'F' ? 2 : g == 'O' ? 4 : 0)))
     {
         return 0;
+    }
+
+    if (t->nseg_in + t->nseg_out) {
+        /* membership unknown (not read in time): targeted demand waits */
+        if (!ctx->segments_known
+            || (t->nseg_in && !in_segments(ctx, t->seg_hashes, t->nseg_in))
+            || (t->nseg_out && in_segments(ctx, t->seg_hashes + t->nseg_in, t->nseg_out)))
+        {
+            return 0;
+        }
     }
 
     if (t->has_dayparts) {
@@ -1895,6 +1927,124 @@ compile_rule(adserve_target_builder_t *b, const cJSON *rule, adserve_target_t *t
 }
 
 
+/* One list of segment ids into ids[at ..): strings of 1 to
+ * ADSERVE_SEGMENT_ID_MAX bytes, at most ADSERVE_SEGMENTS_MAX; n, or -1
+ * refused. */
+static int
+segment_list(adserve_target_builder_t *b, const cJSON *list, const char *field,
+    const char **ids, int at)
+{
+    const cJSON  *e;
+    const char   *id;
+    int           n = 0;
+
+    if (absent(list)) {
+        return 0;
+    }
+
+    if (!cJSON_IsArray(list)) {
+        path_push(b, ".%s", field);
+        return -refuse(b, "must be an array");
+    }
+
+    if (cJSON_GetArraySize(list) > ADSERVE_SEGMENTS_MAX) {
+        path_push(b, ".%s", field);
+        return -refuse(b, "at most %d segments", ADSERVE_SEGMENTS_MAX);
+    }
+
+    cJSON_ArrayForEach(e, list) {
+        id = cJSON_GetStringValue(e);
+        if (id == NULL || id[0] == '\0' || strlen(id) > ADSERVE_SEGMENT_ID_MAX) {
+            path_push(b, ".%s[%d]", field, n);
+            return -refuse(b, "must be a segment id (1 to %d bytes)", ADSERVE_SEGMENT_ID_MAX);
+        }
+        ids[at + n++] = id;
+    }
+
+    return n;
+}
+
+
+/* segments: {include: [ids], exclude: [ids]}: the user must be in one of
+ * include and in none of exclude (read per request, README "Segments"). */
+static int
+compile_segments(adserve_target_builder_t *b, const cJSON *sg, adserve_target_t *t)
+{
+    const char        *ids[2 * ADSERVE_SEGMENTS_MAX];
+    adserve_tstr_t    *strs;
+    uint64_t          *hashes;
+    int                nin, nout, i, j;
+
+    if (absent(sg)) {
+        return 0;
+    }
+
+    path_push(b, "segments");
+
+    if (!cJSON_IsObject(sg)) {
+        return refuse(b, "must be an object");
+    }
+
+    if ((nin = segment_list(b, member(sg, "include"), "include", ids, 0)) < 0
+        || (nout = segment_list(b, member(sg, "exclude"), "exclude", ids, nin)) < 0)
+    {
+        return 1;
+    }
+
+    for (i = 0; i < nin; i++) {
+        for (j = nin; j < nin + nout; j++) {
+            if (strcmp(ids[i], ids[j]) == 0) {
+                path_push(b, ".exclude[%d]", j - nin);
+                return refuse(b, "segment %s is also included", ids[i]);
+            }
+        }
+    }
+
+    path_pop(b, 0);
+
+    if (nin + nout == 0) {
+        return 0;
+    }
+
+    strs = adserve_arena_alloc(b->arena, (nin + nout) * sizeof(adserve_tstr_t));
+    hashes = adserve_arena_alloc(b->arena, (nin + nout) * sizeof(uint64_t));
+    if (strs == NULL || hashes == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < nin + nout; i++) {
+        if (intern(b, ids[i], &strs[i]) != 0) {
+            return -1;
+        }
+        hashes[i] = adserve_hash(strs[i].s, strs[i].len);
+    }
+
+    t->segs = strs;
+    t->seg_hashes = hashes;
+    t->nseg_in = (uint16_t) nin;
+    t->nseg_out = (uint16_t) nout;
+
+    return 0;
+}
+
+
+uint32_t
+adserve_target_nsegments(const adserve_target_t *t)
+{
+    return t != NULL ? (uint32_t) t->nseg_in + t->nseg_out : 0;
+}
+
+
+void
+adserve_target_segment(const adserve_target_t *t, uint32_t i, adserve_str_t *id,
+    uint64_t *hash)
+{
+    id->data = t->segs[i].s;
+    id->len = t->segs[i].len;
+    *hash = t->seg_hashes[i];
+}
+
+
 int
 adserve_target_compile(adserve_target_builder_t *b, const cJSON *tg,
     const adserve_target_t **out)
@@ -1917,13 +2067,14 @@ adserve_target_compile(adserve_target_builder_t *b, const cJSON *tg,
     if ((rc = compile_device(b, member(tg, "device"), &t)) != 0
         || (rc = compile_user(b, member(tg, "user"), &t)) != 0
         || (rc = compile_dayparts(b, member(tg, "dayparts"), &t)) != 0
-        || (rc = compile_rule(b, member(tg, "kv"), &t, "kv", 0)) != 0)
+        || (rc = compile_rule(b, member(tg, "kv"), &t, "kv", 0)) != 0
+        || (rc = compile_segments(b, member(tg, "segments"), &t)) != 0)
     {
         return rc;
     }
 
     if (!(t.types | t.oses | t.browsers | t.genders | t.has_yob | t.has_dayparts)
-        && t.kv == NULL)
+        && t.kv == NULL && t.nseg_in + t.nseg_out == 0)
     {
         return 0;                    /* nothing to decide per request */
     }

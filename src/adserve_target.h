@@ -26,6 +26,10 @@
  *     targeted demand is not shown to unknown users;
  *   - dayparts: the current UTC minute is in [start, end) of a daypart that
  *     lists the current weekday;
+ *   - segments: the user is in one of include and in none of exclude, as
+ *     read from Redis for this request (adserve_req_ctx_segments); unknown
+ *     membership matches nothing, and a request without a user id is in
+ *     no segment;
  *   - kv: a cmp on a key that the request does not carry (or carries with no
  *     usable value) is false, whatever its op, so `not` of it is true; eq,
  *     in and intersects are true when any request value equals any rhs
@@ -151,6 +155,9 @@ typedef struct {
     uint8_t                      weekday;     /* 0 Monday .. 6 Sunday, UTC */
     uint16_t                     minute;      /* of the UTC day, 0 .. 1439 */
     int64_t                      time_of;     /* the clock the two above are of */
+    const uint64_t              *segments;    /* the user's segments: */
+    uint32_t                     nsegments;   /* adserve_hash of their ids, */
+    uint8_t                      segments_known;  /* once read (or no user) */
     const adserve_target_t      *memo;        /* the last rule evaluated, */
     int64_t                      memo_now;    /* at this time, */
     int                          memo_match;  /* and its result */
@@ -169,6 +176,20 @@ adserve_req_ctx_init(adserve_req_ctx_t *ctx, const adserve_ad_request_t *req)
 {
     ctx->req = req;
     ctx->have = 0;
+    ctx->memo = NULL;
+    ctx->segments = NULL;
+    ctx->nsegments = 0;
+    ctx->segments_known = 0;
+}
+
+/* The user's segment memberships, once known: a rule that targets segments
+ * matches nothing until they are. */
+static inline void
+adserve_req_ctx_segments(adserve_req_ctx_t *ctx, const uint64_t *hashes, uint32_t n)
+{
+    ctx->segments = hashes;
+    ctx->nsegments = n;
+    ctx->segments_known = 1;
     ctx->memo = NULL;
 }
 
@@ -215,6 +236,12 @@ void adserve_target_builder_free(adserve_target_builder_t *b);
  * ignored here. */
 int adserve_target_compile(adserve_target_builder_t *b, const struct cJSON *targeting,
     const adserve_target_t **out);
+
+/* The segments a compiled rule (may be NULL) names, include then exclude:
+ * their number, and the i-th's id (in the rule's arena) and hash. */
+uint32_t adserve_target_nsegments(const adserve_target_t *t);
+void adserve_target_segment(const adserve_target_t *t, uint32_t i, adserve_str_t *id,
+    uint64_t *hash);
 
 /* Compiles a recommendation placement's content_filter_rule (an Expr, may
  * be NULL) into *out, NULL when absent. Its comparisons read a catalog

@@ -367,6 +367,16 @@ typedef ngx_int_t (*ngx_http_adserve_caps_done_pt)(ngx_http_request_t *r);
 typedef void (*ngx_http_adserve_parse_pt)(ngx_http_request_t *r,
     ngx_http_adserve_ctx_t *ctx, redisReply *reply);
 
+/* A command sent ahead of a read of the user's state, in the same round
+ * trip: its reply comes first and is only parsed; the read's own reply
+ * ends the wait (the segments ahead of the caps). */
+typedef struct {
+    int                         argc;
+    const char                **argv;
+    const size_t               *argvlen;
+    ngx_http_adserve_parse_pt   parse;
+} ngx_http_adserve_user_cmd_t;
+
 /* a target service's call (src/ngx_http_adserve_recsvc.c) */
 #define NGX_HTTP_ADSERVE_SVC_NONE       0     /* not called */
 #define NGX_HTTP_ADSERVE_SVC_WAITING    1
@@ -423,6 +433,12 @@ struct ngx_http_adserve_ctx_s {
     ngx_http_adserve_caps_done_pt  finish;        /* the answer, once every
                                                    * input is there */
     ngx_http_adserve_parse_pt      parse;         /* its reply */
+    ngx_http_adserve_parse_pt      parse_ahead;   /* the command ahead's */
+    const uint64_t        *seg_asked;     /* the segments asked of Redis (a */
+    uint32_t               nseg_asked;    /* copy: the snapshot may change) */
+    uint64_t              *segments;      /* those the user is in, */
+    uint32_t               nsegments;
+    unsigned               segments_known:1;  /* once the reply came */
     const char                    *late;          /* logged when it is late */
 };
 
@@ -506,7 +522,7 @@ ngx_int_t ngx_http_adserve_explain_handler(ngx_http_request_t *r);
  * unknown, go on. */
 ngx_int_t ngx_http_adserve_caps_read(ngx_http_request_t *r,
     ngx_http_adserve_ctx_t *ctx, uint32_t max_seconds,
-    ngx_http_adserve_caps_done_pt done);
+    const ngx_http_adserve_user_cmd_t *ahead, ngx_http_adserve_caps_done_pt done);
 
 /* Before an ad of a capped line item is answered: its reservation (exact
  * caps, see ngx_http_adserve_caps.c), within what is left of the caps'
@@ -518,13 +534,27 @@ ngx_int_t ngx_http_adserve_caps_reserve(ngx_http_request_t *r, ngx_http_adserve_
     const adserve_li_t *li, uint32_t max_seconds, ngx_http_adserve_caps_done_pt done);
 
 /* The machinery under the caps read, for any read of a user's state on
- * the caps' connection: one command, its deadline (adserve_cap_timeout),
- * parse(r, ctx, reply) when the reply comes in time, then done(r). The
- * same results as ngx_http_adserve_caps_read; late is logged when the
- * deadline passes. */
+ * the caps' connection: one command (and the one ahead of it, or NULL),
+ * its deadline (adserve_cap_timeout), parse(r, ctx, reply) when the reply
+ * comes in time, then done(r). The same results as
+ * ngx_http_adserve_caps_read; late is logged when the deadline passes. */
 ngx_int_t ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    int argc, const char **argv, const size_t *argvlen,
-    ngx_http_adserve_parse_pt parse, const char *late, ngx_http_adserve_caps_done_pt done);
+    const ngx_http_adserve_user_cmd_t *ahead, int argc, const char **argv,
+    const size_t *argvlen, ngx_http_adserve_parse_pt parse, const char *late,
+    ngx_http_adserve_caps_done_pt done);
+
+/* ---- segments: src/ngx_http_adserve_segments.c ----------------------------
+ *
+ * The user's memberships of the segments the unit's line items target
+ * (README "Segments"), read with the caps in one round trip and the same
+ * deadline: NGX_AGAIN, then done(r); NGX_DECLINED: go on (the segments
+ * are unknown when a read was needed). _facts gives the decision what is
+ * known: unknown membership, and targeted demand does not serve. */
+ngx_int_t ngx_http_adserve_user_state_read(ngx_http_request_t *r,
+    ngx_http_adserve_ctx_t *ctx, const adserve_unit_t *unit,
+    ngx_http_adserve_caps_done_pt done);
+void ngx_http_adserve_segments_facts(const ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, adserve_req_ctx_t *facts);
 
 /* A write of a user's state on the caps' connection, fn (or nothing, when
  * NULL) called with the reply; on the wire at the end of the iteration. */

@@ -79,6 +79,8 @@ ngx_http_adserve_caps_conn(void)
 
 static void ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply,
     void *data);
+static void ngx_http_adserve_caps_ahead_reply(redisAsyncContext *ac, void *reply,
+    void *data);
 static void ngx_http_adserve_caps_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     redisReply *reply);
 static void ngx_http_adserve_caps_timeout(ngx_event_t *ev);
@@ -142,8 +144,9 @@ ngx_http_adserve_caps_release(ngx_http_adserve_ctx_t *ctx)
 
 ngx_int_t
 ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    int argc, const char **argv, const size_t *argvlen,
-    ngx_http_adserve_parse_pt parse, const char *late, ngx_http_adserve_caps_done_pt done)
+    const ngx_http_adserve_user_cmd_t *ahead, int argc, const char **argv,
+    const size_t *argvlen, ngx_http_adserve_parse_pt parse, const char *late,
+    ngx_http_adserve_caps_done_pt done)
 {
     ngx_http_adserve_main_conf_t  *amcf;
     ngx_http_adserve_redis_t      *rd;
@@ -186,13 +189,24 @@ ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     data = (uintptr_t) slot
            | (ngx_http_adserve_cap_slots[slot].gen << 12);
 
-    if (ngx_http_adserve_redis_command(rd, ngx_http_adserve_caps_reply, (void *) data,
-                                       argc, argv, argvlen)
-        != NGX_OK)
+    /* the command ahead, on the wire in the same write: its reply comes
+     * first, so the read's own finds it parsed */
+    if ((ahead != NULL
+         && ngx_http_adserve_redis_command(rd, ngx_http_adserve_caps_ahead_reply,
+                                           (void *) data, ahead->argc, ahead->argv,
+                                           ahead->argvlen)
+            != NGX_OK)
+        || ngx_http_adserve_redis_command(rd, ngx_http_adserve_caps_reply, (void *) data,
+                                          argc, argv, argvlen)
+           != NGX_OK)
     {
+        /* a reply to what was queued finds another generation */
         ngx_http_adserve_cap_slots[slot].ctx = NULL;
+        ngx_http_adserve_cap_slots[slot].gen++;
         return NGX_DECLINED;
     }
+
+    ctx->parse_ahead = ahead != NULL ? ahead->parse : NULL;
 
     ctx->caps_slot = (ngx_uint_t) slot;
     ctx->caps_waiting = 1;
@@ -216,7 +230,8 @@ ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
 ngx_int_t
 ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    uint32_t max_seconds, ngx_http_adserve_caps_done_pt done)
+    uint32_t max_seconds, const ngx_http_adserve_user_cmd_t *ahead,
+    ngx_http_adserve_caps_done_pt done)
 {
     u_char       key[NGX_HTTP_ADSERVE_FC_KEY];
     u_char       min[NGX_TIME_T_LEN + 2], *last;
@@ -237,7 +252,8 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     argv[3] = "+inf";              argvlen[3] = 4;
     argv[4] = "WITHSCORES";        argvlen[4] = sizeof("WITHSCORES") - 1;
 
-    return ngx_http_adserve_user_read(r, ctx, 5, argv, argvlen, ngx_http_adserve_caps_parse,
+    return ngx_http_adserve_user_read(r, ctx, ahead, 5, argv, argvlen,
+                                      ngx_http_adserve_caps_parse,
                                       "frequency caps not read in time, capped line items "
                                       "do not serve this request", done);
 }
@@ -322,13 +338,12 @@ ngx_http_adserve_caps_done(ngx_http_adserve_ctx_t *ctx)
 }
 
 
-static void
-ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply, void *data)
+/* the slot of a reply's data, NULL when its request is gone */
+static ngx_http_adserve_ctx_t *
+ngx_http_adserve_caps_owner(void *reply, void *data)
 {
     ngx_http_adserve_cap_slot_t  *slot;
     uintptr_t                     v = (uintptr_t) data;
-
-    (void) ac;
 
     slot = &ngx_http_adserve_cap_slots[v & (NGX_HTTP_ADSERVE_CAP_SLOTS - 1)];
 
@@ -341,11 +356,41 @@ ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply, void *data)
     /* the request is gone: answered at its deadline */
 
     if (slot->ctx == NULL || (slot->gen & (((uintptr_t) -1) >> 12)) != (v >> 12)) {
-        return;
+        return NULL;
     }
 
-    slot->ctx->parse(slot->ctx->request, slot->ctx, reply);
-    ngx_http_adserve_caps_done(slot->ctx);
+    return slot->ctx;
+}
+
+
+/* the reply of the command ahead of a read: parsed, and the read's own
+ * reply, next on the connection, ends the wait */
+static void
+ngx_http_adserve_caps_ahead_reply(redisAsyncContext *ac, void *reply, void *data)
+{
+    ngx_http_adserve_ctx_t  *ctx;
+
+    (void) ac;
+
+    ctx = ngx_http_adserve_caps_owner(reply, data);
+    if (ctx != NULL && ctx->parse_ahead != NULL) {
+        ctx->parse_ahead(ctx->request, ctx, reply);
+    }
+}
+
+
+static void
+ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply, void *data)
+{
+    ngx_http_adserve_ctx_t  *ctx;
+
+    (void) ac;
+
+    ctx = ngx_http_adserve_caps_owner(reply, data);
+    if (ctx != NULL) {
+        ctx->parse(ctx->request, ctx, reply);
+        ngx_http_adserve_caps_done(ctx);
+    }
 }
 
 
@@ -479,7 +524,7 @@ ngx_http_adserve_caps_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     ctx->reserving = li->hash;
     ctx->reserve_known = 0;
 
-    return ngx_http_adserve_user_read(r, ctx, (int) argc, argv, argvlen,
+    return ngx_http_adserve_user_read(r, ctx, NULL, (int) argc, argv, argvlen,
                                       ngx_http_adserve_reserve_parse,
                                       "a frequency cap's reservation not answered in time, "
                                       "capped line items do not serve this request", done);

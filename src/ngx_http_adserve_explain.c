@@ -69,9 +69,12 @@ ngx_http_adserve_explain_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
 
     p = ngx_cpymem(body, "{\"ad_unit_id\":", sizeof("{\"ad_unit_id\":") - 1);
     p = ngx_http_adserve_json_str(p, &id);
-    p = ngx_sprintf(p, ",\"time\":%T,\"caps\":\"%s\",\"line_items\":[",
+    p = ngx_sprintf(p, ",\"time\":%T,\"caps\":\"%s\",\"segments\":\"%s\","
+                    "\"line_items\":[",
                     ctx->now, unit->max_cap_seconds == 0 ? "none"
-                              : d->caps_known ? "known" : "unknown");
+                              : d->caps_known ? "known" : "unknown",
+                    unit->nsegments == 0 && !unit->segments_overflow ? "none"
+                    : d->facts->segments_known ? "known" : "unknown");
 
     for (i = 0; i < n; i++) {
         li = x[i].li;

@@ -179,7 +179,7 @@ ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     argvlen[2] = ngx_sprintf(from, "-%d", NGX_HTTP_ADSERVE_HISTORY_KEEP) - from;
     argv[3] = "-1";                argvlen[3] = 2;
 
-    return ngx_http_adserve_user_read(r, ctx, 4, argv, argvlen, ngx_http_adserve_history_parse,
+    return ngx_http_adserve_user_read(r, ctx, NULL, 4, argv, argvlen, ngx_http_adserve_history_parse,
                                       "view history not read in time, recommending "
                                       "without it", done);
 }

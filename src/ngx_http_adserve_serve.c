@@ -486,6 +486,7 @@ ngx_http_adserve_finish(ngx_http_request_t *r)
     unit = adserve_unit_for_user(unit, ctx->req.user_id.data, ctx->req.user_id.len);
 
     adserve_req_ctx_init(&facts, &ctx->req);
+    ngx_http_adserve_segments_facts(ctx, unit, &facts);
 
     ngx_memzero(&d, sizeof(adserve_decision_t));
     d.now = ctx->now;
@@ -634,12 +635,12 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
                                        NGX_HTTP_ADSERVE_M_REQUESTS, 1);
     }
 
-    /* a unit with capped line items needs what this user has seen: an
-     * async read with a deadline; without a user id caps stay unknown, and
-     * capped line items do not serve */
-    if (unit->max_cap_seconds && ctx->req.user_id.len) {
-        rc = ngx_http_adserve_caps_read(r, ctx, unit->max_cap_seconds,
-                                        ngx_http_adserve_finish);
+    /* a unit with capped or segment-targeted line items needs what this
+     * user has seen and is: one async read with a deadline; without a user
+     * id caps stay unknown (capped line items do not serve) and the user is
+     * in no segment */
+    if ((unit->max_cap_seconds || unit->nsegments) && ctx->req.user_id.len) {
+        rc = ngx_http_adserve_user_state_read(r, ctx, unit, ngx_http_adserve_finish);
         if (rc == NGX_AGAIN) {
             return NGX_AGAIN;
         }

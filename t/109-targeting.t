@@ -91,6 +91,7 @@ is_deeply($li->{targeting}, {
     ad_units => { include => [], exclude => [] }, placements => [], sizes => [], kv => undef,
     device => { types => [], os => [], browsers => [] },
     user => { yob_min => undef, yob_max => undef, genders => [] }, dayparts => [],
+    segments => { include => [], exclude => [] },
 }, 'every default: empty lists, kv and the year bounds null') or diag $JSON->encode($li->{targeting});
 
 my %full = (
@@ -108,7 +109,8 @@ my %full = (
                  { days => ['mon'], start => '09:30', end => '17:00', tz => 'UTC' }],
 );
 $li = accepted(\%full, 'every part used');
-my %want = (%full, dayparts => [{ %{ $full{dayparts}[0] }, tz => 'UTC' }, $full{dayparts}[1]]);
+my %want = (%full, dayparts => [{ %{ $full{dayparts}[0] }, tz => 'UTC' }, $full{dayparts}[1]],
+            segments => { include => [], exclude => [] });
 is_deeply($li->{targeting}, \%want, 'kept as sent, tz defaulting to UTC')
     or diag $JSON->encode($li->{targeting});
 is_deeply($t->api('GET', "/api/line-items/$li->{id}")->{json}{targeting}, \%want,

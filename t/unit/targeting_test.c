@@ -673,6 +673,54 @@ static void test_user(void) {
 }
 
 
+/* ---- segments ------------------------------------------------------------------ */
+
+/* t for a request whose user's segments are the ids listed (NULL: not
+ * known), with no other facts */
+static int match_segments(const adserve_target_t *t, const char *const *ids) {
+    adserve_req_ctx_t ctx;
+    uint64_t h[8];
+    uint32_t n = 0;
+
+    adserve_req_ctx_init(&ctx, NULL);
+    if (ids != NULL) {
+        for (n = 0; ids[n] != NULL; n++) h[n] = adserve_hash(ids[n], strlen(ids[n]));
+        adserve_req_ctx_segments(&ctx, h, n);
+    }
+    return adserve_target_match(t, &ctx, NOW);
+}
+
+static void test_segments(void) {
+    static const char *const none[] = { NULL }, *const sports[] = { "sports", NULL },
+        *const both[] = { "sports", "churned", NULL }, *const news[] = { "news", NULL };
+    const adserve_target_t *t;
+    adserve_str_t id;
+    uint64_t h;
+
+    t = rule("{'segments':{'include':['sports','travel']}}");
+    is_int(match_segments(t, sports), 1, "include [sports, travel]: a sports fan");
+    is_int(match_segments(t, news), 0, "... not a news reader");
+    is_int(match_segments(t, none), 0, "... not a user in no segment (or with no id)");
+    is_int(match_segments(t, NULL), 0, "... nor one whose segments are unknown");
+    t = rule("{'segments':{'exclude':['churned']}}");
+    is_int(match_segments(t, sports), 1, "exclude [churned]: a sports fan");
+    is_int(match_segments(t, both), 0, "... not one who also churned");
+    is_int(match_segments(t, none), 1, "... a user in no segment");
+    is_int(match_segments(t, NULL), 0, "... not one whose segments are unknown: the safe outcome");
+    t = rule("{'segments':{'include':['sports'],'exclude':['churned']},'user':{'genders':['F']}}");
+    is_int(match_segments(t, sports), 0, "segments and a gender: both must hold");
+    is_int(adserve_target_nsegments(t), 2, "the rule names two segments");
+    adserve_target_segment(t, 1, &id, &h);
+    ok(id.len == 7 && memcmp(id.data, "churned", 7) == 0 && h == adserve_hash("churned", 7),
+       "... exclude's after include's, with their hashes");
+    is_int(adserve_target_nsegments(NULL), 0, "no rule names none");
+
+    int rc;
+    ok(compile("{'segments':{'include':[],'exclude':null}}", &rc) == NULL && rc == 0,
+       "empty segment lists decide nothing");
+}
+
+
 /* ---- dayparts ---------------------------------------------------------------- */
 
 static void test_dayparts(void) {
@@ -849,6 +897,14 @@ static void test_check(void) {
           "must be after start (22:00); past midnight, use two dayparts" },
         { "{'dayparts':[{'days':['mon'],'start':'09:00','end':'10:00','tz':'CET'}]}",
           "dayparts[0].tz", "must be one of UTC" },
+        { "{'segments':['a']}", "segments", "must be an object" },
+        { "{'segments':{'include':'a'}}", "segments.include", "must be an array" },
+        { "{'segments':{'exclude':['a',7]}}", "segments.exclude[1]",
+          "must be a segment id (1 to 64 bytes)" },
+        { "{'segments':{'include':['']}}", "segments.include[0]",
+          "must be a segment id (1 to 64 bytes)" },
+        { "{'segments':{'include':['a','b'],'exclude':['c','b']}}", "segments.exclude[1]",
+          "segment b is also included" },
         { "{'kv':{'type':'xor','data':[]}}", "kv.type", "must be one of cmp, and, or, not" },
         { "{'kv':{'type':'and','data':[]}}", "kv.data", "must hold at least one expression" },
         { "{'kv':{'type':'or','data':[{'type':'cmp','data':{'lhs':['k'],'op':'eq','rhs':'a'}},"
@@ -1221,6 +1277,7 @@ int main(void) {
     test_ua();
     test_device();
     test_user();
+    test_segments();
     test_dayparts();
     test_compile();
     test_check();
