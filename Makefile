@@ -22,7 +22,7 @@ FUZZERS  = $(patsubst t/fuzz/fuzz_%.c,$(BUILD)/fuzz/%,$(wildcard t/fuzz/fuzz_*.c
 # tools the black-box tests feed (not tests of their own)
 TOOLS    = $(BUILD)/t/tools/targeting-check $(BUILD)/t/tools/snapshot-profile
 
-.PHONY: all deps build module sidecar unit fuzzers fuzz run stop test bench bench-scale simulate simulate-rec clean
+.PHONY: all deps build module sidecar deb unit fuzzers fuzz run stop test bench bench-scale simulate simulate-rec clean
 
 all: build
 
@@ -40,6 +40,10 @@ module: deps
 sidecar: deps
 	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar
 	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar-asan SANITIZE=1
+
+# the Debian packages, into build/deb/ (README "Debian packages")
+deb: deps
+	@scripts/build-deb
 
 unit: $(UNIT) $(TOOLS)
 

@@ -137,4 +137,34 @@ close $rl;
 ($ok, $out) = nginx_t(variant('regex', sub { s{include \S+/adserve-locations\.conf}{include $v/nginx/regex-locations.conf} }));
 ok(!$ok, 'adserve_ad in a regex location is refused (the tagid follows a prefix)');
 
+# The Debian site (adserve-web's /etc/nginx/sites-available/adserve, README
+# "Debian packages") in an nginx.conf like Debian's, whose http block
+# includes it: its absolute paths moved into this test's folder, and the
+# module built here loaded
+{
+    my $text = do { open my $fh, '<', $conf or die; local $/; <$fh> };
+    my ($module) = $text =~ /^load_module (\S+);/m or die;
+    my @temp = $text =~ /^\s*(\w+_temp_path \S+;)/mg;
+    open my $in, '<', "$Adserve::Test::ROOT/lua-free-conf/debian-site.conf" or die;
+    my $site = do { local $/; <$in> };
+    $site =~ s{/etc/adserve/secrets/ad_log\.keys}{$v/secrets/ad_log.keys} or die;
+    $site =~ s{/etc/adserve/secrets/nginx-proxy-token\.conf}{$v/nginx/proxy-token.conf} or die;
+    $site =~ s{/usr/share/adserve/nginx/}{$Adserve::Test::ROOT/lua-free-conf/} or die;
+    $site =~ s{/var/lib/adserve/rec-snapshots}{$v/rec-snapshots} or die;
+    mkdir "$v/rec-snapshots";
+    my %files = (
+        'proxy-token.conf' => 'map "" $adserve_proxy_token { default "' . ('ab' x 24) . "\"; }\n",
+        'debian-site.conf' => $site,
+        'debian.conf' => "load_module $module;\nevents {}\nhttp {\n    @temp\n"
+            . "    access_log off;\n    include $v/nginx/debian-site.conf;\n}\n",
+    );
+    for my $name (keys %files) {
+        open my $out, '>', "$v/nginx/$name" or die;
+        print $out $files{$name};
+        close $out;
+    }
+    ($ok, $out) = nginx_t("$v/nginx/debian.conf");
+    ok($ok, 'nginx -t passes on the Debian site, included in an http block') or diag $out;
+}
+
 done_testing;
