@@ -52,7 +52,8 @@ $(BUILD)/fuzz/%: t/fuzz/fuzz_%.c $(ENGINE) $(wildcard src/adserve_*.h)
 # the sidecar's schema engine: the sidecar's sources but its main, built
 # with the fuzzer's instrumentation like the engine's (clang, unlike gcc, asks
 # every field of the tables' partial rows)
-SIDECAR_PKGS = libmicrohttpd hiredis libcjson libjwt libsodium libcurl
+SIDECAR_PKGS = libmicrohttpd hiredis libcjson libjwt libsodium libcurl \
+               libmagic stb libwebp libavformat libavutil
 SIDECAR_SRCS = $(filter-out sidecar/main.c,$(wildcard sidecar/*.c))
 $(BUILD)/fuzz/schema: t/fuzz/fuzz_schema.c $(ENGINE) $(SIDECAR_SRCS) $(wildcard src/adserve_*.h sidecar/*.h)
 	@mkdir -p $(@D)
