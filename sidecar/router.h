@@ -39,6 +39,8 @@ struct reply;
  * parameters, its caller); then each chunk; then close, which answers. */
 struct route_stream {
     const char *media_type;              /* "text/plain": others are 415 */
+    const char *const *media_types;      /* or any of these (NULL-ended) */
+    const char *form_part;               /* multipart/form-data: the file's part */
     size_t (*max_bytes)(void);           /* the body's limit: over it, 413 */
     /* the state, or NULL with the refusal in rep (no body is read then) */
     void *(*open)(struct request *req, struct reply *rep);
