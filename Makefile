@@ -66,6 +66,14 @@ $(BUILD)/fuzz/lines: t/fuzz/fuzz_lines.c sidecar/lines.c sidecar/lines.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isidecar sidecar/lines.c $< -o $@
 
+# the media library's probe: libmagic, stb_image and libwebp on any bytes,
+# and the display name of any file name (the sidecar's, with its log)
+MEDIA_PKGS = libmagic stb libwebp libavformat libavutil
+$(BUILD)/fuzz/media: t/fuzz/fuzz_media.c sidecar/media_probe.c sidecar/media_probe.h sidecar/log.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isidecar $(shell pkg-config --cflags $(MEDIA_PKGS)) \
+	    sidecar/media_probe.c sidecar/log.c $< -o $@ $(shell pkg-config --libs $(MEDIA_PKGS)) -pthread
+
 fuzz: build
 	@scripts/fuzz
 
