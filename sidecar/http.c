@@ -273,7 +273,8 @@ static bool stream_takes(const struct route_stream *s, const char *ct, char *why
         if (is_media_type(ct, *t))
             return true;
         if (used < len)
-            used += (size_t)snprintf(why + used, len - used, "%s%s", t == s->media_types ? "" : ", ", *t);
+            used += (size_t)snprintf(why + used, len - used, "%s%s",
+                                     t == s->media_types ? "" : ", ", *t);
     }
     return s->media_types == NULL && is_media_type(ct, s->media_type);
 }
@@ -597,8 +598,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (cx == NULL)
         return;
     if (cx->stream != NULL) {       /* the client left mid-body */
+        const struct route_stream *s = cx->route->doc->stream;
         struct reply gone = { 0 };
-        cx->route->doc->stream->close(cx->stream, &cx->req, &gone, false);
+        if (s->abandon != NULL)
+            s->abandon(cx->stream);
+        else
+            s->close(cx->stream, &cx->req, &gone, false);
         reply_free(&gone);
         store_release(cx->req.store);
     }

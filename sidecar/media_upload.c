@@ -364,7 +364,13 @@ static const char *const accepted[] = {
     "application/octet-stream", "multipart/form-data", NULL,
 };
 
+/* a cut upload keeps nothing: its first bytes may well pass for a file */
+static void abandon_upload(void *state)
+{
+    upload_free(state);
+}
+
 const struct route_stream media_upload_stream = {
     .media_types = accepted, .form_part = FILE_PART, .max_bytes = body_max,
-    .open = open_upload, .chunk = chunk, .close = close_upload,
+    .open = open_upload, .chunk = chunk, .close = close_upload, .abandon = abandon_upload,
 };

@@ -50,6 +50,9 @@ struct route_stream {
     /* the body's end: answers rep and frees state; too_large when the body
      * went past max_bytes (what came before it was taken) */
     void (*close)(void *state, struct request *req, struct reply *rep, bool too_large);
+    /* the client left before the body's end: frees state, keeping
+     * nothing of it; NULL: close runs (its answer goes nowhere) */
+    void (*abandon)(void *state);
 };
 
 struct schema;

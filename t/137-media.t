@@ -12,6 +12,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Digest::SHA qw(sha256_hex);
 use File::Temp qw(tempdir);
+use IO::Socket::INET;
 use Adserve::Test;
 
 my $IMAGE_MAX = 50_000;
@@ -148,6 +149,20 @@ $t->refused(upload($file{png}, type => 'image/png', query => '?advertiser_id=' .
             qr/advertiser_id: no such advertiser/, 'an advertiser that does not exist');
 is(upload($file{png}, type => 'image/png', token => undef)->{status}, 401, 'no token: 401');
 is(scalar(leftovers()), 0, 'no refused upload left a file behind');
+
+# a client that leaves mid-upload: its first bytes would pass for a WebP
+# (the header says its size), but nothing of it is kept
+my $total = $t->api('GET', '/api/media')->{json}{total};
+{
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port, Timeout => 5) or die "connect: $!";
+    print $s "POST /api/media HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " . $t->token
+           . "\r\nContent-Type: image/webp\r\nContent-Length: " . length($file{webp})
+           . "\r\n\r\n" . substr($file{webp}, 0, 200);
+    $t->wait_until(5, sub { leftovers() == 1 });
+    close $s;
+}
+ok($t->wait_until(5, sub { leftovers() == 0 }), 'an upload cut short: its temporary file goes');
+is($t->api('GET', '/api/media')->{json}{total}, $total, '... and no item is made of it');
 
 # ---- multipart ---------------------------------------------------------------------
 my $gif2 = still('b.gif', '48x36');
