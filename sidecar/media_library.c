@@ -255,15 +255,33 @@ static enum store_status add_once(struct request *req, struct reply *rep,
     return st;
 }
 
-void media_library_add(struct request *req, struct reply *rep, const struct media_upload *u)
+/* The library's lock: false with a 500 in rep when it cannot be taken. */
+static bool take_lock(struct reply *rep)
 {
-    bool kept = false;
-    enum store_status st = STORE_CONFLICT;
     int rc = pthread_mutex_lock(&lock);
 
     if (rc != 0) {
         log_line("media: lock: %s", strerror(rc));
         reply_error(rep, 500, "internal error");
+    }
+    return rc == 0;
+}
+
+static void give_lock(void)
+{
+    int rc = pthread_mutex_unlock(&lock);
+
+    if (rc != 0)
+        log_line("media: unlock: %s", strerror(rc));
+}
+
+void media_library_add(struct request *req, struct reply *rep, const struct media_upload *u)
+{
+    bool kept = false;
+    enum store_status st = STORE_CONFLICT;
+
+    if (!take_lock(rep)) {
+        (void)unlink(u->tmp_path);
         return;
     }
     for (int i = 0; i < ATTEMPTS && st == STORE_CONFLICT; i++)
@@ -274,8 +292,7 @@ void media_library_add(struct request *req, struct reply *rep, const struct medi
     /* a write that failed must not leave a file no item names */
     if (st != STORE_OK && kept)
         drop_file_if_unused(request_store(req), u->sha256, u->type->mime);
-    if ((rc = pthread_mutex_unlock(&lock)) != 0)
-        log_line("media: unlock: %s", strerror(rc));
+    give_lock();
     if (!kept && unlink(u->tmp_path) != 0 && errno != ENOENT)
         log_line("media: cannot remove an upload's temporary file: %s", strerror(errno));
     if (st == STORE_CONFLICT)
@@ -379,16 +396,11 @@ void media_library_delete(struct request *req, struct reply *rep)
         reply_error(rep, 404, "media item not found");
         return;
     }
-    int rc = pthread_mutex_lock(&lock);
-    if (rc != 0) {
-        log_line("media: lock: %s", strerror(rc));
-        reply_error(rep, 500, "internal error");
+    if (!take_lock(rep))
         return;
-    }
     for (int i = 0; i < ATTEMPTS && st == STORE_CONFLICT; i++)
         st = delete_once(req, rep, id);
-    if ((rc = pthread_mutex_unlock(&lock)) != 0)
-        log_line("media: unlock: %s", strerror(rc));
+    give_lock();
     if (st == STORE_CONFLICT)
         reply_error(rep, 409, "concurrent changes of the media item, retry");
     else if (st != STORE_OK)
