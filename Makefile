@@ -56,7 +56,8 @@ $(BUILD)/fuzz/%: t/fuzz/fuzz_%.c $(ENGINE) $(wildcard src/adserve_*.h)
 # the sidecar's schema engine: the sidecar's sources but its main, built
 # with the fuzzer's instrumentation like the engine's (clang, unlike gcc, asks
 # every field of the tables' partial rows)
-SIDECAR_PKGS = libmicrohttpd hiredis libcjson libjwt libsodium libcurl
+SIDECAR_PKGS = libmicrohttpd hiredis libcjson libjwt libsodium libcurl \
+               libmagic stb libwebp libavformat libavutil
 SIDECAR_SRCS = $(filter-out sidecar/main.c,$(wildcard sidecar/*.c))
 $(BUILD)/fuzz/schema: t/fuzz/fuzz_schema.c $(ENGINE) $(SIDECAR_SRCS) $(wildcard src/adserve_*.h sidecar/*.h)
 	@mkdir -p $(@D)
@@ -68,6 +69,14 @@ $(BUILD)/fuzz/schema: t/fuzz/fuzz_schema.c $(ENGINE) $(SIDECAR_SRCS) $(wildcard 
 $(BUILD)/fuzz/lines: t/fuzz/fuzz_lines.c sidecar/lines.c sidecar/lines.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isidecar sidecar/lines.c $< -o $@
+
+# the media library's probe: libmagic, stb_image and libwebp on any bytes,
+# and the display name of any file name (the sidecar's, with its log)
+MEDIA_PKGS = libmagic stb libwebp libavformat libavutil
+$(BUILD)/fuzz/media: t/fuzz/fuzz_media.c sidecar/media_probe.c sidecar/media_probe.h sidecar/log.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isidecar $(shell pkg-config --cflags $(MEDIA_PKGS)) \
+	    sidecar/media_probe.c sidecar/log.c $< -o $@ $(shell pkg-config --libs $(MEDIA_PKGS)) -pthread
 
 fuzz: build
 	@scripts/fuzz

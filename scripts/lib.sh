@@ -119,6 +119,8 @@ adserve_env() {
     mkdir -p "$ADSERVE_VAR"
     ADSERVE_VAR=$(cd "$ADSERVE_VAR" && pwd)
     export ADSERVE_VAR
+    # the media library's files: the sidecar writes them, nginx serves them
+    export ADSERVE_MEDIA_DIR=${ADSERVE_MEDIA_DIR:-$ADSERVE_VAR/media}
     RUN=$ADSERVE_VAR/run
     LOG=$ADSERVE_VAR/log
 }

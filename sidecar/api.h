@@ -46,6 +46,7 @@ ROUTE_GROUP(manager);
 ROUTE_GROUP(internal);
 ROUTE_GROUP(license);
 ROUTE_GROUP(segments);
+ROUTE_GROUP(media);
 
 /* Handlers two groups share: the recommendation jobs' run (users, and the
  * internal group's scheduler), and its answer. */

@@ -12,11 +12,18 @@
  *     APPROVED unless they say otherwise; made by an advertiser, PENDING.
  *     An advertiser's change of anything shown (all but name) makes it
  *     PENDING again, so nothing unreviewed serves;
+ *   - media_id names a media library item the caller sees (422), of the
+ *     creative's advertiser or the house's (422), an image for IMAGE or a
+ *     video for VIDEO (422); its URL is then image_url, or the one file of
+ *     video.media_files, which the request leaves out or repeats (422
+ *     otherwise), so serving reads the URL as ever. The item's index of
+ *     creatives (its delete rule) moves with the field;
  *   - a new w x h must keep fitting the line items of its LICAs (409);
  *   - delete while any LICA exists: 409 (the spec). */
 #include "api.h"
 
 #include "creative_formats.h"
+#include "media_library.h"
 #include "resource.h"
 #include "schema_demand.h"
 
@@ -24,16 +31,19 @@
 
 static const char *const creative_watch[] = { ADSERVE_KEY_ADVERTISERS, ADSERVE_KEY_LICAS,
                                               ADSERVE_KEY_LINE_ITEMS,
-                                              ADSERVE_KEY_NATIVE_FORMATS, NULL };
+                                              ADSERVE_KEY_NATIVE_FORMATS, ADSERVE_KEY_MEDIA,
+                                              NULL };
 static const char *const creative_immutable[] = { "advertiser_id", NULL };
 static const struct resource_ref creative_refs[] = {
     { "advertiser_id", &resource_advertisers, false },
     { "native_format_id", &resource_native_formats, false },
+    { "media_id", &resource_media, false },
     { NULL, NULL, false },
 };
 static const struct resource_index creative_indexes[] = {
     { "advertiser_id", ADSERVE_KEY_ADVERTISER_CREATIVES },
     { "native_format_id", ADSERVE_KEY_NATIVE_FORMAT_CREATIVES },
+    { "media_id", ADSERVE_KEY_MEDIA_CREATIVES },
     { NULL, NULL },
 };
 static const struct resource_dependent creative_dependents[] = {
@@ -121,12 +131,119 @@ static enum store_status check_licas_fit(struct resource_write *w)
     return st;
 }
 
+/* Sets member name of o to v (taken); false when out of memory. */
+static bool put(cJSON *o, const char *name, cJSON *v)
+{
+    if (v == NULL)
+        return false;
+    cJSON_DeleteItemFromObjectCaseSensitive(o, name);
+    if (!cJSON_AddItemToObject(o, name, v)) {
+        cJSON_Delete(v);
+        return false;
+    }
+    return true;
+}
+
+/* The one file of video.media_files that a video item makes. */
+static cJSON *media_file_of(const cJSON *item)
+{
+    cJSON *files = cJSON_CreateArray(), *f = cJSON_CreateObject();
+
+    if (files == NULL || f == NULL || !cJSON_AddItemToArray(files, f)) {
+        cJSON_Delete(files);
+        cJSON_Delete(f);
+        return NULL;
+    }
+    if (!put(f, "url", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(item, "url"), 1)) ||
+        !put(f, "mime", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(item, "mime_type"), 1)) ||
+        !put(f, "w", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(item, "width"), 1)) ||
+        !put(f, "h", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(item, "height"), 1)) ||
+        !put(f, "bitrate", cJSON_CreateNull()) ||
+        !put(f, "delivery",
+             cJSON_CreateString(adserve_video_delivery_names[ADSERVE_VIDEO_PROGRESSIVE]))) {
+        cJSON_Delete(files);
+        return NULL;
+    }
+    return files;
+}
+
+static const cJSON *member(const cJSON *o, const char *name)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, name);
+}
+
+/* The item's URL into the creative: image_url, or video.media_files. The
+ * request may leave that out (an empty media_files too) or repeat it. */
+static enum store_status set_media(struct resource_write *w, const cJSON *item, bool image)
+{
+    cJSON *video = cJSON_GetObjectItemCaseSensitive(w->after, "video");
+    const cJSON *sent = image ? member(w->changes, "image_url")
+                              : member(member(w->changes, "video"), "media_files");
+
+    if (!image && !cJSON_IsObject(video))
+        return STORE_OK;            /* check_content: video is required */
+    cJSON *made = image ? cJSON_Duplicate(member(item, "url"), 1) : media_file_of(item);
+    if (made == NULL)
+        return STORE_ERROR;
+    if (sent != NULL && !cJSON_IsNull(sent) && !cJSON_Compare(sent, made, true) &&
+        !(cJSON_IsArray(sent) && cJSON_GetArraySize(sent) == 0)) {
+        cJSON_Delete(made);
+        return resource_refuse(w, 422, "%s: set by media_id (leave it out)",
+                               image ? "image_url" : "video.media_files");
+    }
+    return put(image ? w->after : video, image ? "image_url" : "media_files", made)
+               ? STORE_OK : STORE_ERROR;
+}
+
+/* media_id: an item the creative may use, of its type (see the top). */
+static enum store_status apply_media(struct resource_write *w)
+{
+    const char *id = json_str_member(w->after, "media_id");
+    const char *type = json_str_member(w->after, "type");
+    cJSON *read = NULL;
+    enum store_status st;
+
+    if (id == NULL)
+        return STORE_OK;
+    /* loaded by the ref row when it changed; read here when it did not */
+    const cJSON *item = resource_loaded(w, "media_id");
+    if (item == NULL) {
+        st = resource_load(w->c, &resource_media, NULL, id, &read);
+        if (st == STORE_NOT_FOUND)
+            return resource_refuse(w, 422, "media_id: no such media item");
+        if (st != STORE_OK)
+            return st;
+        item = read;
+    }
+    const char *owner = json_str_member(item, "advertiser_id");
+    const char *kind = json_str_member(item, "kind");
+    int t = adserve_vocab_str(adserve_creative_type_names, type);
+    bool image = t == ADSERVE_CREATIVE_IMAGE;
+    const char *want = media_kind_names[image ? MEDIA_IMAGE : MEDIA_VIDEO];
+
+    const char *advertiser = json_str_member(w->after, "advertiser_id");
+
+    if (owner != NULL && (advertiser == NULL || strcmp(owner, advertiser) != 0))
+        st = resource_refuse(w, 422, "media_id: the media item is another advertiser's");
+    else if (!image && t != ADSERVE_CREATIVE_VIDEO)
+        st = resource_refuse(w, 422, "media_id: only an IMAGE or a VIDEO creative takes one");
+    else if (kind == NULL || strcmp(kind, want) != 0)
+        st = resource_refuse(w, 422, "media_id: %s %s creative takes %s %s item, not %s",
+                             image ? "an" : "a", type, image ? "an" : "a", want,
+                             kind ? kind : "this one");
+    else
+        st = set_media(w, item, image);
+    cJSON_Delete(read);
+    return st;
+}
+
 static enum store_status creative_check(struct resource_write *w)
 {
     enum store_status st;
 
     if ((st = resource_review(w, "creatives", (const char *const[]){ "name", NULL })) != STORE_OK ||
         w->rep->status != 0 ||
+        (st = apply_media(w)) != STORE_OK || w->rep->status != 0 ||
         (st = check_content(w)) != STORE_OK || w->rep->status != 0)
         return st;
     return check_licas_fit(w);

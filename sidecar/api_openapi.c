@@ -202,17 +202,46 @@ static int parameters(cJSON *op, const struct route *r, cJSON *schemas)
     return 0;
 }
 
-/* a streamed body: text of the stream's media type */
+/* one media type of a streamed body: its bytes, or a form whose part
+ * form_part holds them */
+static int stream_type(cJSON *content, const char *type, const char *form_part)
+{
+    cJSON *media = cJSON_AddObjectToObject(content, type);
+    cJSON *schema = media != NULL ? cJSON_AddObjectToObject(media, "schema") : NULL;
+
+    if (schema == NULL)
+        return -1;
+    if (form_part == NULL || strcmp(type, "multipart/form-data") != 0)
+        return cJSON_AddStringToObject(schema, "type", "string") != NULL ? 0 : -1;
+    cJSON *props = cJSON_AddObjectToObject(schema, "properties");
+    cJSON *part = props != NULL ? cJSON_AddObjectToObject(props, form_part) : NULL;
+    cJSON *required = cJSON_AddArrayToObject(schema, "required");
+    cJSON *name = cJSON_CreateString(form_part);
+    if (part == NULL || required == NULL || name == NULL ||
+        !cJSON_AddItemToArray(required, name)) {
+        cJSON_Delete(name);
+        return -1;
+    }
+    return cJSON_AddStringToObject(schema, "type", "object") != NULL &&
+                   cJSON_AddStringToObject(part, "type", "string") != NULL &&
+                   cJSON_AddStringToObject(part, "contentMediaType", "application/octet-stream")
+               ? 0 : -1;
+}
+
+/* a streamed body: text or bytes of the stream's media types */
 static int stream_body(cJSON *op, const struct route_stream *s)
 {
     cJSON *body = cJSON_AddObjectToObject(op, "requestBody");
     cJSON *content = body != NULL ? cJSON_AddObjectToObject(body, "content") : NULL;
-    cJSON *media = content != NULL ? cJSON_AddObjectToObject(content, s->media_type) : NULL;
-    cJSON *schema = media != NULL ? cJSON_AddObjectToObject(media, "schema") : NULL;
 
-    return schema != NULL && cJSON_AddTrueToObject(body, "required") &&
-                   cJSON_AddStringToObject(schema, "type", "string")
-               ? 0 : -1;
+    if (content == NULL || !cJSON_AddTrueToObject(body, "required"))
+        return -1;
+    if (s->media_types == NULL)
+        return stream_type(content, s->media_type, NULL);
+    for (const char *const *t = s->media_types; *t != NULL; t++)
+        if (stream_type(content, *t, s->form_part) != 0)
+            return -1;
+    return 0;
 }
 
 static int request_body(cJSON *op, const struct route *r, cJSON *schemas)

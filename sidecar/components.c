@@ -30,6 +30,12 @@ const struct component components[] = {
     { "libcurl", "curl", "libcurl4", "sidecar", curl_version_text },
     { "libjwt", "MPL-2.0", "libjwt0", "sidecar", NULL },
     { "openssl", "Apache-2.0", "libssl3", "sidecar, module", NULL },
+    /* the media library's: types, images' sizes, videos'. Debian builds
+     * FFmpeg with --enable-gpl, which makes its libraries GPL as shipped */
+    { "libmagic", "BSD-2-Clause", "libmagic1", "sidecar", NULL },
+    { "stb_image", "MIT OR Unlicense", "libstb0", "sidecar", NULL },
+    { "libwebp", "BSD-3-Clause", "libwebp7", "sidecar", NULL },
+    { "libavformat", "GPL-2.0-or-later", "libavformat59", "sidecar", NULL },
     { "nginx", "BSD-2-Clause", "nginx", "node", NULL },
     { "redis", "BSD-3-Clause", "redis-server", "node", NULL },
 };

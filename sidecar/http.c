@@ -262,17 +262,35 @@ static bool announced_too_large(struct MHD_Connection *conn)
     return announced_over(conn, max_body);
 }
 
+/* Whether the stream takes a body of type ct: "Content-Type must be ..."
+ * in why when not. */
+static bool stream_takes(const struct route_stream *s, const char *ct, char *why, size_t len)
+{
+    size_t used = (size_t)snprintf(why, len, "Content-Type must be %s",
+                                   s->media_types != NULL ? "one of " : s->media_type);
+
+    for (const char *const *t = s->media_types; t != NULL && *t != NULL; t++) {
+        if (is_media_type(ct, *t))
+            return true;
+        if (used < len)
+            used += (size_t)snprintf(why + used, len - used, "%s%s",
+                                     t == s->media_types ? "" : ", ", *t);
+    }
+    return s->media_types == NULL && is_media_type(ct, s->media_type);
+}
+
 /* A BODY_STREAM route's start, once its caller may use it: the media type,
  * the announced size, then the stream's own checks (open). 0 to go on
  * reading, into the stream. */
 static int open_stream(struct MHD_Connection *conn, struct conn_ctx *cx, struct reply *rep)
 {
     const struct route_stream *s = cx->route->doc->stream;
+    char why[256];
 
-    if (!is_media_type(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                   MHD_HTTP_HEADER_CONTENT_TYPE),
-                       s->media_type)) {
-        reply_error(rep, 415, "Content-Type must be %s", s->media_type);
+    if (!stream_takes(s, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_TYPE),
+                      why, sizeof why)) {
+        reply_error(rep, 415, "%s", why);
         return -1;
     }
     if (announced_over(conn, s->max_bytes())) {
@@ -580,8 +598,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (cx == NULL)
         return;
     if (cx->stream != NULL) {       /* the client left mid-body */
+        const struct route_stream *s = cx->route->doc->stream;
         struct reply gone = { 0 };
-        cx->route->doc->stream->close(cx->stream, &cx->req, &gone, false);
+        if (s->abandon != NULL)
+            s->abandon(cx->stream);
+        else
+            s->close(cx->stream, &cx->req, &gone, false);
         reply_free(&gone);
         store_release(cx->req.store);
     }

@@ -35,6 +35,10 @@
  *                                       X-Adserve-Proxy; only with it is
  *                                       X-Real-IP believed (32+ bytes).
  *   ADSERVE_SEGMENT_UPLOAD_MAX  268435456   Largest segment upload (bytes).
+ *   ADSERVE_MEDIA_DIR       $ADSERVE_VAR/media   The media library's files
+ *                                       (nginx serves them under /media/).
+ *   ADSERVE_MEDIA_IMAGE_MAX 10485760    Largest image upload (bytes).
+ *   ADSERVE_MEDIA_VIDEO_MAX 104857600   Largest video upload (bytes).
  *
  * Start-up: wait up to 30 s for Redis, create the first admin if needed,
  * then serve.  SIGTERM or SIGINT stops the server and exits 0. */
@@ -43,6 +47,7 @@
 #include "http.h"
 #include "log.h"
 #include "mail.h"
+#include "media_library.h"
 #include "prom.h"
 #include "ratelimit.h"
 #include "rec_jobs.h"
@@ -77,6 +82,8 @@ struct config {
     long access_ttl;
     long rec_jobs_interval;
     long segment_upload_max;
+    char media_dir[MEDIA_PATH_MAX];
+    long media_image_max, media_video_max;
 };
 
 static const char *env_or(const char *name, const char *fallback)
@@ -118,9 +125,21 @@ static int load_config(struct config *cfg)
         env_long("ADSERVE_ACCESS_TTL", 900, 1, 7L * 24 * 3600, &cfg->access_ttl) != 0 ||
         env_long("ADSERVE_REC_JOBS_INTERVAL", 60, 0, 86400, &cfg->rec_jobs_interval) != 0 ||
         env_long("ADSERVE_SEGMENT_UPLOAD_MAX", (long)SEGMENT_UPLOAD_MAX_DEFAULT, 1,
-                 16L * 1024 * 1024 * 1024, &cfg->segment_upload_max) != 0)
+                 16L * 1024 * 1024 * 1024, &cfg->segment_upload_max) != 0 ||
+        env_long("ADSERVE_MEDIA_IMAGE_MAX", (long)MEDIA_IMAGE_MAX_DEFAULT, 1,
+                 1024L * 1024 * 1024, &cfg->media_image_max) != 0 ||
+        env_long("ADSERVE_MEDIA_VIDEO_MAX", (long)MEDIA_VIDEO_MAX_DEFAULT, 1,
+                 16L * 1024 * 1024 * 1024, &cfg->media_video_max) != 0)
         return -1;
     segment_upload_init((size_t)cfg->segment_upload_max);
+    const char *media = getenv("ADSERVE_MEDIA_DIR");
+    int n = media != NULL && media[0] != '\0'
+                ? snprintf(cfg->media_dir, sizeof cfg->media_dir, "%s", media)
+                : snprintf(cfg->media_dir, sizeof cfg->media_dir, "%s/media", cfg->var_dir);
+    if (n < 0 || (size_t)n >= sizeof cfg->media_dir) {
+        log_line("ADSERVE_MEDIA_DIR (or ADSERVE_VAR) is too long");
+        return -1;
+    }
     return 0;
 }
 
@@ -230,6 +249,9 @@ static int run(const struct config *cfg, const sigset_t *stop)
         log_line("cannot initialise mail");
     else if (service_init(cfg->var_dir) != 0)
         log_line("cannot load the service credential");
+    else if (media_library_init(cfg->media_dir, (size_t)cfg->media_image_max,
+                                (size_t)cfg->media_video_max) != 0)
+        log_line("cannot set up the media library");
     else if ((rc = wait_for_redis(cfg, stop)) == 0)
         rc = bootstrap(cfg) == 0 && rec_jobs_start(cfg->rec_jobs_interval) == 0
                  ? serve(cfg, stop) : -1;
@@ -242,6 +264,7 @@ static int run(const struct config *cfg, const sigset_t *stop)
     rec_jobs_stop();
     mail_shutdown();            /* it may still write to the outbox */
     service_shutdown();
+    media_library_shutdown();
     store_shutdown();
     auth_shutdown();
     return rc;

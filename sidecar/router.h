@@ -39,6 +39,8 @@ struct reply;
  * parameters, its caller); then each chunk; then close, which answers. */
 struct route_stream {
     const char *media_type;              /* "text/plain": others are 415 */
+    const char *const *media_types;      /* or any of these (NULL-ended) */
+    const char *form_part;               /* multipart/form-data: the file's part */
     size_t (*max_bytes)(void);           /* the body's limit: over it, 413 */
     /* the state, or NULL with the refusal in rep (no body is read then) */
     void *(*open)(struct request *req, struct reply *rep);
@@ -48,6 +50,9 @@ struct route_stream {
     /* the body's end: answers rep and frees state; too_large when the body
      * went past max_bytes (what came before it was taken) */
     void (*close)(void *state, struct request *req, struct reply *rep, bool too_large);
+    /* the client left before the body's end: frees state, keeping
+     * nothing of it; NULL: close runs (its answer goes nowhere) */
+    void (*abandon)(void *state);
 };
 
 struct schema;

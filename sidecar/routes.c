@@ -47,6 +47,7 @@ const struct route_table route_tables[] = {
     GROUP(internal),
     GROUP(license),
     GROUP(segments),
+    GROUP(media),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

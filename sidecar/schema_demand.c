@@ -342,6 +342,10 @@ static const struct schema_field creative_fields[] = {
       .description = "NATIVE: the assets of a native ad" },
     { "native_format_id", &schema_uuid_n, .dflt = "null",
       .description = "NATIVE: a native format whose required assets it must carry" },
+    { "media_id", &schema_uuid_n, .dflt = "null",
+      .description = "IMAGE or VIDEO: an item of the media library, of the creative's "
+                     "advertiser or the house's, whose URL becomes image_url (IMAGE) or the "
+                     "one video.media_files (VIDEO)" },
     { "interstitial", &boolean, .dflt = "false",
       .description = "made to fill a screen: only these serve on an interstitial ad unit "
                      "(instl 1), at its size" },

@@ -148,6 +148,17 @@
 /* the segments one ad unit's line items may target together: what one
  * HMGET asks; beyond, its segment-targeted line items do not serve */
 #define ADSERVE_UNIT_SEGMENTS_MAX        256
+
+/* The media library (README "Media library"): the sidecar's alone, serving
+ * never reads them (a creative that uses an item carries its URL). The
+ * items by id; the item of each stored file per owner ("<advertiser id or
+ * ->:<sha256 hex>" -> id: the same bytes uploaded again are the same item);
+ * the items that share one file (+ sha256 hex: the file goes with the
+ * last); the creatives that use an item (+ item id: its delete rule). */
+#define ADSERVE_KEY_MEDIA                ADSERVE_KEY("media")
+#define ADSERVE_KEY_MEDIA_BY_HASH        ADSERVE_KEY("media_by_hash")
+#define ADSERVE_KEY_MEDIA_FILE_ITEMS     ADSERVE_KEY("media_file_items:")  /* + sha256 hex */
+#define ADSERVE_KEY_MEDIA_CREATIVES      ADSERVE_KEY("media_creatives:")   /* + item id */
 #define ADSERVE_HISTORY_ENTRY            16
 #define ADSERVE_HISTORY_SHOWN            's'
 #define ADSERVE_HISTORY_VIEWED           'v'
@@ -303,6 +314,7 @@ int adserve_kind_by_key(const char *key);
 #define ADSERVE_RECORD_EXPERIMENT        "experiment"
 #define ADSERVE_RECORD_SETTINGS          "settings"
 #define ADSERVE_RECORD_SEGMENT           "custom_targeting_segment"
+#define ADSERVE_RECORD_MEDIA             "media_item"
 
 /* the id of the settings' one record */
 #define ADSERVE_SETTINGS_ID              "global"

@@ -1,0 +1,228 @@
+/* Media types and sizes, by libraries (media_probe.h). */
+#include "media_probe.h"
+
+#include "log.h"
+
+#include <libavformat/avformat.h>
+#include <libavutil/log.h>
+#include <limits.h>
+#include <magic.h>
+#include <pthread.h>
+#include <stb_image.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <webp/decode.h>
+
+/* Choice: the formats every browser shows in an <img> or plays in a
+ * <video>. SVG is left out on purpose: it is a document that can carry
+ * script, not a picture. */
+const struct media_type media_types[] = {
+    { "image/png", "png", MEDIA_IMAGE },
+    { "image/jpeg", "jpg", MEDIA_IMAGE },
+    { "image/gif", "gif", MEDIA_IMAGE },
+    { "image/webp", "webp", MEDIA_IMAGE },
+    { "video/mp4", "mp4", MEDIA_VIDEO },
+    { "video/webm", "webm", MEDIA_VIDEO },
+    { NULL, NULL, MEDIA_IMAGE },
+};
+
+const char *const media_kind_names[] = { "image", "video", NULL };
+
+/* A magic_t is not safe to share between threads; uploads are rare and
+ * a look takes microseconds, so one cookie behind a lock. */
+static magic_t cookie;
+static pthread_mutex_t cookie_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int media_probe_init(void)
+{
+    /* MAGIC_NO_CHECK_COMPRESS: never decompress what a client sent to
+     * look inside it (the type is the outer one's) */
+    cookie = magic_open(MAGIC_MIME_TYPE | MAGIC_NO_CHECK_COMPRESS | MAGIC_ERROR);
+    if (cookie == NULL) {
+        log_line("media: libmagic: cannot open");
+        return -1;
+    }
+    if (magic_load(cookie, NULL) != 0) {
+        log_line("media: libmagic: cannot load its database: %s", magic_error(cookie));
+        magic_close(cookie);
+        cookie = NULL;
+        return -1;
+    }
+    /* a file's words go nowhere: they are a client's bytes */
+    av_log_set_level(AV_LOG_QUIET);
+    return 0;
+}
+
+void media_probe_shutdown(void)
+{
+    if (cookie != NULL)
+        magic_close(cookie);
+    cookie = NULL;
+}
+
+int media_sniff(const void *head, size_t n, char mime[MEDIA_MIME_MAX],
+                const struct media_type **type)
+{
+    const char *m;
+    int rc = -1;
+
+    *type = NULL;
+    mime[0] = '\0';
+    if (cookie == NULL || pthread_mutex_lock(&cookie_lock) != 0)
+        return -1;
+    m = magic_buffer(cookie, head, n);
+    if (m != NULL && strlen(m) < MEDIA_MIME_MAX) {
+        memcpy(mime, m, strlen(m) + 1);
+        rc = 0;
+    }
+    if (pthread_mutex_unlock(&cookie_lock) != 0)
+        return -1;
+    for (const struct media_type *t = media_types; rc == 0 && t->mime != NULL; t++)
+        if (strcmp(t->mime, mime) == 0)
+            *type = t;
+    return rc;
+}
+
+static int size_ok(struct media_info *info, long w, long h, char *err, size_t errlen)
+{
+    if (w < 1 || h < 1 || w > MEDIA_SIZE_MAX || h > MEDIA_SIZE_MAX) {
+        snprintf(err, errlen, "its size (%ld x %ld) is not 1 to %d pixels each way", w, h,
+                 MEDIA_SIZE_MAX);
+        return -1;
+    }
+    info->width = w;
+    info->height = h;
+    return 0;
+}
+
+int media_probe_image(const struct media_type *t, const void *data, size_t n,
+                      struct media_info *info, char *err, size_t errlen)
+{
+    int w = 0, h = 0, comp;
+
+    info->duration = -1;
+    if (strcmp(t->mime, "image/webp") == 0) {
+        if (!WebPGetInfo(data, n, &w, &h)) {
+            snprintf(err, errlen, "libwebp cannot read it as a WebP image");
+            return -1;
+        }
+    } else if (n > INT_MAX || !stbi_info_from_memory(data, (int)n, &w, &h, &comp)) {
+        /* only the header is read: the browser decodes the pixels */
+        snprintf(err, errlen, "stb_image cannot read its %s header", t->ext);
+        return -1;
+    }
+    return size_ok(info, w, h, err, errlen);
+}
+
+/* The container's duration, else the video stream's; < 0 when neither
+ * says (a live-recorded WebM may not). */
+static double duration_of(const AVFormatContext *fc, const AVStream *st)
+{
+    if (fc->duration != AV_NOPTS_VALUE && fc->duration > 0)
+        return (double)fc->duration / AV_TIME_BASE;
+    if (st->duration != AV_NOPTS_VALUE && st->duration > 0)
+        return (double)st->duration * av_q2d(st->time_base);
+    return -1;
+}
+
+int media_probe_video(const struct media_type *t, const char *path, struct media_info *info,
+                      char *err, size_t errlen)
+{
+    /* the demuxer of the sniffed type only: no probing of other formats,
+     * no protocol but file (a playlist cannot fetch anything), and the
+     * mov demuxer's external references stay off (its default) */
+    const AVInputFormat *fmt = av_find_input_format(t->ext);
+    AVFormatContext *fc = NULL;
+    AVDictionary *opts = NULL;
+    int rc = -1;
+
+    info->duration = -1;
+    if (fmt == NULL || av_dict_set(&opts, "format_whitelist", "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm", 0) < 0 ||
+        av_dict_set(&opts, "protocol_whitelist", "file", 0) < 0) {
+        av_dict_free(&opts);
+        snprintf(err, errlen, "libavformat cannot read %s", t->ext);
+        return -1;
+    }
+    if (avformat_open_input(&fc, path, fmt, &opts) != 0) {
+        av_dict_free(&opts);
+        snprintf(err, errlen, "libavformat cannot read it as %s", t->ext);
+        return -1;
+    }
+    av_dict_free(&opts);
+    /* some containers leave the size to the codec's own headers: read the
+     * first frames' (a bounded read: probesize and analyzeduration) */
+    if (avformat_find_stream_info(fc, NULL) < 0) {
+        avformat_close_input(&fc);
+        snprintf(err, errlen, "libavformat cannot read its streams");
+        return -1;
+    }
+    int i = av_find_best_stream(fc, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+    if (i < 0) {
+        snprintf(err, errlen, "it holds no video stream");
+    } else {
+        const AVStream *st = fc->streams[i];
+        rc = size_ok(info, st->codecpar->width, st->codecpar->height, err, errlen);
+        info->duration = duration_of(fc, st);
+    }
+    avformat_close_input(&fc);
+    return rc;
+}
+
+/* The length of the UTF-8 character at p (n bytes left), or 0 when it is
+ * not one: overlong forms, surrogates and code points past U+10FFFF are
+ * not. */
+static size_t utf8_char(const unsigned char *p, size_t n)
+{
+    size_t len;
+    uint32_t cp;
+
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        len = 2, cp = p[0] & 0x1f;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        len = 3, cp = p[0] & 0x0f;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        len = 4, cp = p[0] & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+bool media_display_name(const char *in, size_t n, char out[MEDIA_NAME_MAX + 1])
+{
+    const unsigned char *p = (const unsigned char *)in;
+    size_t start = 0, used = 0;
+
+    /* a browser may send C:\fakepath\x.png; only the last segment is a name */
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '/' || p[i] == '\\')
+            start = i + 1;
+    for (size_t i = start; i < n;) {
+        size_t len = utf8_char(p + i, n - i);
+        bool bad = len == 0 || (len == 1 && (p[i] < 0x20 || p[i] == 0x7f ||
+                                             strchr("<>\"'`", p[i]) != NULL));
+        size_t take = bad ? 1 : len;
+        if (used + take > MEDIA_NAME_MAX)
+            break;
+        if (bad)
+            out[used] = '_';
+        else
+            memcpy(out + used, p + i, len);
+        used += take;
+        i += bad ? 1 : len;
+    }
+    out[used] = '\0';
+    return used > 0;
+}
