@@ -57,7 +57,7 @@ $(BUILD)/fuzz/%: t/fuzz/fuzz_%.c $(ENGINE) $(wildcard src/adserve_*.h)
 # with the fuzzer's instrumentation like the engine's (clang, unlike gcc, asks
 # every field of the tables' partial rows)
 SIDECAR_PKGS = libmicrohttpd hiredis libcjson libjwt libsodium libcurl \
-               libmagic stb libwebp libavformat libavutil
+               libmagic stb libwebp
 SIDECAR_SRCS = $(filter-out sidecar/main.c,$(wildcard sidecar/*.c))
 $(BUILD)/fuzz/schema: t/fuzz/fuzz_schema.c $(ENGINE) $(SIDECAR_SRCS) $(wildcard src/adserve_*.h sidecar/*.h)
 	@mkdir -p $(@D)
@@ -72,7 +72,7 @@ $(BUILD)/fuzz/lines: t/fuzz/fuzz_lines.c sidecar/lines.c sidecar/lines.h
 
 # the media library's probe: libmagic, stb_image and libwebp on any bytes,
 # and the display name of any file name (the sidecar's, with its log)
-MEDIA_PKGS = libmagic stb libwebp libavformat libavutil
+MEDIA_PKGS = libmagic stb libwebp libcjson
 $(BUILD)/fuzz/media: t/fuzz/fuzz_media.c sidecar/media_probe.c sidecar/media_probe.h sidecar/log.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isidecar $(shell pkg-config --cflags $(MEDIA_PKGS)) \

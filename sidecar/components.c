@@ -35,7 +35,8 @@ const struct component components[] = {
     { "libmagic", "BSD-2-Clause", "libmagic1", "sidecar", NULL },
     { "stb_image", "MIT OR Unlicense", "libstb0", "sidecar", NULL },
     { "libwebp", "BSD-3-Clause", "libwebp7", "sidecar", NULL },
-    { "libavformat", "GPL-2.0-or-later", "libavformat59", "sidecar", NULL },
+    /* a program the sidecar runs, not a library it links */
+    { "ffprobe", "GPL-2.0-or-later", "ffmpeg", "sidecar (runs it)", NULL },
     { "nginx", "BSD-2-Clause", "nginx", "node", NULL },
     { "redis", "BSD-3-Clause", "redis-server", "node", NULL },
 };

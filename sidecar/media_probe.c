@@ -1,10 +1,11 @@
-/* Media types and sizes, by libraries (media_probe.h). */
+/* Media types and sizes, by libraries and ffprobe (media_probe.h). */
 #include "media_probe.h"
 
 #include "log.h"
 
-#include <libavformat/avformat.h>
-#include <libavutil/log.h>
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <magic.h>
 #include <pthread.h>
@@ -12,7 +13,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <webp/decode.h>
+
+extern char **environ;
 
 /* Choice: the formats every browser shows in an <img> or plays in a
  * <video>. SVG is left out on purpose: it is a document that can carry
@@ -49,8 +56,6 @@ int media_probe_init(void)
         cookie = NULL;
         return -1;
     }
-    /* a file's words go nowhere: they are a client's bytes */
-    av_log_set_level(AV_LOG_QUIET);
     return 0;
 }
 
@@ -115,57 +120,97 @@ int media_probe_image(const struct media_type *t, const void *data, size_t n,
     return size_ok(info, w, h, err, errlen);
 }
 
-/* The container's duration, else the video stream's; < 0 when neither
- * says (a live-recorded WebM may not). */
-static double duration_of(const AVFormatContext *fc, const AVStream *st)
+/* A video is read by ffprobe (Debian's ffmpeg), run as a program rather
+ * than linked: FFmpeg as Debian builds it is GPL, and the product's
+ * licence is its owner's choice, which a linked libavformat would make.
+ * ffprobe reads only the sniffed type's container (-f), only the file
+ * protocol, within PROBE_SECONDS (coreutils' timeout kills it after). */
+#define PROBE_SECONDS "10"
+#define PROBE_OUTPUT_MAX 65536
+
+/* ffprobe's JSON about path, in out (NUL-ended); 0, or -1 */
+static int run_ffprobe(const struct media_type *t, const char *path, char *out, size_t outlen)
 {
-    if (fc->duration != AV_NOPTS_VALUE && fc->duration > 0)
-        return (double)fc->duration / AV_TIME_BASE;
-    if (st->duration != AV_NOPTS_VALUE && st->duration > 0)
-        return (double)st->duration * av_q2d(st->time_base);
-    return -1;
+    char input[PATH_MAX + 8];
+    int fds[2], status;
+    size_t n = 0;
+    ssize_t r;
+    pid_t pid;
+    posix_spawn_file_actions_t fa;
+    /* mp4 is the mov demuxer's name too, webm matroska's */
+    const char *const argv[] = {
+        "timeout", "-s", "KILL", PROBE_SECONDS, "ffprobe", "-v", "quiet",
+        "-protocol_whitelist", "file", "-f", t->ext,
+        "-select_streams", "v:0", "-show_entries", "stream=width,height,duration:format=duration",
+        "-of", "json", input, NULL,
+    };
+
+    if ((size_t)snprintf(input, sizeof input, "file:%s", path) >= sizeof input || pipe(fds) != 0)
+        return -1;
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    int bad = posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO) |
+              posix_spawn_file_actions_addclose(&fa, fds[0]) |
+              posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0) |
+              posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    int rc = bad ? -1 : posix_spawnp(&pid, "timeout", &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        return -1;
+    }
+    while (n + 1 < outlen && ((r = read(fds[0], out + n, outlen - n - 1)) > 0 || (r < 0 && errno == EINTR)))
+        if (r > 0)
+            n += (size_t)r;
+    out[n] = '\0';
+    close(fds[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* a number ffprobe wrote as JSON text ("12.5"), or -1 */
+static double seconds(const cJSON *v)
+{
+    char *end;
+    double d = cJSON_IsString(v) ? strtod(v->valuestring, &end) : -1;
+
+    return cJSON_IsString(v) && *end == '\0' && d > 0 ? d : -1;
 }
 
 int media_probe_video(const struct media_type *t, const char *path, struct media_info *info,
                       char *err, size_t errlen)
 {
-    /* the demuxer of the sniffed type only: no probing of other formats,
-     * no protocol but file (a playlist cannot fetch anything), and the
-     * mov demuxer's external references stay off (its default) */
-    const AVInputFormat *fmt = av_find_input_format(t->ext);
-    AVFormatContext *fc = NULL;
-    AVDictionary *opts = NULL;
+    char *out = malloc(PROBE_OUTPUT_MAX);
+    cJSON *doc = NULL;
     int rc = -1;
 
     info->duration = -1;
-    if (fmt == NULL || av_dict_set(&opts, "format_whitelist", "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm", 0) < 0 ||
-        av_dict_set(&opts, "protocol_whitelist", "file", 0) < 0) {
-        av_dict_free(&opts);
-        snprintf(err, errlen, "libavformat cannot read %s", t->ext);
+    if (out == NULL || run_ffprobe(t, path, out, PROBE_OUTPUT_MAX) != 0 ||
+        (doc = cJSON_Parse(out)) == NULL) {
+        snprintf(err, errlen, "ffprobe cannot read it as %s", t->ext);
+        free(out);
         return -1;
     }
-    if (avformat_open_input(&fc, path, fmt, &opts) != 0) {
-        av_dict_free(&opts);
-        snprintf(err, errlen, "libavformat cannot read it as %s", t->ext);
-        return -1;
-    }
-    av_dict_free(&opts);
-    /* some containers leave the size to the codec's own headers: read the
-     * first frames' (a bounded read: probesize and analyzeduration) */
-    if (avformat_find_stream_info(fc, NULL) < 0) {
-        avformat_close_input(&fc);
-        snprintf(err, errlen, "libavformat cannot read its streams");
-        return -1;
-    }
-    int i = av_find_best_stream(fc, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
-    if (i < 0) {
+    const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "streams"), 0);
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(st, "width");
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(st, "height");
+    if (!cJSON_IsNumber(w) || !cJSON_IsNumber(h))
         snprintf(err, errlen, "it holds no video stream");
-    } else {
-        const AVStream *st = fc->streams[i];
-        rc = size_ok(info, st->codecpar->width, st->codecpar->height, err, errlen);
-        info->duration = duration_of(fc, st);
+    else {
+        rc = size_ok(info, (long)w->valuedouble, (long)h->valuedouble, err, errlen);
+        /* the container's duration, else the stream's */
+        info->duration = seconds(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(doc, "format"), "duration"));
+        if (info->duration < 0)
+            info->duration = seconds(cJSON_GetObjectItemCaseSensitive(st, "duration"));
     }
-    avformat_close_input(&fc);
+    cJSON_Delete(doc);
+    free(out);
     return rc;
 }
 

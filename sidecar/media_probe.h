@@ -2,7 +2,7 @@
  * its type by libmagic on its first bytes, never by its name or the type
  * the client claimed; then its size, and a video's duration, by a library
  * that reads that type: stb_image (PNG, JPEG, GIF), libwebp (WebP),
- * libavformat (MP4, WebM). No parser of our own reads the files. */
+ * ffprobe, a program (MP4, WebM). No parser of our own reads the files. */
 #ifndef ADSERVE_MEDIA_PROBE_H
 #define ADSERVE_MEDIA_PROBE_H
 
@@ -48,8 +48,9 @@ int media_sniff(const void *head, size_t n, char mime[MEDIA_MIME_MAX],
 int media_probe_image(const struct media_type *t, const void *data, size_t n,
                       struct media_info *info, char *err, size_t errlen);
 
-/* A video's width, height and duration, from the file at path, read only
- * as its type's container (no other demuxer, no protocol but file). */
+/* A video's width, height and duration, from the file at path, by
+ * ffprobe, read only as its type's container (no other demuxer, no
+ * protocol but file), within 10 s. */
 int media_probe_video(const struct media_type *t, const char *path, struct media_info *info,
                       char *err, size_t errlen);
 

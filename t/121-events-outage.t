@@ -148,6 +148,8 @@ for (values %$all) { $queued += $_->{events}{queued}; $dropped += $_->{events}{d
 cmp_ok($queued, '<=', 32, "at most 16 kept per worker ($queued)");
 is($queued + $dropped, 60, "the rest dropped and counted in the status ($dropped)");
 my $overflowed = grep { $_->{events}{dropped} > 0 } values %$all;
+my $m = Adserve::Test::prom_samples($s->request('GET', '/metrics')->{content});
+is($m->{adserve_events_dropped_total}, $dropped, "/metrics counts them over both workers ($dropped)");
 my $full = () = $s->log_text('nginx-error.log') =~ /adserve: events: buffer full \(16 events\)/g;
 is($full, $overflowed, 'the overflow logged once per worker that overflowed');
 

@@ -25,12 +25,12 @@ like($l->{product}{notice}, qr/not chosen/, '... and a notice that says so');
 
 my %c = map { $_->{name} => $_ } @{ $l->{components} };
 is_deeply([ sort keys %c ], [ sort qw(hiredis libmicrohttpd cjson libsodium libcurl libjwt openssl nginx redis
-                                         libmagic stb_image libwebp libavformat) ],
+                                         libmagic stb_image libwebp ffprobe) ],
           'every component the sidecar, the module and the node use');
 my %spdx = (hiredis => 'BSD-3-Clause', libmicrohttpd => 'LGPL-2.1-or-later', cjson => 'MIT', libsodium => 'ISC',
             libcurl => 'curl', libjwt => 'MPL-2.0', openssl => 'Apache-2.0', nginx => 'BSD-2-Clause',
             redis => 'BSD-3-Clause', libmagic => 'BSD-2-Clause', stb_image => 'MIT OR Unlicense',
-            libwebp => 'BSD-3-Clause', libavformat => 'GPL-2.0-or-later');
+            libwebp => 'BSD-3-Clause', ffprobe => 'GPL-2.0-or-later');
 is_deeply({ map { $_ => $c{$_}{license} } keys %c }, \%spdx, '... each with its SPDX licence');
 for my $name (sort keys %c) {
     my $file = $c{$name}{copyright_file};

@@ -143,11 +143,15 @@ my $port = $t->env->{ADSERVE_REDIS_PORT};
 system("redis-cli -p $port EVAL 'local s = redis.call(\"TIME\")[1] + 2; "
        . "while tonumber(redis.call(\"TIME\")[1]) < s do end return 1' 0 >/dev/null 2>&1 &");
 ok($t->wait_until(1.5, sub { $t->redis_stalled }), 'Redis is stalled by a script');
+my $before = Adserve::Test::prom_samples($t->request('GET', '/metrics')->{content});
 my $t1 = time;
 is(status_for($in->{unit}, 'u1'), 204, 'memberships unknown: an include line item does not serve');
 is(status_for($out->{unit}, 'u7'), 204, '... nor an exclude one: the safe outcome');
 is(status_for($plain->{unit}, 'u7'), 200, '... untargeted demand does');
 cmp_ok(time - $t1, '<', 1, '... and no answer waits for Redis');
+my $after = Adserve::Test::prom_samples($t->request('GET', '/metrics')->{content});
+is(Adserve::Test::prom_delta($before, $after, 'adserve_cap_timeouts_total'), 2,
+   "/metrics counts the two reads past their deadline (adserve_cap_timeouts_total)");
 ok($t->wait_until(10, sub { status_for($in->{unit}, 'u1') == 200 }), 'once Redis answers, members are served again');
 
 # the segment goes once no line item targets it

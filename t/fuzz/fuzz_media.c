@@ -4,7 +4,7 @@
  * libwebp), and the display name made of any file name. Each must end
  * without a fault; a size is 1 to MEDIA_SIZE_MAX each way; a name is at
  * most MEDIA_NAME_MAX bytes of UTF-8 with none of the bytes it drops.
- * (Videos are read from a file by libavformat, which OSS-Fuzz fuzzes.) */
+ * (Videos are read from a file by ffprobe, which OSS-Fuzz fuzzes.) */
 
 #include <stdint.h>
 #include <stdlib.h>
