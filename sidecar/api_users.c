@@ -135,17 +135,7 @@ static int advertiser_rule(struct user *u, const cJSON *given, struct reply *rep
  * same instant leaves a user who sees nothing, not one who sees more.) */
 static int advertiser_exists(struct store_conn *c, const struct user *u, struct reply *rep)
 {
-    cJSON *rec = NULL;
-
-    if (u->advertiser_id[0] == '\0')
-        return 0;
-    enum store_status st = resource_load(c, &resource_advertisers, NULL, u->advertiser_id, &rec);
-    cJSON_Delete(rec);
-    if (st == STORE_NOT_FOUND)
-        reply_error(rep, 422, "advertiser_id: no such advertiser");
-    else if (st != STORE_OK)
-        reply_store_error(rep, st);
-    return st == STORE_OK ? 0 : -1;
+    return u->advertiser_id[0] == '\0' ? 0 : resource_advertiser_exists(c, u->advertiser_id, rep);
 }
 
 /* Copies the request's email (normalized), role and advertiser_id into u. */

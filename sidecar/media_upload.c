@@ -189,7 +189,6 @@ static int owner(struct request *req, struct reply *rep, const cJSON *query, str
 {
     const char *own = resource_caller_advertiser(req);
     const char *named = json_str_member(query, "advertiser_id");
-    cJSON *rec = NULL;
 
     if (own != NULL) {
         if (own[0] == '\0' || (named != NULL && strcasecmp(named, own) != 0)) {
@@ -204,14 +203,7 @@ static int owner(struct request *req, struct reply *rep, const cJSON *query, str
         return -1;
     for (char *p = u->advertiser; *p != '\0'; p++)
         *p = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
-    enum store_status st = resource_load(request_store(req), &resource_advertisers, NULL,
-                                         u->advertiser, &rec);
-    cJSON_Delete(rec);
-    if (st == STORE_NOT_FOUND)
-        reply_error(rep, 422, "advertiser_id: no such advertiser");
-    else if (st != STORE_OK)
-        reply_store_error(rep, st);
-    return st == STORE_OK ? 0 : -1;
+    return resource_advertiser_exists(request_store(req), u->advertiser, rep);
 }
 
 static void upload_free(struct upload *u)

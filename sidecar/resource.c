@@ -467,6 +467,19 @@ static bool answered(const struct resource_write *w)
     return w->rep->status != 0;
 }
 
+int resource_advertiser_exists(struct store_conn *c, const char *id, struct reply *rep)
+{
+    cJSON *rec = NULL;
+    enum store_status st = resource_load(c, &resource_advertisers, NULL, id, &rec);
+
+    cJSON_Delete(rec);
+    if (st == STORE_NOT_FOUND)
+        reply_error(rep, 422, "advertiser_id: no such advertiser");
+    else if (st != STORE_OK)
+        reply_store_error(rep, st);
+    return st == STORE_OK ? 0 : -1;
+}
+
 bool resource_changed(const struct resource_write *w, const char *field)
 {
     const cJSON *v = member(w->changes, field);

@@ -239,6 +239,11 @@ enum store_status resource_load_indexed(struct store_conn *c, const struct resou
                                         size_t *n);
 void resource_free_records(cJSON **recs, size_t n);
 
+/* Whether advertiser id exists: 0; -1 with the answer in rep (422
+ * "advertiser_id: no such advertiser", or the store's error). For a field
+ * outside a resource's refs (a user's, a media item's). */
+int resource_advertiser_exists(struct store_conn *c, const char *id, struct reply *rep);
+
 /* Whether the member changes is in the input and differs from before's. */
 bool resource_changed(const struct resource_write *w, const char *field);
 
