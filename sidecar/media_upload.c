@@ -90,16 +90,14 @@ static void fault(struct upload *u, enum upload_fault f, const char *fmt, ...)
     va_end(ap);
 }
 
-/* "image/png, image/jpeg, ..." */
-static const char *allowed_list(void)
+/* "image/png, image/jpeg, ..." into list (each upload thread its own) */
+static const char *allowed_list(char *list, size_t len)
 {
-    static char list[256];
-
-    if (list[0] == '\0')
-        for (const struct media_type *t = media_types; t->mime != NULL; t++) {
-            size_t used = strlen(list);
-            snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", t->mime);
-        }
+    list[0] = '\0';
+    for (const struct media_type *t = media_types; t->mime != NULL; t++) {
+        size_t used = strlen(list);
+        snprintf(list + used, len - used, "%s%s", used ? ", " : "", t->mime);
+    }
     return list;
 }
 
@@ -112,7 +110,9 @@ static void sniff(struct upload *u)
         return;
     }
     if (u->type == NULL) {
-        fault(u, FAULT_TYPE, "the file is %s by its bytes; allowed: %s", u->mime, allowed_list());
+        char list[256];
+        fault(u, FAULT_TYPE, "the file is %s by its bytes; allowed: %s", u->mime,
+              allowed_list(list, sizeof list));
         return;
     }
     u->limit = media_library_limit(u->type->kind);
