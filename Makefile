@@ -66,17 +66,18 @@ $(BUILD)/fuzz/schema: t/fuzz/fuzz_schema.c $(ENGINE) $(SIDECAR_SRCS) $(wildcard 
 	    $(SIDECAR_SRCS) $< -o $@ $(shell pkg-config --libs $(SIDECAR_PKGS)) -lcrypto -lm -pthread
 
 # the segment uploads' line reader: the sidecar's, alone
-$(BUILD)/fuzz/lines: t/fuzz/fuzz_lines.c sidecar/lines.c sidecar/lines.h
+$(BUILD)/fuzz/lines: t/fuzz/fuzz_lines.c sidecar/lines.c sidecar/lines.h sidecar/utf8.c sidecar/utf8.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isidecar sidecar/lines.c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isidecar sidecar/lines.c sidecar/utf8.c $< -o $@
 
 # the media library's probe: libmagic, stb_image and libwebp on any bytes,
 # and the display name of any file name (the sidecar's, with its log)
 MEDIA_PKGS = libmagic stb libwebp libcjson
-$(BUILD)/fuzz/media: t/fuzz/fuzz_media.c sidecar/media_probe.c sidecar/media_probe.h sidecar/log.c
+$(BUILD)/fuzz/media: t/fuzz/fuzz_media.c sidecar/media_probe.c sidecar/media_probe.h sidecar/log.c \
+                     sidecar/utf8.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isidecar $(shell pkg-config --cflags $(MEDIA_PKGS)) \
-	    sidecar/media_probe.c sidecar/log.c $< -o $@ $(shell pkg-config --libs $(MEDIA_PKGS)) -pthread
+	    sidecar/media_probe.c sidecar/log.c sidecar/utf8.c $< -o $@ $(shell pkg-config --libs $(MEDIA_PKGS)) -pthread
 
 fuzz: build
 	@scripts/fuzz

@@ -34,10 +34,41 @@ static int by_name(const void *a, const void *b)
     return c != 0 ? c : json_by_creation(a, b);
 }
 
-/* The page's advertisers as {advertiser, orders, creatives}, from the
- * replies of the SCARDs of their two indexes: a new array (the items move
- * into it), or NULL out of memory. */
-static cJSON *wrap_rows(cJSON *items, redisReply **replies)
+/* The sizes of the sets prefixes[j] + ids[i], into sizes[i * np + j]: one
+ * SCARD each, in one pipeline. */
+static enum store_status set_sizes(struct store_conn *c, const char *const *prefixes, size_t np,
+                                   const char *const *ids, size_t nids, long long *sizes)
+{
+    size_t n = np * nids;
+    char (*keys)[KEY_MAX] = calloc(n + 1, sizeof *keys);
+    const char *(*argv)[3] = calloc(n + 1, sizeof *argv);
+    const char *const **cmds = calloc(n + 1, sizeof *cmds);
+    redisReply **replies = calloc(n + 1, sizeof *replies);
+    enum store_status st = keys && argv && cmds && replies ? STORE_OK : STORE_ERROR;
+
+    for (size_t i = 0; st == STORE_OK && i < n; i++) {
+        snprintf(keys[i], KEY_MAX, "%s%s", prefixes[i % np], ids[i / np]);
+        argv[i][0] = "SCARD";
+        argv[i][1] = keys[i];
+        cmds[i] = argv[i];
+    }
+    if (st == STORE_OK && n > 0)
+        st = store_pipeline(c, cmds, n, replies);
+    for (size_t i = 0; i < n && replies != NULL; i++) {
+        if (st == STORE_OK)
+            sizes[i] = replies[i]->type == REDIS_REPLY_INTEGER ? replies[i]->integer : 0;
+        freeReplyObject(replies[i]);
+    }
+    free(keys);
+    free(argv);
+    free(cmds);
+    free(replies);
+    return st;
+}
+
+/* The page's items as {advertiser, orders, creatives}: a new array (the
+ * advertisers move into it), or NULL out of memory. */
+static cJSON *wrap_rows(cJSON *items, const long long *counts)
 {
     cJSON *rows = cJSON_CreateArray(), *adv;
 
@@ -50,8 +81,8 @@ static cJSON *wrap_rows(cJSON *items, redisReply **replies)
             return NULL;
         }
         if (!cJSON_AddItemToArray(rows, row) ||
-            cJSON_AddNumberToObject(row, "orders", (double)replies[2 * i]->integer) == NULL ||
-            cJSON_AddNumberToObject(row, "creatives", (double)replies[2 * i + 1]->integer) == NULL) {
+            cJSON_AddNumberToObject(row, "orders", (double)counts[2 * i]) == NULL ||
+            cJSON_AddNumberToObject(row, "creatives", (double)counts[2 * i + 1]) == NULL) {
             cJSON_Delete(rows);
             return NULL;
         }
@@ -59,42 +90,32 @@ static cJSON *wrap_rows(cJSON *items, redisReply **replies)
     return rows;
 }
 
-/* {advertiser, orders, creatives} for each advertiser of the page: the
- * SCARDs of their indexes, in one pipeline */
+/* {advertiser, orders, creatives} for each advertiser of the page */
 static enum store_status with_counts(struct store_conn *c, cJSON *page)
 {
-    cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items");
-    size_t n = (size_t)cJSON_GetArraySize(items) * 2;
-    char (*keys)[KEY_MAX] = calloc(n + 1, sizeof *keys);
-    const char *(*argv)[3] = calloc(n + 1, sizeof *argv);
-    const char *const **cmds = calloc(n + 1, sizeof *cmds);
-    redisReply **replies = calloc(n + 1, sizeof *replies);
-    enum store_status st = keys && argv && cmds && replies ? STORE_OK : STORE_ERROR;
+    static const char *const indexes[] = { ADSERVE_KEY_ADVERTISER_ORDERS,
+                                           ADSERVE_KEY_ADVERTISER_CREATIVES };
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items"), *adv;
+    size_t n = (size_t)cJSON_GetArraySize(items), i = 0;
+    const char **ids = calloc(n + 1, sizeof *ids);
+    long long *counts = calloc(2 * n + 1, sizeof *counts);
+    enum store_status st = ids != NULL && counts != NULL ? STORE_OK : STORE_ERROR;
 
-    for (size_t i = 0; st == STORE_OK && i < n; i++) {
-        const char *id = json_str_member(cJSON_GetArrayItem(items, (int)(i / 2)), "id");
-        snprintf(keys[i], KEY_MAX, "%s%s",
-                 i % 2 == 0 ? ADSERVE_KEY_ADVERTISER_ORDERS : ADSERVE_KEY_ADVERTISER_CREATIVES,
-                 id != NULL ? id : "");
-        argv[i][0] = "SCARD";
-        argv[i][1] = keys[i];
-        cmds[i] = argv[i];
+    cJSON_ArrayForEach(adv, items) {
+        const char *id = json_str_member(adv, "id");
+        if (ids != NULL)
+            ids[i++] = id != NULL ? id : "";
     }
-    if (st == STORE_OK && n > 0) {
-        st = store_pipeline(c, cmds, n, replies);
-        cJSON *rows = st == STORE_OK ? wrap_rows(items, replies) : NULL;
-        if (st == STORE_OK && (rows == NULL ||
-                               !cJSON_ReplaceItemInObjectCaseSensitive(page, "items", rows))) {
-            cJSON_Delete(rows);
-            st = STORE_ERROR;
-        }
-        for (size_t i = 0; i < n; i++)
-            freeReplyObject(replies[i]);
+    if (st == STORE_OK)
+        st = set_sizes(c, indexes, 2, ids, n, counts);
+    cJSON *rows = st == STORE_OK ? wrap_rows(items, counts) : NULL;
+    if (st == STORE_OK &&
+        (rows == NULL || !cJSON_ReplaceItemInObjectCaseSensitive(page, "items", rows))) {
+        cJSON_Delete(rows);
+        st = STORE_ERROR;
     }
-    free(keys);
-    free(argv);
-    free(cmds);
-    free(replies);
+    free(ids);
+    free(counts);
     return st;
 }
 
@@ -179,26 +200,34 @@ static void api_manager_advertisers(struct request *req, struct reply *rep)
 /* every admin and operator, with the size of its book */
 static cJSON *managers(struct store_conn *c, const struct user *users, size_t n)
 {
-    cJSON *items = cJSON_CreateArray();
-    char key[KEY_MAX];
+    static const char *const book[] = { ADSERVE_KEY_MANAGER_ADVERTISERS };
+    const struct user **m = calloc(n + 1, sizeof *m);
+    const char **ids = calloc(n + 1, sizeof *ids);
+    long long *sizes = calloc(n + 1, sizeof *sizes);
+    cJSON *items = m && ids && sizes ? cJSON_CreateArray() : NULL;
+    size_t k = 0;
 
-    for (size_t i = 0; items != NULL && i < n; i++) {
-        redisReply *r = NULL;
-        if ((role_from_name(users[i].role) & INVENTORY_ROLES) == 0)
-            continue;
-        snprintf(key, sizeof key, "%s%s", ADSERVE_KEY_MANAGER_ADVERTISERS, users[i].id);
-        cJSON *o = manager_json(&users[i]);
-        bool ok = o != NULL && store_cmd(c, &r, (const char *[]){ "SCARD", key, NULL }) == STORE_OK &&
-                  r->type == REDIS_REPLY_INTEGER &&
-                  cJSON_AddNumberToObject(o, "advertisers", (double)r->integer) != NULL &&
-                  cJSON_AddItemToArray(items, o);
-        freeReplyObject(r);
-        if (!ok) {
+    for (size_t i = 0; items != NULL && i < n; i++)
+        if ((role_from_name(users[i].role) & INVENTORY_ROLES) != 0) {
+            m[k] = &users[i];
+            ids[k++] = users[i].id;
+        }
+    if (items != NULL && set_sizes(c, book, 1, ids, k, sizes) != STORE_OK) {
+        cJSON_Delete(items);
+        items = NULL;
+    }
+    for (size_t i = 0; items != NULL && i < k; i++) {
+        cJSON *o = manager_json(m[i]);
+        if (o == NULL || cJSON_AddNumberToObject(o, "advertisers", (double)sizes[i]) == NULL ||
+            !cJSON_AddItemToArray(items, o)) {
             cJSON_Delete(o);
             cJSON_Delete(items);
-            return NULL;
+            items = NULL;
         }
     }
+    free(m);
+    free(ids);
+    free(sizes);
     return items;
 }
 

@@ -1,6 +1,8 @@
 /* The line reader (lines.h). */
 #include "lines.h"
 
+#include "utf8.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -17,24 +19,12 @@ void line_reader_init(struct line_reader *lr, line_id_fn *on_id, line_fault_fn *
     lr->arg = arg;
 }
 
-/* Whether s[0..n) is UTF-8 (RFC 3629: no overlongs, no surrogates, at
- * most U+10FFFF). */
+/* Whether s[0..n) is UTF-8. */
 static bool utf8(const unsigned char *s, size_t n)
 {
-    for (size_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        size_t k = c < 0x80 ? 0 : c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2
-                 : c >= 0xf0 && c <= 0xf4 ? 3 : 4;
-        if (k == 4 || (k > 0 && i + k >= n))
+    for (size_t i = 0, k; i < n; i += k)
+        if ((k = utf8_char(s + i, n - i)) == 0)
             return false;
-        for (size_t j = 1; j <= k; j++)
-            if ((s[i + j] & 0xc0) != 0x80)
-                return false;
-        if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] > 0x9f) ||
-            (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))
-            return false;
-        i += k + 1;
-    }
     return true;
 }
 
