@@ -1696,6 +1696,7 @@ unit_segments(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
     out->segment_ids = sids;
     out->segment_hashes = shashes;
     out->nsegments = n;
+    out->segments_sig = adserve_hash((const char *) shashes, n * sizeof(uint64_t));
 
     return 0;
 }

@@ -230,6 +230,9 @@ typedef struct adserve_unit_s {
     const adserve_str_t *segment_ids; /* the segments its line items target, */
     const uint64_t *segment_hashes;   /* once each: what a request asks of */
     uint32_t        nsegments;        /* the user's memberships */
+    uint64_t        segments_sig;     /* adserve_hash of segment_hashes: a
+                                       * read of another list is not this
+                                       * unit's answer */
     unsigned        segments_overflow:1;  /* more than ADSERVE_UNIT_SEGMENTS_MAX:
                                        * none asked, its segment-targeted
                                        * line items do not serve */

@@ -435,7 +435,8 @@ struct ngx_http_adserve_ctx_s {
     ngx_http_adserve_parse_pt      parse;         /* its reply */
     ngx_http_adserve_parse_pt      parse_ahead;   /* the command ahead's */
     const uint64_t        *seg_asked;     /* the segments asked of Redis (a */
-    uint32_t               nseg_asked;    /* copy: the snapshot may change) */
+    uint32_t               nseg_asked;    /* copy: the snapshot may change), */
+    uint64_t               seg_sig;       /* and their unit's segments_sig */
     uint64_t              *segments;      /* those the user is in, */
     uint32_t               nsegments;
     unsigned               segments_known:1;  /* once the reply came */

@@ -68,6 +68,7 @@ ngx_http_adserve_user_state_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *
         ngx_memcpy(asked, unit->segment_hashes, n * sizeof(uint64_t));
         ctx->seg_asked = asked;
         ctx->nseg_asked = n;
+        ctx->seg_sig = unit->segments_sig;
         ctx->nsegments = 0;
 
         argv[0] = "HMGET";
@@ -103,8 +104,6 @@ void
 ngx_http_adserve_segments_facts(const ngx_http_adserve_ctx_t *ctx, const adserve_unit_t *unit,
     adserve_req_ctx_t *facts)
 {
-    uint32_t  i, j;
-
     if (unit->segments_overflow) {
         return;                              /* none was asked: unknown */
     }
@@ -119,15 +118,10 @@ ngx_http_adserve_segments_facts(const ngx_http_adserve_ctx_t *ctx, const adserve
         return;
     }
 
-    /* a snapshot swapped while the read ran may target a segment that was
-     * not asked: unknown, then */
-    for (i = 0; i < unit->nsegments; i++) {
-        for (j = 0; j < ctx->nseg_asked && ctx->seg_asked[j] != unit->segment_hashes[i]; j++) {
-            /* look */
-        }
-        if (j == ctx->nseg_asked) {
-            return;
-        }
+    /* a snapshot swapped while the read ran may give the unit other
+     * segments: what was read answers another question, so unknown */
+    if (ctx->seg_sig != unit->segments_sig) {
+        return;
     }
 
     adserve_req_ctx_segments(facts, ctx->segments, ctx->nsegments);
