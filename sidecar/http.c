@@ -23,6 +23,12 @@
 #define CONNECTION_TIMEOUT_S 30
 #define CONNECTION_MEMORY_LIMIT ((size_t)64 * 1024)  /* request line + headers */
 #define LOG_PATH_MAX 200
+/* A request refused from its headers still has its body on the way, which
+ * nginx streams to us for the upload routes. Closing with unread bytes
+ * resets the connection, and the reset can overtake the answer (nginx then
+ * says 502). So a body up to this size is read to its end and dropped
+ * before the answer goes; a larger one is answered at once. */
+#define REFUSED_BODY_DRAIN ((size_t)8 * 1024 * 1024)
 
 /* Sent when even the error body cannot be built. */
 static const char oom_body[] = "{\"detail\":\"internal error\"}";
@@ -43,6 +49,8 @@ struct conn_ctx {
     size_t received;
     bool too_large;
     bool queued;
+    bool holding;               /* refused: held until the body is read */
+    struct reply held;
     bool scrape;                /* GET /metrics: not an API request */
     int status;
     /* BODY_STREAM routes: the request their stream sees from open to
@@ -262,6 +270,18 @@ static bool announced_too_large(struct MHD_Connection *conn)
     return announced_over(conn, max_body);
 }
 
+/* Whether a body follows the headers, and is small enough to read through
+ * before a refusal is sent (REFUSED_BODY_DRAIN). */
+static bool body_worth_draining(struct MHD_Connection *conn)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl == NULL)
+        return MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                           MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+    return strtoull(cl, NULL, 10) > 0 && !announced_over(conn, REFUSED_BODY_DRAIN);
+}
+
 /* Whether the stream takes a body of type ct: "Content-Type must be ..."
  * in why when not. */
 static bool stream_takes(const struct route_stream *s, const char *ct, char *why, size_t len)
@@ -439,8 +459,12 @@ static enum MHD_Result on_headers(struct MHD_Connection *conn, const char *url,
     cx->start_ms = monotonic_ms();
     sanitize(cx->method, sizeof cx->method, method);
     sanitize(cx->log_path, sizeof cx->log_path, url);
-    if (check_headers(conn, cx, url, &rep) != 0)
+    if (check_headers(conn, cx, url, &rep) == 0)
+        return MHD_YES;
+    if (cx->scrape || !body_worth_draining(conn))
         return send_reply(conn, cx, &rep);
+    cx->held = rep;             /* on_complete sends it */
+    cx->holding = true;
     return MHD_YES;
 }
 
@@ -519,6 +543,10 @@ static enum MHD_Result on_body(struct conn_ctx *cx, const char *data, size_t *si
     *size = 0;
     if (cx->queued)
         return MHD_YES;
+    if (cx->holding) {
+        cx->received += n;
+        return cx->received > REFUSED_BODY_DRAIN ? MHD_NO : MHD_YES;
+    }
     if (cx->stream != NULL)
         return stream_body(cx, data, n);
     cx->received += n;
@@ -563,6 +591,10 @@ static enum MHD_Result on_complete(struct MHD_Connection *conn, struct conn_ctx 
 
     if (cx->queued)
         return MHD_YES;
+    if (cx->holding) {
+        cx->holding = false;
+        return send_reply(conn, cx, &cx->held);
+    }
     if (cx->stream != NULL) {
         cx->route->doc->stream->close(cx->stream, &cx->req, &rep, cx->too_large);
         cx->stream = NULL;
@@ -607,6 +639,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         reply_free(&gone);
         store_release(cx->req.store);
     }
+    if (cx->holding)                /* the client left before its answer */
+        reply_free(&cx->held);
     log_line("%s %s %d %.1fms%s", cx->method, cx->log_path, cx->status,
              monotonic_ms() - cx->start_ms,
              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");

@@ -152,6 +152,27 @@ $t->refused(upload($file{png}, type => 'image/png', query => '?colour=red'), 422
 $t->refused(upload($file{png}, type => 'image/png', query => '?advertiser_id=' . Adserve::Test::uuid()), 422,
             qr/advertiser_id: no such advertiser/, 'an advertiser that does not exist');
 is(upload($file{png}, type => 'image/png', token => undef)->{status}, 401, 'no token: 401');
+# refused from its headers while its body still comes (nginx streams the
+# upload routes' bodies): the sidecar reads a body of up to 8 MiB to its end
+# before it answers, since closing on unread bytes resets the connection and
+# the reset can overtake the answer (nginx then says 502). Straight to the
+# sidecar, so the client's writes show it: none is cut off.
+sub raw_upload {
+    my ($announced, $sent) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->env->{ADSERVE_SIDECAR_PORT})
+        or die "sidecar: $!";
+    local $SIG{PIPE} = 'IGNORE';
+    my $whole = print $s "POST /api/media HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${\ $t->token}\r\n"
+                       . "Content-Type: application/json\r\nContent-Length: $announced\r\n\r\n";
+    $whole &&= print $s ('x' x $sent) if $sent;
+    return ($whole ? 'sent' : 'cut') . ' ' . ((<$s> // 'no answer') =~ s/\r\n//r);
+}
+my %raw;
+$raw{ raw_upload(4 * 1024 * 1024, 4 * 1024 * 1024) }++ for 1 .. 10;
+is_deeply(\%raw, { 'sent HTTP/1.1 415 Unsupported Media Type' => 10 },
+          'a refused 4 MiB body: read to its end, then the 415 (10 of 10, no write cut off)');
+is(raw_upload(64 * 1024 * 1024, 0), 'sent HTTP/1.1 415 Unsupported Media Type',
+   '... one announced over 8 MiB: answered at once, before any of it comes');
 is(scalar(leftovers()), 0, 'no refused upload left a file behind');
 
 # a client that leaves mid-upload: its first bytes would pass for a WebP
