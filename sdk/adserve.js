@@ -354,8 +354,12 @@
         if (ad.recommendation) {
             return renderRec(s, ad);
         }
-        var d = ad.display || {};
-        var click = httpUrl(ad.click_url);
+        // a passback (nothing filled; another network's tag) is drawn as
+        // HTML markup, at the slot's size if the unit has none, and fires
+        // no impression of ours: the tag counts its own
+        var p = ad.passback;
+        var d = p ? {w: p.w || s.w, h: p.h || s.h, adm: p.adm} : ad.display || {};
+        var click = !p && httpUrl(ad.click_url);
         var img = d.banner && httpUrl(d.banner.img);
         var media, node;
         if (!size(d.w) || !size(d.h) || (!img && typeof d.adm !== 'string')) {
@@ -384,19 +388,20 @@
             media.title = 'Advertisement';
             media.srcdoc = frameDoc(d.adm, click);
         }
-        var box = shown(s, node, ad);
+        var box = shown(s, node, ad, p && 'passback');
         place(s, box, node, media, d.w, d.h);
-        watch(s, box, httpUrl(ad.impression_url));
+        p || watch(s, box, httpUrl(ad.impression_url));
     }
 
-    // the ad's node in the slot, in a box of its own
-    function shown(s, node, ad) {
+    // the ad's node in the slot, in a box of its own; told as a render,
+    // or as event
+    function shown(s, node, ad, event) {
         var box = doc.createElement('div');
         box.style.cssText = 'position:relative;overflow:hidden;margin:0 auto';
         box.appendChild(node);
         s.el.appendChild(box);
         debug('ad in ' + s.tagid, ad.id);
-        emit('render', {slot: s.handle, ad: ad});
+        emit(event || 'render', {slot: s.handle, ad: ad});
         return box;
     }
 

@@ -128,7 +128,12 @@ static void row_json(struct report *r, const char *time, const char *id, const c
     stats_buf_num(b, f.video_completion_rate);
     stats_buf_str(b, ",\"video_error_codes\":{");
     error_codes(b, c, "\"%u\":%lld", ",");
-    stats_buf_str(b, "}}");
+    stats_buf_str(b, "},\"passbacks\":");
+    if (unit)
+        stats_buf_num(b, (double)c->v[STATS_PASSBACK]);
+    else
+        stats_buf_str(b, "null");
+    stats_buf_str(b, "}");
 }
 
 static void header_csv(struct report *r)
@@ -137,7 +142,8 @@ static void header_csv(struct report *r)
     stats_buf_str(&r->out, group_ids[r->group]);
     stats_buf_str(&r->out, ",name,requests,ads,impressions,clicks,conversions,ctr,spend,"
                            "conversion_value,fill_rate,video_starts,video_completes,"
-                           "video_errors,video_completion_rate,video_error_codes\r\n");
+                           "video_errors,video_completion_rate,video_error_codes,"
+                           "passbacks\r\n");
 }
 
 static void row_csv(struct report *r, const char *time, const char *id, const char *name,
@@ -172,6 +178,9 @@ static void row_csv(struct report *r, const char *time, const char *id, const ch
     stats_buf_num(b, f.video_completion_rate);
     stats_buf_str(b, ",");
     error_codes(b, c, "%u:%lld", " ");
+    stats_buf_str(b, ",");
+    if (unit)
+        stats_buf_num(b, (double)c->v[STATS_PASSBACK]);
     stats_buf_str(b, "\r\n");
 }
 
@@ -537,6 +546,9 @@ static const struct schema_field row_fields[] = {
     { "video_error_codes", &error_codes_s, .required = true,
       .description = "VAST error code -> errors reported with it, the codes counted only "
                      "(a code outside VAST 4.2's table counts as 900)" },
+    { "passbacks", &count_n, .required = true,
+      .description = "answers with the unit's ext.passback tag, nothing having filled "
+                     "(ad units; null for other groups)" },
     { NULL },
 };
 static const struct schema metrics_row = {
@@ -560,7 +572,7 @@ static const struct route_doc metrics_doc = {
     .csv = "Accept: text/csv or ?format=csv: a header line (time,<group_by>_id,name,requests,ads,"
            "impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate,video_starts,"
            "video_completes,video_errors,video_completion_rate,video_error_codes: "
-           "code:count pairs, space-separated), then the same "
+           "code:count pairs, space-separated, passbacks), then the same "
            "rows (RFC 4180, CRLF; null as an empty field)",
 };
 

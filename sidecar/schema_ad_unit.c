@@ -295,7 +295,10 @@ static const struct schema_field ad_unit_ext_fields[] = {
     { .name = "implicit_app_inference", .schema = &implicit_app_inference_n },
     { "metric_mode", &metric_mode, .dflt = "\"all\"" },
     { "native", &ad_unit_ext_native, .dflt = "{\"enabled\":0,\"render_mode\":\"html\"}" },
-    { .name = "passback", .schema = &any },
+    { .name = "passback", .schema = &any,
+      .description = "a map of passback ad tags (any JSON): serving answers a request nothing "
+                     "fills with its \"display\" member, HTML markup of up to 16 KiB, as "
+                     "ad.passback; other members are kept and not served" },
     { "payout", &payout, .dflt = "\"rates\"" },
     { "public_url", &url_n,
       .description = "overrides the global public URL of event tracker URLs" },

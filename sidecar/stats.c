@@ -183,7 +183,9 @@ static bool parse_field(const redisReply *f, const char *prefix, const char **id
     size_t nlen = f->len - (size_t)(name - f->str);
     int m = adserve_vocab(adserve_metric_names, name, nlen);
 
-    if (m < 0 || m >= STATS_METRICS) {
+    if (m == ADSERVE_METRIC_PASSBACK) {
+        m = STATS_PASSBACK;
+    } else if (m < 0 || m >= STATS_METRICS) {
         m = adserve_vocab(adserve_video_event_names, name, nlen);
         m = m < 0 ? vast_error(f->str + plen, &colon, name, nlen) : STATS_VIDEO + m;
     }

@@ -42,7 +42,9 @@ enum stats_metric {
     STATS_VIDEO = STATS_METRICS,
     /* then the VAST errors by code (adserve_vast_error_codes' order) */
     STATS_VAST_ERROR = STATS_VIDEO + ADSERVE_VIDEO_EVENT_COUNT,
-    STATS_ALL = STATS_VAST_ERROR + ADSERVE_VAST_ERROR_CODES,
+    /* then an ad unit's passback answers */
+    STATS_PASSBACK = STATS_VAST_ERROR + ADSERVE_VAST_ERROR_CODES,
+    STATS_ALL,
 };
 
 /* prefix then the UTC hour of hour (unix seconds) as YYYYMMDDHH into out:

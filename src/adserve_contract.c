@@ -392,6 +392,7 @@ const char *const adserve_metric_names[ADSERVE_METRIC_COUNT + 1] = {
     [ADSERVE_METRIC_OPP] = "opp",
     [ADSERVE_METRIC_SHOWN] = "shown",
     [ADSERVE_METRIC_VIEW] = "view",
+    [ADSERVE_METRIC_PASSBACK] = "passback",
     [ADSERVE_METRIC_COUNT] = NULL
 };
 

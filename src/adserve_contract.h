@@ -602,6 +602,14 @@ typedef enum {
 
 extern const char *const adserve_algorithm_names[ADSERVE_ALGORITHM_COUNT + 1];
 
+/* ext.passback (the spec: "any JSON or null", a map of passback ad tags).
+ * Choice: serving reads its ADSERVE_V_PASSBACK_DISPLAY member, a string of
+ * HTML markup of up to ADSERVE_PASSBACK_MAX bytes, which a display or
+ * native unit answers for the client to render when nothing fills; other
+ * members are kept, and not served (README "Passback"). */
+#define ADSERVE_V_PASSBACK_DISPLAY    "display"
+#define ADSERVE_PASSBACK_MAX          16384
+
 /* ext.target_service: an external recommender, by the name of the nginx
  * location that reaches it (adserve_rec_services + name): 1..64 bytes of
  * ADSERVE_SERVICE_CHARS, a safe URI segment. */
@@ -958,6 +966,7 @@ typedef enum {
                                        * have served */
     ADSERVE_METRIC_SHOWN,             /* recommended in an answer */
     ADSERVE_METRIC_VIEW,              /* a recommendation request's item */
+    ADSERVE_METRIC_PASSBACK,          /* nothing filled: the unit's passback */
     ADSERVE_METRIC_COUNT
 } adserve_metric_e;
 

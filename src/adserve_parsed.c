@@ -416,6 +416,13 @@ parse_unit_ext(scratch_t *sc, adserve_parsed_t *p, const cJSON *o, int *oom)
     u->public_url = (url != NULL && url[0] != '\0')
                     ? dup_str(sc, ext, "public_url", oom) : NULL;
 
+    /* the spec lets ext.passback be any JSON: markup of another kind or
+     * size is kept by the API and not served */
+    v = cJSON_GetObjectItemCaseSensitive(ext, "passback");
+    url = get_str(v, ADSERVE_V_PASSBACK_DISPLAY);
+    u->passback = (url != NULL && url[0] != '\0' && strlen(url) <= ADSERVE_PASSBACK_MAX)
+                  ? dup_str(sc, v, ADSERVE_V_PASSBACK_DISPLAY, oom) : NULL;
+
     /* a recommendation placement (ext.recommendation.enabled) records its
      * impression with the response when its ad_log_tracking_mode says so;
      * missing or null means on_event_tracker (spec) */
@@ -1202,6 +1209,7 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         MOVE(p->u.unit.parent_id);
         MOVE(p->u.unit.sizes);
         MOVE(p->u.unit.public_url);
+        MOVE(p->u.unit.passback);
         MOVE(p->u.unit.target_service);
         MOVE(p->u.unit.rqddurs);
         move_strs(&p->u.unit.bcat, delta);

@@ -66,6 +66,8 @@ typedef struct {
     adserve_strs_t  bcat;
     double          default_cpc, default_cpa, target_ecpm;
     const char     *public_url;       /* ext.public_url, or NULL */
+    const char     *passback;         /* ext.passback's display markup, up
+                                       * to ADSERVE_PASSBACK_MAX, or NULL */
     int             on_response;      /* recommendation, on_ad_response */
     unsigned        formats;          /* 1 << adserve_format_e it serves */
     adserve_size_t  video;            /* the VideoPlacement: 480 x 300 */

@@ -1357,6 +1357,43 @@ render_rec_head(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 }
 
 
+/* A display or native unit's answer when nothing fills, whole: its
+ * ext.passback markup, as JSON string text, with the unit's first size.
+ * No impression or click URL and no ad_log: the tag is another network's,
+ * which tracks it. */
+static int
+render_passback(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
+{
+    static const char  pre[] = ADSERVE_RESPONSE_HEAD "{\"id\":";
+    adserve_jsonw_t    w;
+
+    if (u->p->passback == NULL || u->p->rec) {
+        return 0;
+    }
+
+    adserve_jsonw_init(&w);
+    adserve_jsonw_raw(&w, pre, sizeof(pre) - 1);
+    adserve_jsonw_str(&w, u->id);
+    adserve_jsonw_lit(&w, ",\"passback\":{");
+    if (u->p->nsizes > 0) {
+        adserve_jsonw_lit(&w, "\"w\":");
+        adserve_jsonw_num(&w, u->p->sizes[0].w);
+        adserve_jsonw_lit(&w, ",\"h\":");
+        adserve_jsonw_num(&w, u->p->sizes[0].h);
+        adserve_jsonw_lit(&w, ",");
+    }
+    adserve_jsonw_lit(&w, "\"adm\":");
+    adserve_jsonw_str(&w, u->p->passback);
+    adserve_jsonw_lit(&w, "}" ADSERVE_PASSBACK_TAIL);
+
+    out->passback.len = w.len;
+    out->passback.data = w.oom ? NULL : adserve_arena_memdup(&b->snap->arena, w.data, w.len);
+    adserve_jsonw_free(&w);
+
+    return out->passback.data ? 0 : -1;
+}
+
+
 /* A popular fallback: its context's popular items as they are now, and
  * the context counted from now on (up to ADSERVE_POPULAR_CONTEXTS_MAX). */
 static int
@@ -1804,6 +1841,9 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         return -1;
     }
     out->impression_on_response = u->p->on_response ? 1 : 0;
+    if (render_passback(b, u, out) != 0) {
+        return -1;
+    }
     b->snap->stats.candidates += u->ncands;
 
     return out->id && render_urls(b, u, out) == 0 ? 0 : -1;

@@ -265,6 +265,9 @@ typedef struct adserve_unit_s {
     uint64_t        source_hashes[ADSERVE_SOURCE_COUNT];  /* counted per source */
     uint8_t         nfallbacks;
     const adserve_fallback_t *fallbacks;  /* the chain, in order */
+    adserve_str_t   passback;           /* the whole answer when nothing
+                                         * fills (README "Passback"), or
+                                         * empty: 204 */
 } adserve_unit_t;
 
 /* A catalog item, for a recommendation's answer and its clicks. */
@@ -381,6 +384,7 @@ typedef struct adserve_snapshot_s {
 #define ADSERVE_RESPONSE_TAIL      "\"}}"
 #define ADSERVE_RESPONSE_VERSION   "0.1.0"
 /* and before the "ad" object */
+#define ADSERVE_PASSBACK_TAIL      "},\"ext\":{\"message\":\"passback\"}}"
 #define ADSERVE_RESPONSE_HEAD      "{\"version\":\"" ADSERVE_RESPONSE_VERSION "\",\"ad\":"
 
 

@@ -288,6 +288,7 @@ typedef enum {
                                              * popularity) */
     NGX_HTTP_ADSERVE_M_CLICKS,              /* an item's click (items,
                                              * sources) */
+    NGX_HTTP_ADSERVE_M_PASSBACKS,           /* passback answers (units) */
     NGX_HTTP_ADSERVE_M_COUNT
 } ngx_http_adserve_metric_e;
 

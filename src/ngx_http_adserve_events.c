@@ -227,7 +227,7 @@ static const char  ngx_http_adserve_flush_script[] =
 /* the contract's metric of each of the worker's counts */
 static const adserve_metric_e  ngx_http_adserve_metrics[NGX_HTTP_ADSERVE_M_COUNT] = {
     ADSERVE_METRIC_REQ, ADSERVE_METRIC_ADS, ADSERVE_METRIC_OPP, ADSERVE_METRIC_SHOWN,
-    ADSERVE_METRIC_VIEW, ADSERVE_METRIC_CLK
+    ADSERVE_METRIC_VIEW, ADSERVE_METRIC_CLK, ADSERVE_METRIC_PASSBACK
 };
 
 

@@ -397,6 +397,34 @@ ngx_http_adserve_choose(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 }
 
 
+/* Nothing filled a unit with a passback tag: its answer, rendered by the
+ * build, counted as the unit's passback. Copied, since a slow client can
+ * outlive the snapshot that holds it. */
+static ngx_int_t
+ngx_http_adserve_send_passback(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    u_char                        *body;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    body = ngx_pnalloc(r->pool, unit->passback.len);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    ngx_memcpy(body, unit->passback.data, unit->passback.len);
+
+    ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,
+                           &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
+                           NGX_HTTP_ADSERVE_M_PASSBACKS, 1);
+    ngx_http_adserve_count_variant(amcf->events, ctx->now, unit,
+                                   NGX_HTTP_ADSERVE_M_PASSBACKS, 1);
+
+    return ngx_http_adserve_send(r, NGX_HTTP_OK, body, unit->passback.len);
+}
+
+
 /* The ad, or 204: serving's answer (ctx->answer). */
 static ngx_int_t
 ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
@@ -419,7 +447,8 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     if (c == NULL) {
         ngx_http_adserve_tally->nobids[NGX_HTTP_ADSERVE_H_AD]++;
-        return ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
+        return unit->passback.len ? ngx_http_adserve_send_passback(r, ctx, unit)
+                                  : ngx_http_adserve_send(r, NGX_HTTP_NO_CONTENT, NULL, 0);
     }
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,

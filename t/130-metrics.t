@@ -108,7 +108,7 @@ sub r6 { 0 + sprintf '%.6f', $_[0] }
 sub row {
     my ($group, $id, $name, $time, %c) = @_;
     my $unit = $group eq 'ad_unit';
-    $c{$_} //= 0 for qw(req ads imp clk conv spend convval start complete error);
+    $c{$_} //= 0 for qw(req ads imp clk conv spend convval start complete error passback);
     return { "${group}_id" => $id, name => $name, time => $time,
              requests => $unit ? $c{req} : undef, ads => $c{ads}, impressions => $c{imp}, clicks => $c{clk},
              conversions => $c{conv}, ctr => $c{imp} ? r6($c{clk} / $c{imp}) : 0, spend => $c{spend} / 1e6,
@@ -116,7 +116,8 @@ sub row {
              fill_rate => $unit ? ($c{req} ? r6($c{ads} / $c{req}) : 0) : undef,
              video_starts => $c{start}, video_completes => $c{complete}, video_errors => $c{error},
              video_completion_rate => $c{start} ? r6($c{complete} / $c{start}) : 0,
-             video_error_codes => { map { /^error:(\d+)$/ ? (vast_code($1) => $c{$_}) : () } keys %c } };
+             video_error_codes => { map { /^error:(\d+)$/ ? (vast_code($1) => $c{$_}) : () } keys %c },
+             passbacks => $unit ? $c{passback} : undef };
 }
 # VAST 4.2's error codes: a report counts any other as 900 (the module
 # writes none such; a field written past it is read so)
@@ -137,7 +138,7 @@ my $u1_10 = row(ad_unit => $u1, 'Unit u1', $T10, %{ $h10{"u:$u1"} });
 is_deeply($u1_10, { ad_unit_id => $u1, name => 'Unit u1', time => $T10, requests => 100, ads => 80, impressions => 60,
                     clicks => 3, conversions => 1, ctr => 0.05, spend => 0.09, conversion_value => 5, fill_rate => 0.8,
                     video_starts => 0, video_completes => 0, video_errors => 0, video_completion_rate => 0,
-                    video_error_codes => {} },
+                    video_error_codes => {}, passbacks => 0 },
           '(the expected row, spelled out once)');
 my $u2_10 = row(ad_unit => $u2, 'Unit u2', $T10, %{ $h10{"u:$u2"} });
 my $u3_10 = row(ad_unit => $u3, 'Unit u3', $T10, %{ $h10{"u:$u3"} });
@@ -228,20 +229,20 @@ is($res->{status}, 200, 'CSV: 200');
 is($res->{headers}{'content-type'}, 'text/csv; charset=utf-8', 'CSV: its content type');
 my ($acme_id, $globex_id) = ($adv{acme}{id}, $adv{globex}{id});
 my %csv_line = (
-    acme10 => "$T10,$acme_id,\"Acme, Inc.\",,70,55,3,1,0.054545,0.0825,5,,0,0,0,0,",
-    globex10 => "$T10,$globex_id,\"Globex \"\"Intl\"\"\",,40,35,1,0,0.028571,0.0525,0,,30,21,2,0.7,405:1 900:1",
-    acme11 => "$T11,$acme_id,\"Acme, Inc.\",,0,5,1,0,0.2,0.0075,0,,0,0,0,0,",
+    acme10 => "$T10,$acme_id,\"Acme, Inc.\",,70,55,3,1,0.054545,0.0825,5,,0,0,0,0,,",
+    globex10 => "$T10,$globex_id,\"Globex \"\"Intl\"\"\",,40,35,1,0,0.028571,0.0525,0,,30,21,2,0.7,405:1 900:1,",
+    acme11 => "$T11,$acme_id,\"Acme, Inc.\",,0,5,1,0,0.2,0.0075,0,,0,0,0,0,,",
 );
 is($res->{content}, join('', map { "$_\r\n" }
        'time,advertiser_id,name,requests,ads,impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate,'
-       . 'video_starts,video_completes,video_errors,video_completion_rate,video_error_codes',
+       . 'video_starts,video_completes,video_errors,video_completion_rate,video_error_codes,passbacks',
        ($acme_id lt $globex_id ? @csv_line{qw(acme10 globex10)} : @csv_line{qw(globex10 acme10)}), $csv_line{acme11}),
    'CSV: a header, then the same rows; names with a comma or quotes are quoted, quotes doubled, nulls empty');
 $res = $t->api('GET', "/api/metrics?group_by=ad_unit&$DAY&ad_unit_id=$u1&format=csv");
 is($res->{headers}{'content-type'}, 'text/csv; charset=utf-8', '?format=csv asks for CSV too');
 my $HEAD = 'time,ad_unit_id,name,requests,ads,impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate,'
-         . "video_starts,video_completes,video_errors,video_completion_rate,video_error_codes\r\n";
-is($res->{content}, $HEAD . "$T10,$u1,Unit u1,100,80,60,3,1,0.05,0.09,5,0.8,0,0,0,0,\r\n$T11,$u1,Unit u1,10,0,0,0,0,0,0,0,0,0,0,0,0,\r\n",
+         . "video_starts,video_completes,video_errors,video_completion_rate,video_error_codes,passbacks\r\n";
+is($res->{content}, $HEAD . "$T10,$u1,Unit u1,100,80,60,3,1,0.05,0.09,5,0.8,0,0,0,0,,0\r\n$T11,$u1,Unit u1,10,0,0,0,0,0,0,0,0,0,0,0,0,,0\r\n",
    '... ad units with requests and fill_rate; plain fields unquoted');
 $res = $t->api('GET', "/api/metrics?group_by=ad_unit&$DAY&ad_unit_id=$u3&format=csv");
 is($res->{content}, $HEAD,

@@ -32,9 +32,10 @@ t.is(again.status, 304, 'revalidated by its ETag: 304');
 
 const min = (await minify(source, { compress: true, mangle: true })).code;
 const gzipped = zlib.gzipSync(min, { level: 9 }).length;
-// the budget: display, native (both modes) and a VAST video player, no
-// framework; a page pays it gzipped, about 5.5 KB
-t.cmp(min.length, '<', 14336, `minified it is under 14 KB: ${min.length} bytes (${gzipped} gzipped)`);
+// the budget: display, native (both modes), a VAST video player, the
+// recommendation widget and passbacks, no framework; a page pays it
+// gzipped, about 5.8 KB
+t.cmp(min.length, '<', 14848, `minified it is under 14.5 KB: ${min.length} bytes (${gzipped} gzipped)`);
 t.cmp(gzipped, '<', 6144, '... and under 6 KB gzipped');
 t.note(`source ${source.length} bytes, served gzipped: ${zlib.gzipSync(source).length} bytes`);
 

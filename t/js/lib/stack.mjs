@@ -137,7 +137,7 @@ window.__events = [];
 window.__rejections = [];
 addEventListener('unhandledrejection', function (e) { __rejections.push(String(e.reason)); });
 window.adserve = {cmd: [function () {
-    ['render', 'nobid', 'impression', 'error', 'video', 'recommendation'].forEach(function (name) {
+    ['render', 'nobid', 'passback', 'impression', 'error', 'video', 'recommendation'].forEach(function (name) {
         adserve.on(name, function (e) {
             __events.push({name: name, element: e.slot.element.id, at: performance.now(),
                            ad: e.ad || null, error: e.error || null, event: e.event || null,
