@@ -1,13 +1,15 @@
-/* adserve_json.c -- strict, allocation-free JSON scanner for ad requests.
+/* adserve_json.c -- strict, allocation-free JSON scanner: its core
+ * (adserve_json_scan.h), and the ad request's grammar.
  *
  * A single pass recursive descent parser. Recursion is bounded: every
  * container checks the depth before descending, so the C stack never holds
  * more than ADSERVE_JSON_MAX_DEPTH object/array frames whatever the input.
  *
  * While descending we carry two small pieces of context instead of a path
- * string: the kind of object we are in (root, user, device, ext, or any
- * other) and the field the current value is meant for. This is enough to
- * recognise the few members serving needs without allocating anything. */
+ * string: the kind of object we are in (for a request: root, user, device,
+ * ext, or any other) and the field the current value is meant for. This is
+ * enough to recognise the few members a grammar needs without allocating
+ * anything. */
 
 #include "adserve_contract.h"
 #include "adserve_json.h"
@@ -15,22 +17,24 @@
 #include <stdint.h>
 #include <string.h>
 
-#define JS_OK   0
-#define JS_ERR -1
+#include "adserve_json_scan.h"
 
-/* Which object we are inside: decides which keys mean something. */
-typedef enum {
-    OBJ_OTHER = 0,
-    OBJ_ROOT,
+#define JS_OK   ADSERVE_JS_OK
+#define JS_ERR  ADSERVE_JS_ERR
+
+typedef adserve_js_scanner_t  scanner;
+
+/* The ad request's grammar: the objects whose keys mean something... */
+enum {
+    OBJ_ROOT = ADSERVE_JS_OTHER + 1,
     OBJ_USER,
     OBJ_DEVICE,
     OBJ_EXT
-} objkind;
+};
 
-/* What the value being scanned will be used for. */
-typedef enum {
-    F_NONE = 0,
-    F_VERSION,
+/* ... and what each known member's value is for. */
+enum {
+    F_VERSION = ADSERVE_JS_NONE + 1,
     F_USER,
     F_DEVICE,
     F_EXT,
@@ -41,16 +45,9 @@ typedef enum {
     F_KV,
     F_ITEM,
     F_CONTEXT
-} field;
+};
 
-typedef struct {
-    objkind      in;
-    const char  *name;
-    size_t       len;
-    field        f;
-} known_key;
-
-static const known_key known_keys[] = {
+static const adserve_js_key_t known_keys[] = {
     { OBJ_ROOT,   "version", 7, F_VERSION },
     { OBJ_ROOT,   "user",    4, F_USER },
     { OBJ_ROOT,   "device",  6, F_DEVICE },
@@ -64,21 +61,7 @@ static const known_key known_keys[] = {
     { OBJ_EXT,    "context", 7, F_CONTEXT }
 };
 
-/* Keys are decoded into a local buffer this big, so key bytes in the body
- * are never touched. Longer keys cannot be known ones: only their length
- * is counted. Must hold the longest name of known_keys. */
-#define KEY_BUF_LEN 8
-
-typedef struct {
-    char                  *buf;
-    size_t                 len;
-    size_t                 pos;
-    adserve_ad_request_t  *req;
-    const char            *err;
-    size_t                 err_off;
-} scanner;
-
-static int parse_value(scanner *s, int depth, field f);
+static int parse_value(scanner *s, int depth, int f);
 
 /* ----------------------------- Helpers --------------------------------- */
 
@@ -366,7 +349,7 @@ static int scan_string(scanner *s, char *dst, size_t cap, size_t *len) {
 
 /* Unescapes a string value in place; it is kept in *out only when it is at
  * most max bytes long, otherwise the field stays absent. */
-static int scan_string_in_place(scanner *s, adserve_str_t *out, size_t max) {
+int adserve_js_string_in_place(scanner *s, adserve_str_t *out, size_t max) {
     char *start = s->buf + s->pos + 1;
     size_t n;
 
@@ -378,31 +361,8 @@ static int scan_string_in_place(scanner *s, adserve_str_t *out, size_t max) {
     return JS_OK;
 }
 
-/* Gender is decoded into a local buffer: we only need to know whether it
- * is exactly one of three letters, and the body need not change. */
-static int scan_gender(scanner *s) {
-    char g[2];
-    size_t n;
-
-    if (scan_string(s, g, sizeof(g), &n) == JS_ERR) return JS_ERR;
-    if (n == 1 && (g[0] == 'M' || g[0] == 'F' || g[0] == 'O'))
-        s->req->gender = g[0];
-    return JS_OK;
-}
-
-static int parse_string_value(scanner *s, field f) {
-    adserve_ad_request_t *req = s->req;
-    size_t n;
-
-    switch (f) {
-    case F_VERSION: return scan_string_in_place(s, &req->version, (size_t)-1);
-    case F_USER_ID: return scan_string_in_place(s, &req->user_id, ADSERVE_USER_ID_MAX);
-    case F_UA:      return scan_string_in_place(s, &req->ua, ADSERVE_UA_MAX);
-    case F_ITEM:    return scan_string_in_place(s, &req->item_id, ADSERVE_ITEM_ID_MAX);
-    case F_CONTEXT: return scan_string_in_place(s, &req->context, ADSERVE_CONTEXT_MAX);
-    case F_GENDER:  return scan_gender(s);
-    default:        return scan_string(s, NULL, 0, &n);
-    }
+int adserve_js_string(scanner *s, char *dst, size_t cap, size_t *len) {
+    return scan_string(s, dst, cap, len);
 }
 
 /* ----------------------------- Scalars --------------------------------- */
@@ -450,15 +410,6 @@ static int scan_number(scanner *s, long *ival) {
     return JS_OK;
 }
 
-static int parse_number_value(scanner *s, field f) {
-    long v = -1;    /* quiets a false maybe-uninitialized at -O1 */
-
-    if (scan_number(s, &v) == JS_ERR) return JS_ERR;
-    if (f == F_YOB && v >= ADSERVE_YOB_MIN && v <= ADSERVE_YOB_MAX)
-        s->req->yob = (int)v;
-    return JS_OK;
-}
-
 static int scan_literal(scanner *s, const char *word, size_t len) {
     size_t i;
 
@@ -472,69 +423,38 @@ static int scan_literal(scanner *s, const char *word, size_t len) {
 
 /* ---------------------------- Containers ------------------------------- */
 
-static field lookup_key(objkind in, const char *key, size_t len) {
+static int lookup_key(const adserve_js_grammar_t *g, int in, const char *key, size_t len) {
     size_t i;
 
-    if (in == OBJ_OTHER || len > KEY_BUF_LEN) return F_NONE;
-    for (i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++) {
-        const known_key *k = &known_keys[i];
+    if (in == ADSERVE_JS_OTHER || len > ADSERVE_JS_KEY_MAX) return ADSERVE_JS_NONE;
+    for (i = 0; i < g->nkeys; i++) {
+        const adserve_js_key_t *k = &g->keys[i];
         if (k->in == in && k->len == len && memcmp(k->name, key, len) == 0)
             return k->f;
     }
-    return F_NONE;
-}
-
-/* A duplicate key replaces the previous member entirely ("last one wins"),
- * so everything the member may have set is cleared before its new value
- * is scanned, whatever the new value's type. */
-static void reset_field(adserve_ad_request_t *req, field f) {
-    static const adserve_str_t none = { NULL, 0 };
-
-    switch (f) {
-    case F_VERSION: req->version = none; break;
-    case F_USER:    req->user_id = none; req->yob = 0; req->gender = 0; break;
-    case F_DEVICE:  req->ua = none; break;
-    case F_EXT:     req->kv = none; req->item_id = none; req->context = none; break;
-    case F_USER_ID: req->user_id = none; break;
-    case F_YOB:     req->yob = 0; break;
-    case F_GENDER:  req->gender = 0; break;
-    case F_UA:      req->ua = none; break;
-    case F_KV:      req->kv = none; break;
-    case F_ITEM:    req->item_id = none; break;
-    case F_CONTEXT: req->context = none; break;
-    default:        break;
-    }
-}
-
-static objkind object_kind_for(field f) {
-    switch (f) {
-    case F_USER:   return OBJ_USER;
-    case F_DEVICE: return OBJ_DEVICE;
-    case F_EXT:    return OBJ_EXT;
-    default:       return OBJ_OTHER;
-    }
+    return ADSERVE_JS_NONE;
 }
 
 /* One "key": value member; s->pos is on the key's opening quote. */
-static int parse_member(scanner *s, int depth, objkind in) {
-    char key[KEY_BUF_LEN];
+static int parse_member(scanner *s, int depth, int in) {
+    char key[ADSERVE_JS_KEY_MAX];
     size_t klen;
-    field f;
+    int f;
 
     /* Keys of other objects can never be known: validate only. */
-    if (scan_string(s, in == OBJ_OTHER ? NULL : key, sizeof(key), &klen) == JS_ERR)
+    if (scan_string(s, in == ADSERVE_JS_OTHER ? NULL : key, sizeof(key), &klen) == JS_ERR)
         return JS_ERR;
     skip_ws(s);
     if (peek(s) != ':') return fail_here(s, "expected ':' after object key");
     s->pos++;
     skip_ws(s);
-    f = lookup_key(in, key, klen);
-    reset_field(s->req, f);
+    f = lookup_key(s->g, in, key, klen);
+    if (f != ADSERVE_JS_NONE) s->g->reset(s, f);
     return parse_value(s, depth, f);
 }
 
 /* s->pos is on '{'; depth counts this object. */
-static int parse_object(scanner *s, int depth, objkind in) {
+static int parse_object(scanner *s, int depth, int in) {
     if (depth > ADSERVE_JSON_MAX_DEPTH) return fail(s, s->pos, "nesting too deep");
     s->pos++;
     skip_ws(s);
@@ -556,8 +476,11 @@ static int parse_object(scanner *s, int depth, objkind in) {
     return JS_OK;
 }
 
-/* s->pos is on '['; depth counts this array. */
-static int parse_array(scanner *s, int depth) {
+/* s->pos is on '['; depth counts this array; each element is for the
+ * grammar's element field of f. */
+static int parse_array(scanner *s, int depth, int f) {
+    int elem = f != ADSERVE_JS_NONE && s->g->element ? s->g->element(f) : ADSERVE_JS_NONE;
+
     if (depth > ADSERVE_JSON_MAX_DEPTH) return fail(s, s->pos, "nesting too deep");
     s->pos++;
     skip_ws(s);
@@ -566,7 +489,7 @@ static int parse_array(scanner *s, int depth) {
         return JS_OK;
     }
     for (;;) {
-        if (parse_value(s, depth, F_NONE) == JS_ERR) return JS_ERR;
+        if (parse_value(s, depth, elem) == JS_ERR) return JS_ERR;
         skip_ws(s);
         if (peek(s) == ']') break;
         if (peek(s) != ',') return fail_here(s, "expected ',' or ']' in array");
@@ -577,25 +500,35 @@ static int parse_array(scanner *s, int depth) {
     return JS_OK;
 }
 
-/* An object value: user/device/ext descend with their own key set, kv
- * only records its raw span (its strings are scanned without writes, as
- * for any unknown member, because the span is re-parsed later). */
-static int parse_object_value(scanner *s, int depth, field f) {
+static int parse_object_value(scanner *s, int depth, int f) {
     size_t start = s->pos;
+    int in = f != ADSERVE_JS_NONE ? s->g->object(s, f) : ADSERVE_JS_OTHER;
 
-    if (parse_object(s, depth + 1, object_kind_for(f)) == JS_ERR) return JS_ERR;
-    if (f == F_KV) {
-        s->req->kv.data = s->buf + start;
-        s->req->kv.len = s->pos - start;
-    }
+    if (parse_object(s, depth + 1, in) == JS_ERR) return JS_ERR;
+    if (f != ADSERVE_JS_NONE && s->g->object_done) s->g->object_done(s, f, start);
     return JS_OK;
 }
 
+static int parse_number_value(scanner *s, int f) {
+    size_t start = s->pos;
+    long v = -1;    /* quiets a false maybe-uninitialized at -O1 */
+
+    if (scan_number(s, &v) == JS_ERR) return JS_ERR;
+    if (f != ADSERVE_JS_NONE) s->g->number(s, f, start, v);
+    return JS_OK;
+}
+
+static int parse_string_value(scanner *s, int f) {
+    size_t n;
+
+    return f != ADSERVE_JS_NONE ? s->g->string(s, f) : scan_string(s, NULL, 0, &n);
+}
+
 /* Any value; depth is that of the enclosing container. */
-static int parse_value(scanner *s, int depth, field f) {
+static int parse_value(scanner *s, int depth, int f) {
     switch (peek(s)) {
     case '{': return parse_object_value(s, depth, f);
-    case '[': return parse_array(s, depth + 1);
+    case '[': return parse_array(s, depth + 1, f);
     case '"': return parse_string_value(s, f);
     case 't': return scan_literal(s, "true", 4);
     case 'f': return scan_literal(s, "false", 5);
@@ -608,15 +541,113 @@ static int parse_value(scanner *s, int depth, field f) {
     }
 }
 
-static int parse_document(scanner *s) {
+int adserve_js_scan(scanner *s, char *buf, size_t len, const adserve_js_grammar_t *g,
+    void *out)
+{
+    s->buf = buf;
+    s->len = buf ? len : 0;
+    s->pos = 0;
+    s->g = g;
+    s->out = out;
+    s->slot = -1;
+    s->err = NULL;
+    s->err_off = 0;
+
     skip_ws(s);
     if (s->pos >= s->len) return fail(s, s->len, "empty input");
     if (peek(s) != '{') return fail(s, s->pos, "top-level value must be an object");
-    if (parse_object(s, 1, OBJ_ROOT) == JS_ERR) return JS_ERR;
+    if (parse_object(s, 1, g->object(s, ADSERVE_JS_NONE)) == JS_ERR) return JS_ERR;
     skip_ws(s);
     if (s->pos < s->len) return fail(s, s->pos, "unexpected data after top-level object");
     return JS_OK;
 }
+
+/* ------------------------- The ad request ------------------------------ */
+
+/* Gender is decoded into a local buffer: we only need to know whether it
+ * is exactly one of three letters, and the body need not change. */
+static int scan_gender(scanner *s, adserve_ad_request_t *req) {
+    char g[2];
+    size_t n;
+
+    if (scan_string(s, g, sizeof(g), &n) == JS_ERR) return JS_ERR;
+    if (n == 1 && (g[0] == 'M' || g[0] == 'F' || g[0] == 'O'))
+        req->gender = g[0];
+    return JS_OK;
+}
+
+static int request_string(scanner *s, int f) {
+    adserve_ad_request_t *req = s->out;
+    size_t n;
+
+    switch (f) {
+    case F_VERSION: return adserve_js_string_in_place(s, &req->version, (size_t)-1);
+    case F_USER_ID: return adserve_js_string_in_place(s, &req->user_id, ADSERVE_USER_ID_MAX);
+    case F_UA:      return adserve_js_string_in_place(s, &req->ua, ADSERVE_UA_MAX);
+    case F_ITEM:    return adserve_js_string_in_place(s, &req->item_id, ADSERVE_ITEM_ID_MAX);
+    case F_CONTEXT: return adserve_js_string_in_place(s, &req->context, ADSERVE_CONTEXT_MAX);
+    case F_GENDER:  return scan_gender(s, req);
+    default:        return scan_string(s, NULL, 0, &n);
+    }
+}
+
+static void request_number(scanner *s, int f, size_t start, long v) {
+    adserve_ad_request_t *req = s->out;
+
+    (void)start;
+    if (f == F_YOB && v >= ADSERVE_YOB_MIN && v <= ADSERVE_YOB_MAX)
+        req->yob = (int)v;
+}
+
+/* A duplicate key replaces the previous member entirely ("last one wins"),
+ * so everything the member may have set is cleared before its new value
+ * is scanned, whatever the new value's type. */
+static void request_reset(scanner *s, int f) {
+    static const adserve_str_t none = { NULL, 0 };
+    adserve_ad_request_t *req = s->out;
+
+    switch (f) {
+    case F_VERSION: req->version = none; break;
+    case F_USER:    req->user_id = none; req->yob = 0; req->gender = 0; break;
+    case F_DEVICE:  req->ua = none; break;
+    case F_EXT:     req->kv = none; req->item_id = none; req->context = none; break;
+    case F_USER_ID: req->user_id = none; break;
+    case F_YOB:     req->yob = 0; break;
+    case F_GENDER:  req->gender = 0; break;
+    case F_UA:      req->ua = none; break;
+    case F_KV:      req->kv = none; break;
+    case F_ITEM:    req->item_id = none; break;
+    case F_CONTEXT: req->context = none; break;
+    default:        break;
+    }
+}
+
+static int request_object(scanner *s, int f) {
+    (void)s;
+    switch (f) {
+    case ADSERVE_JS_NONE: return OBJ_ROOT;
+    case F_USER:          return OBJ_USER;
+    case F_DEVICE:        return OBJ_DEVICE;
+    case F_EXT:           return OBJ_EXT;
+    default:              return ADSERVE_JS_OTHER;
+    }
+}
+
+/* kv only records its raw span (its strings are scanned without writes,
+ * as for any unknown member, because the span is re-parsed later). */
+static void request_object_done(scanner *s, int f, size_t start) {
+    adserve_ad_request_t *req = s->out;
+
+    if (f == F_KV) {
+        req->kv.data = s->buf + start;
+        req->kv.len = s->pos - start;
+    }
+}
+
+static const adserve_js_grammar_t request_grammar = {
+    known_keys, sizeof(known_keys) / sizeof(known_keys[0]),
+    request_reset, request_string, request_number, request_object, request_object_done, NULL
+};
 
 /* ------------------------------- API ----------------------------------- */
 
@@ -626,14 +657,7 @@ int adserve_json_parse_ad_request(char *buf, size_t len, adserve_ad_request_t *r
     scanner s;
 
     memset(req, 0, sizeof(*req));
-    s.buf = buf;
-    s.len = buf ? len : 0;
-    s.pos = 0;
-    s.req = req;
-    s.err = NULL;
-    s.err_off = 0;
-
-    if (parse_document(&s) == JS_ERR) {
+    if (adserve_js_scan(&s, buf, len, &request_grammar, req) == JS_ERR) {
         /* Never hand out half a request. */
         memset(req, 0, sizeof(*req));
     }

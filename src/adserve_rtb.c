@@ -1,0 +1,421 @@
+/*
+ * adserve_rtb.c -- an OpenRTB 2.6 BidResponse, read by the strict scanner's
+ * core (adserve_json_scan.h) with a grammar of its own: the response's id
+ * and cur, each seatbid's seat, and of each bid what an auction and its
+ * notices need. Nothing is allocated: strings are unescaped in place, and
+ * the bids go into the caller's fixed table.
+ */
+
+#include "adserve_rtb.h"
+
+#include <string.h>
+
+#include "adserve_json_scan.h"
+
+
+/* the objects whose keys mean something */
+enum {
+    OBJ_ROOT = ADSERVE_JS_OTHER + 1,
+    OBJ_SEATBID,
+    OBJ_BID
+};
+
+enum {
+    F_ID = ADSERVE_JS_NONE + 1,     /* the response's */
+    F_CUR,
+    F_SEATBIDS,                     /* the array, */
+    F_SEATBID,                      /* and each of its elements */
+    F_SEAT,
+    F_BIDS,
+    F_BID,
+    F_BID_ID,
+    F_IMPID,
+    F_PRICE,
+    F_ADM,
+    F_ADOMAINS,
+    F_ADOMAIN,
+    F_CRID,
+    F_CATS,
+    F_CAT,
+    F_W,
+    F_H,
+    F_MTYPE,
+    F_NURL,
+    F_BURL,
+    F_LURL
+};
+
+static const adserve_js_key_t  rtb_keys[] = {
+    { OBJ_ROOT,    "id",      2, F_ID },
+    { OBJ_ROOT,    "cur",     3, F_CUR },
+    { OBJ_ROOT,    "seatbid", 7, F_SEATBIDS },
+    { OBJ_SEATBID, "seat",    4, F_SEAT },
+    { OBJ_SEATBID, "bid",     3, F_BIDS },
+    { OBJ_BID,     "id",      2, F_BID_ID },
+    { OBJ_BID,     "impid",   5, F_IMPID },
+    { OBJ_BID,     "price",   5, F_PRICE },
+    { OBJ_BID,     "adm",     3, F_ADM },
+    { OBJ_BID,     "adomain", 7, F_ADOMAINS },
+    { OBJ_BID,     "crid",    4, F_CRID },
+    { OBJ_BID,     "cat",     3, F_CATS },
+    { OBJ_BID,     "w",       1, F_W },
+    { OBJ_BID,     "h",       1, F_H },
+    { OBJ_BID,     "mtype",   5, F_MTYPE },
+    { OBJ_BID,     "nurl",    4, F_NURL },
+    { OBJ_BID,     "burl",    4, F_BURL },
+    { OBJ_BID,     "lurl",    4, F_LURL },
+};
+
+
+/* The bid being read: s->slot, set when its object opened. */
+static adserve_rtb_bid_t *
+current_bid(adserve_js_scanner_t *s)
+{
+    adserve_rtb_response_t  *r = s->out;
+
+    return s->slot >= 0 ? &r->bids[s->slot] : NULL;
+}
+
+
+/* The text of a JSON number (validated) as micros of its value, rounded
+ * half up: -1 when negative or above ADSERVE_RTB_PRICE_MAX_MICROS. Up to
+ * 18 significant digits count; integer arithmetic, no locale. */
+static int64_t
+price_micros(const char *p, const char *end)
+{
+    uint64_t  m = 0;
+    int64_t   e10 = 6, exp = 0;
+    int       digits = 0, neg_exp = 0;
+
+    if (p < end && *p == '-') {
+        /* "-0" and its kin are 0; any other negative price is no price */
+        for (p++; p < end && (*p == '0' || *p == '.'); p++) { /* void */ }
+        return p == end || *p == 'e' || *p == 'E' ? 0 : -1;
+    }
+
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        if (digits < 18) {
+            m = m * 10 + (uint64_t) (*p - '0');
+            digits += m != 0;
+        } else {
+            e10++;
+        }
+    }
+
+    if (p < end && *p == '.') {
+        for (p++; p < end && *p >= '0' && *p <= '9'; p++) {
+            if (digits < 18) {
+                m = m * 10 + (uint64_t) (*p - '0');
+                digits += m != 0;
+                e10--;
+            }
+        }
+    }
+
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) {
+            neg_exp = *p++ == '-';
+        }
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+            if (exp < 100000) {
+                exp = exp * 10 + (*p - '0');
+            }
+        }
+        e10 += neg_exp ? -exp : exp;
+    }
+
+    if (m == 0) {
+        return 0;
+    }
+
+    for (; e10 < -1; e10++) {
+        m /= 10;
+        if (m == 0) {
+            return 0;
+        }
+    }
+    if (e10 == -1) {
+        m = (m + 5) / 10;
+    }
+
+    for (; e10 > 0; e10--) {
+        if (m > (uint64_t) ADSERVE_RTB_PRICE_MAX_MICROS) {
+            return -1;
+        }
+        m *= 10;
+    }
+
+    return m > (uint64_t) ADSERVE_RTB_PRICE_MAX_MICROS ? -1 : (int64_t) m;
+}
+
+
+/* One string of a list (adomain, cat): kept while there is room and it
+ * fits, else the list is marked as not kept whole. */
+static int
+list_string(adserve_js_scanner_t *s, adserve_str_t *list, uint8_t *n, size_t max,
+    adserve_rtb_bid_t *b)
+{
+    adserve_str_t  v = { NULL, 0 };
+    size_t         len;
+
+    if (*n >= max) {
+        b->adomain_over |= list == b->adomain;
+        b->cat_over |= list == b->cat;
+        return adserve_js_string(s, NULL, 0, &len);
+    }
+
+    if (adserve_js_string_in_place(s, &v, ADSERVE_RTB_ID_MAX) != ADSERVE_JS_OK) {
+        return ADSERVE_JS_ERR;
+    }
+
+    if (v.data == NULL) {
+        b->adomain_over |= list == b->adomain;
+        b->cat_over |= list == b->cat;
+        return ADSERVE_JS_OK;
+    }
+
+    list[(*n)++] = v;
+    return ADSERVE_JS_OK;
+}
+
+
+static int
+rtb_string(adserve_js_scanner_t *s, int f)
+{
+    adserve_rtb_response_t  *r = s->out;
+    adserve_rtb_bid_t       *b = current_bid(s);
+    adserve_str_t           *dst = NULL;
+    size_t                   max = ADSERVE_RTB_ID_MAX, len;
+
+    switch (f) {
+    case F_ID:      dst = &r->id; break;
+    case F_CUR:     dst = &r->cur; break;
+    case F_SEAT:
+        if (r->nseatbids > 0 && r->nseatbids <= ADSERVE_RTB_SEATS_MAX) {
+            dst = &r->seat[r->nseatbids - 1];
+        }
+        break;
+    default:
+        break;
+    }
+
+    if (b != NULL) {
+        switch (f) {
+        case F_BID_ID:  dst = &b->id; break;
+        case F_IMPID:   dst = &b->impid; break;
+        case F_CRID:    dst = &b->crid; break;
+        case F_ADM:     dst = &b->adm; max = ADSERVE_RTB_ADM_MAX; break;
+        case F_NURL:    dst = &b->nurl; max = ADSERVE_RTB_URL_MAX; break;
+        case F_BURL:    dst = &b->burl; max = ADSERVE_RTB_URL_MAX; break;
+        case F_LURL:    dst = &b->lurl; max = ADSERVE_RTB_URL_MAX; break;
+        case F_ADOMAIN:
+            return list_string(s, b->adomain, &b->nadomain, ADSERVE_RTB_ADOMAINS_MAX, b);
+        case F_CAT:
+            return list_string(s, b->cat, &b->ncat, ADSERVE_RTB_CATS_MAX, b);
+        default:
+            break;
+        }
+    }
+
+    return dst != NULL ? adserve_js_string_in_place(s, dst, max)
+                       : adserve_js_string(s, NULL, 0, &len);
+}
+
+
+static void
+rtb_number(adserve_js_scanner_t *s, int f, size_t start, long ival)
+{
+    adserve_rtb_bid_t  *b = current_bid(s);
+
+    if (b == NULL) {
+        return;
+    }
+
+    switch (f) {
+    case F_PRICE:
+        b->price_micros = price_micros(s->buf + start, s->buf + s->pos);
+        break;
+    case F_W:
+        b->w = ival > 0 && ival <= 10000 ? (int) ival : 0;
+        break;
+    case F_H:
+        b->h = ival > 0 && ival <= 10000 ? (int) ival : 0;
+        break;
+    case F_MTYPE:
+        b->mtype = ival >= 1 && ival <= 4 ? (int) ival : 0;
+        break;
+    case F_ADOMAIN:
+        b->adomain_over = 1;    /* not a domain: the list is not whole */
+        break;
+    case F_CAT:
+        b->cat_over = 1;
+        break;
+    default:
+        break;
+    }
+}
+
+
+static void
+clear_bid(adserve_rtb_bid_t *b, int seatbid)
+{
+    memset(b, 0, sizeof(*b));
+    b->price_micros = -1;
+    b->seatbid = seatbid;
+}
+
+
+/* A key seen again: its last value wins, as for the ad request. */
+static void
+rtb_reset(adserve_js_scanner_t *s, int f)
+{
+    adserve_rtb_response_t  *r = s->out;
+    adserve_rtb_bid_t       *b = current_bid(s);
+    static const adserve_str_t  none = { NULL, 0 };
+
+    switch (f) {
+    case F_ID:       r->id = none; return;
+    case F_CUR:      r->cur = none; return;
+    case F_SEATBIDS: r->nseatbids = 0; r->nbids = 0; r->bids_over = 0; s->slot = -1; return;
+    case F_SEAT:
+        if (r->nseatbids > 0 && r->nseatbids <= ADSERVE_RTB_SEATS_MAX) {
+            r->seat[r->nseatbids - 1] = none;
+        }
+        return;
+    case F_BIDS:
+        /* the seatbid's bids so far are the table's last ones */
+        while (r->nbids > 0 && r->bids[r->nbids - 1].seatbid == r->nseatbids - 1) {
+            r->nbids--;
+        }
+        s->slot = -1;
+        return;
+    default:
+        break;
+    }
+
+    if (b == NULL) {
+        return;
+    }
+
+    switch (f) {
+    case F_BID_ID:   b->id = none; break;
+    case F_IMPID:    b->impid = none; break;
+    case F_PRICE:    b->price_micros = -1; break;
+    case F_ADM:      b->adm = none; break;
+    case F_CRID:     b->crid = none; break;
+    case F_NURL:     b->nurl = none; break;
+    case F_BURL:     b->burl = none; break;
+    case F_LURL:     b->lurl = none; break;
+    case F_W:        b->w = 0; break;
+    case F_H:        b->h = 0; break;
+    case F_MTYPE:    b->mtype = 0; break;
+    case F_ADOMAINS: b->nadomain = 0; b->adomain_over = 0; break;
+    case F_CATS:     b->ncat = 0; b->cat_over = 0; break;
+    default:         break;
+    }
+}
+
+
+/* The objects: the root, each seatbid (counted, for its seat) and each
+ * bid (a row of the table while there is one, else skipped, counted). */
+static int
+rtb_object(adserve_js_scanner_t *s, int f)
+{
+    adserve_rtb_response_t  *r = s->out;
+
+    switch (f) {
+    case ADSERVE_JS_NONE:
+        return OBJ_ROOT;
+
+    case F_SEATBID:
+        r->nseatbids++;
+        s->slot = -1;
+        return OBJ_SEATBID;
+
+    case F_BID:
+        if (r->nbids >= ADSERVE_RTB_BIDS_MAX) {
+            r->bids_over++;
+            s->slot = -1;
+            return ADSERVE_JS_OTHER;
+        }
+        s->slot = (int) r->nbids++;
+        clear_bid(&r->bids[s->slot], r->nseatbids - 1);
+        return OBJ_BID;
+
+    default:
+        return ADSERVE_JS_OTHER;
+    }
+}
+
+
+static int
+rtb_element(int f)
+{
+    switch (f) {
+    case F_SEATBIDS: return F_SEATBID;
+    case F_BIDS:     return F_BID;
+    case F_ADOMAINS: return F_ADOMAIN;
+    case F_CATS:     return F_CAT;
+    default:         return ADSERVE_JS_NONE;
+    }
+}
+
+
+static const adserve_js_grammar_t  rtb_grammar = {
+    rtb_keys, sizeof(rtb_keys) / sizeof(rtb_keys[0]),
+    rtb_reset, rtb_string, rtb_number, rtb_object, NULL, rtb_element
+};
+
+
+int
+adserve_rtb_parse_response(char *buf, size_t len, adserve_rtb_response_t *r, const char **err)
+{
+    adserve_js_scanner_t  s;
+
+    memset(r, 0, sizeof(*r));
+
+    if (adserve_js_scan(&s, buf, len, &rtb_grammar, r) != ADSERVE_JS_OK) {
+        memset(r, 0, sizeof(*r));
+        if (err != NULL) {
+            *err = s.err;
+        }
+        return -1;
+    }
+
+    if (err != NULL) {
+        *err = NULL;
+    }
+    return 0;
+}
+
+
+adserve_str_t
+adserve_rtb_bid_seat(const adserve_rtb_response_t *r, const adserve_rtb_bid_t *b)
+{
+    static const adserve_str_t  none = { NULL, 0 };
+
+    return b->seatbid >= 0 && b->seatbid < ADSERVE_RTB_SEATS_MAX ? r->seat[b->seatbid] : none;
+}
+
+
+const char *
+adserve_rtb_bid_unusable(const adserve_rtb_bid_t *b)
+{
+    if (b->impid.data == NULL) {
+        return "no impid";
+    }
+    if (b->price_micros <= 0) {
+        return "no price above 0";
+    }
+    if (b->adm.data == NULL || b->adm.len == 0) {
+        return "no markup (adm)";
+    }
+    if (b->adomain_over) {
+        return "more adomains than can be checked";
+    }
+    if (b->cat_over) {
+        return "more categories than can be checked";
+    }
+    return NULL;
+}

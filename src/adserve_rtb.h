@@ -1,0 +1,71 @@
+/*
+ * adserve_rtb: what adserve reads of OpenRTB 2.6 (README "External
+ * demand"): a bidder's BidResponse, scanned by the strict scanner
+ * (adserve_json_scan.h) without allocating, and the prices it carries.
+ *
+ * An answer comes from outside: every field is bounded, and what cannot be
+ * checked whole is said so (more adomains or categories than are kept), so
+ * that the auction drops such a bid rather than judge it on a part.
+ *
+ * Plain C, no nginx types; unit-tested (t/unit/rtb_test.c) and fuzzed
+ * (t/fuzz/fuzz_rtb.c).
+ */
+
+#ifndef ADSERVE_RTB_H
+#define ADSERVE_RTB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adserve_json.h"
+
+#define ADSERVE_RTB_BIDS_MAX       8        /* Choice: bids kept of an answer */
+#define ADSERVE_RTB_SEATS_MAX      8        /* seatbids whose seat is kept */
+#define ADSERVE_RTB_ADOMAINS_MAX   4        /* Choice: of a bid */
+#define ADSERVE_RTB_CATS_MAX       8
+#define ADSERVE_RTB_ID_MAX         256      /* bytes: ids, crid, seat, cur */
+#define ADSERVE_RTB_ADM_MAX        65536    /* bytes of markup */
+#define ADSERVE_RTB_URL_MAX        2048     /* bytes: nurl, burl, lurl */
+/* a price above this (CPM) is taken as a fault, not a bid */
+#define ADSERVE_RTB_PRICE_MAX_MICROS  (1000000LL * 1000000)
+
+typedef struct {
+    adserve_str_t   id, impid, adm, crid, nurl, burl, lurl;
+    adserve_str_t   adomain[ADSERVE_RTB_ADOMAINS_MAX];
+    adserve_str_t   cat[ADSERVE_RTB_CATS_MAX];
+    uint8_t         nadomain, ncat;
+    unsigned        adomain_over:1;     /* more than ADSERVE_RTB_ADOMAINS_MAX, */
+    unsigned        cat_over:1;         /* or CATS_MAX, or one too long */
+    int64_t         price_micros;       /* CPM x 10^6; -1: absent, negative,
+                                         * not a number, or over the max */
+    int             w, h;               /* 0: absent */
+    int             mtype;              /* 1 banner, 2 video, 3 audio,
+                                         * 4 native; 0 absent */
+    int             seatbid;            /* the index of its seatbid */
+} adserve_rtb_bid_t;
+
+typedef struct {
+    adserve_str_t       id, cur;
+    adserve_str_t       seat[ADSERVE_RTB_SEATS_MAX];   /* by seatbid */
+    int                 nseatbids;
+    adserve_rtb_bid_t   bids[ADSERVE_RTB_BIDS_MAX];
+    unsigned            nbids;
+    unsigned            bids_over;      /* bids beyond those kept */
+} adserve_rtb_response_t;
+
+/* Scans buf[0..len) as a BidResponse into r, its strings unescaped in
+ * place (buf must stay while r is used): 0, or -1 when it is not one
+ * well-formed JSON object (*err a static message). Members of the wrong
+ * type are left absent, as unknown ones are; whether a bid is usable is
+ * the auction's to decide (adserve_rtb_bid_usable). */
+int adserve_rtb_parse_response(char *buf, size_t len, adserve_rtb_response_t *r,
+    const char **err);
+
+/* The bid's seat, or an absent string. */
+adserve_str_t adserve_rtb_bid_seat(const adserve_rtb_response_t *r, const adserve_rtb_bid_t *b);
+
+/* Why a bid cannot take part in an auction: NULL when it can (an impid,
+ * a price, markup, and its adomains and categories kept whole). */
+const char *adserve_rtb_bid_unusable(const adserve_rtb_bid_t *b);
+
+#endif
