@@ -22,14 +22,14 @@ FUZZERS  = $(patsubst t/fuzz/fuzz_%.c,$(BUILD)/fuzz/%,$(wildcard t/fuzz/fuzz_*.c
 # tools the black-box tests feed (not tests of their own)
 TOOLS    = $(BUILD)/t/tools/targeting-check $(BUILD)/t/tools/snapshot-profile
 
-.PHONY: all deps build module sidecar deb unit fuzzers fuzz run stop test bench bench-scale simulate simulate-rec clean
+.PHONY: all deps build module sidecar console deb unit fuzzers fuzz run stop test bench bench-scale simulate simulate-rec clean
 
 all: build
 
 deps:
 	@scripts/deps
 
-build: module sidecar
+build: module sidecar console
 	@$(MAKE) -s unit
 	@$(MAKE) -s fuzzers
 
@@ -40,6 +40,10 @@ module: deps
 sidecar: deps
 	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar
 	@$(MAKE) -s -C sidecar BUILD=$(abspath $(BUILD))/sidecar-asan SANITIZE=1
+
+# the management console (console/), bundled into build/console
+console: deps
+	@scripts/build-console
 
 # the Debian packages, into build/deb/ (README "Debian packages")
 deb: deps

@@ -16,6 +16,7 @@ my $demo = $t->demo_base;
 my $out = $t->script('run');
 like($out, qr{^  demo:\s+\Q$demo\E/$}m, 'make run prints the demo page\'s URL');
 like($out, qr{^  SDK:\s+\Q${\ $t->base}\E/sdk/v0/adserve\.js$}m, '... and the SDK\'s');
+like($out, qr{^  console:\s+\Q${\ $t->base}\E/console/$}m, '... and the console\'s');
 like($out, qr{==> demo: created ad-units}, '... after seeding the demo through the API');
 
 my %unit = map { $_->{code} => $_ } @{ $t->api('GET', '/api/ad-units?q=demo-')->{json}{items} };

@@ -1,0 +1,56 @@
+// A resource's list: GET /api/{res} a page at a time, searchable where the
+// API takes ?q=, each row a link to the record.
+import { useEffect, useState } from 'preact/hooks';
+import { Link } from 'wouter-preact';
+import { html } from '../html.js';
+import { api } from '../api.js';
+import { RESOURCES } from '../resources.js';
+import { label } from '../schema.js';
+
+const PAGE = 50;
+
+export function Cell({ value }) {
+    if (value === null || value === undefined) return html`<span class="none">—</span>`;
+    if (typeof value === 'object') return JSON.stringify(value);
+    return String(value);
+}
+
+export function ListPage({ res }) {
+    const conf = RESOURCES[res];
+    const [offset, setOffset] = useState(0);
+    const [q, setQ] = useState('');
+    const [data, setData] = useState(null);
+    const [error, setError] = useState(null);
+
+    useEffect(() => {
+        const query = new URLSearchParams({ limit: PAGE, offset });
+        if (q) query.set('q', q);
+        api('GET', `/api/${res}?${query}`).then(setData, (e) => setError(e.message));
+    }, [res, offset, q]);
+
+    const first = conf.columns[0];
+    return html`<h1 tabindex="-1">${conf.title}</h1>
+        <div class="toolbar">
+            <${Link} class="button" href=${`/${res}/new`}>New ${conf.one}</${Link}>
+            ${res !== 'licas' && html`<form role="search" onSubmit=${(e) => { e.preventDefault(); setOffset(0); setQ(new FormData(e.currentTarget).get('q')); }}>
+                <label for="list-q">Search</label>
+                <input id="list-q" name="q" type="search" />
+                <button type="submit">Search</button>
+            </form>`}
+        </div>
+        ${error && html`<p class="error" role="alert">${error}</p>`}
+        ${!data && !error && html`<p role="status">Loading…</p>`}
+        ${data && html`<div class="table-wrap"><table>
+            <caption>${data.total} ${data.total === 1 ? conf.one : conf.title.toLowerCase()}</caption>
+            <thead><tr>${conf.columns.map((c) => html`<th scope="col">${label(c)}</th>`)}</tr></thead>
+            <tbody>${data.items.map((item) => html`<tr key=${item.id}>
+                <th scope="row"><${Link} href=${`/${res}/${item.id}`}><${Cell} value=${item[first] ?? item.id} /></${Link}></th>
+                ${conf.columns.slice(1).map((c) => html`<td><${Cell} value=${item[c]} /></td>`)}
+            </tr>`)}</tbody>
+        </table></div>
+        <div class="pager">
+            <button type="button" disabled=${offset === 0} onClick=${() => setOffset(Math.max(0, offset - PAGE))}>Previous</button>
+            <span>${data.total ? `${offset + 1}–${offset + data.items.length} of ${data.total}` : ''}</span>
+            <button type="button" disabled=${offset + PAGE >= data.total} onClick=${() => setOffset(offset + PAGE)}>Next</button>
+        </div>`}`;
+}

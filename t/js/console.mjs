@@ -1,0 +1,282 @@
+// The management console in Chromium, against the real stack (run by
+// t/170-console.t): an admin, an operator and an advertiser sign in and
+// work through it: advertisers and users, an ad unit tree, an order, a
+// line item (a 422 shown at its field), a creative an advertiser makes and
+// an operator approves, its LICA, the ad served and its impression on the
+// dashboard, the API token regenerated, the advertiser kept out of another
+// advertiser's order and of inventory, a reload signed in by a silent
+// refresh, sign-out. axe-core audits every page; screenshots go to TEST_OUT.
+
+import http from 'node:http';
+import { tap } from './lib/tap.mjs';
+import { BASE, OUT, inBrowser, sleep, until, workersCurrent } from './lib/stack.mjs';
+import {
+    CONSOLE, axeViolations, buttons, consolePage, create, fill, go, heading, signIn,
+} from './lib/console.mjs';
+
+const t = tap();
+const run = Date.now().toString(36);
+const ADMIN = [process.env.ADSERVE_ADMIN_EMAIL, process.env.ADSERVE_ADMIN_PASSWORD];
+const OPERATOR = [`operator-${run}@example.com`, `operator-pass-${run}`];
+const ADVERTISER = [`buyer-${run}@example.com`, `buyer-pass-${run}`];
+const UUID = /^[0-9a-f-]{36}$/;
+
+async function audit(page, name) {
+    const v = await axeViolations(page);
+    t.isDeep(v, [], `axe-core: no serious or critical violation on ${name}`);
+}
+const shot = (page, name) => page.screenshot({ path: `${OUT}/${name}.png`, fullPage: true });
+const menu = (page) => page.locator('nav[aria-label=Main] a').allInnerTexts();
+
+function raw(path, headers = {}) {           // bytes as sent: no decompression
+    return new Promise((resolve, reject) => {
+        http.get(BASE + path, { headers }, (res) => {
+            const chunks = [];
+            res.on('data', (c) => chunks.push(c));
+            res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
+        }).on('error', reject);
+    });
+}
+const me = (token) => fetch(`${BASE}/api/auth/me`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+
+await inBrowser(t, async (browser) => {
+    // ---- what nginx serves -------------------------------------------------
+    const index = await raw('/console/', { 'accept-encoding': 'gzip' });
+    t.is(index.status, 200, 'GET /console/ answers the page');
+    t.like(index.headers['content-security-policy'], /default-src 'none'; script-src 'self'; style-src 'self';.*connect-src 'self'/,
+           '... with a strict Content-Security-Policy');
+    t.is(index.headers['x-content-type-options'], 'nosniff', '... nosniff');
+    t.is(index.headers['cache-control'], 'no-cache', '... revalidated on every load');
+    const html = (await raw('/console/')).body.toString();
+    const js = html.match(/src="(assets\/app-\w+\.js)"/)[1];
+    const asset = await raw(`/console/${js}`, { 'accept-encoding': 'gzip' });
+    t.is(asset.headers['cache-control'], 'public, max-age=31536000, immutable', 'its script, named by its hash, is cached for a year');
+    t.is(asset.headers['content-encoding'], 'gzip', '... and sent compressed');
+    t.cmp(asset.body.length, '<', 300 * 1024, `the first load's JavaScript is under 300 KB compressed (${(asset.body.length / 1024).toFixed(1)} KB)`);
+    t.is((await raw('/console/assets/../index.html')).status, 404, 'nothing else under /console/ is served');
+    t.is((await raw('/console')).headers.location?.endsWith('/console/'), true, '/console redirects to /console/');
+
+    // ---- the admin: sign-in, advertisers, users, ad unit tree ---------------
+    const admin = await consolePage(browser);
+    let page = admin.page;
+    await page.goto(CONSOLE);
+    await page.locator('#email').waitFor();
+    await shot(page, 'sign-in');
+    await audit(page, 'the sign-in page');
+    await page.fill('#email', ADMIN[0]);
+    await page.fill('#password', 'not-the-password');
+    await page.keyboard.press('Enter');
+    t.like(await page.locator('[role=alert]').innerText(), /Wrong e-mail or password/, 'a wrong password is refused, saying so');
+
+    await signIn(page, ...ADMIN);
+    t.is(await page.locator('header .role').innerText(), 'admin', 'the admin signs in with the keyboard; the role is shown');
+    t.isDeep(await menu(page), ['Dashboard', 'Advertisers', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Approvals',
+                                'Ad units', 'Users', 'Audit log', 'Settings'], '... and every menu');
+    await page.locator('figure.delivery canvas').first().waitFor();
+    t.ok(true, 'the dashboard draws its chart');
+    await audit(page, 'the dashboard');
+
+    await go(page, '#/advertisers/new');
+    await fill(page, 'new-advertisers', { name: `Acme ${run}`, domain: 'acme.example' });
+    const acme = await create(page, 'advertisers', 'Create advertiser');
+    t.is(await heading(page), `Acme ${run}`, 'an advertiser made through the generated form');
+    await go(page, '#/advertisers/new');
+    await fill(page, 'new-advertisers', { name: `Other ${run}` });
+    const other = await create(page, 'advertisers', 'Create advertiser');
+    t.like(other, UUID, 'and a second advertiser');
+
+    await go(page, '#/users/new');
+    t.is(await page.locator('#new-users-role option').count(), 4, 'the role field offers the enum of the schema (and a prompt)');
+    await fill(page, 'new-users', { email: OPERATOR[0], password: OPERATOR[1], role: 'operator' });
+    await create(page, 'users', 'Create user');
+    await go(page, '#/users/new');
+    await fill(page, 'new-users', { email: ADVERTISER[0], password: ADVERTISER[1], role: 'advertiser', advertiser_id: { label: `Acme ${run}` } });
+    await create(page, 'users', 'Create user');
+    t.ok(true, 'an operator and an advertiser user made through the users form');
+
+    await go(page, '#/ad-units/new');
+    await audit(page, 'a create form');
+    await fill(page, 'new-ad-units', { code: `site-${run}`, name: `Site ${run}`, status: 'ACTIVE' });
+    const site = await create(page, 'ad-units', 'Create ad unit');
+    await go(page, '#/ad-units/new');
+    await fill(page, 'new-ad-units', { code: `sports-${run}`, name: `Sports ${run}`, parent_id: { label: `Site ${run}` }, status: 'ACTIVE' });
+    const sports = await create(page, 'ad-units', 'Create ad unit');
+    await go(page, '#/ad-units');
+    await page.locator('.tree').waitFor();
+    const nested = page.locator('.tree > li', { hasText: `Site ${run}` }).locator('ul > li', { hasText: `Sports ${run}` });
+    t.is(await nested.count(), 1, 'the ad unit tree shows the child under its parent');
+    await page.fill('#tree-q', `sports-${run}`);
+    t.isDeep(await page.locator('.tree a').allInnerTexts(), [`Site ${run}`, `Sports ${run}`],
+             '... and a search keeps a match with its ancestors only');
+    await shot(page, 'ad-units');
+    await audit(page, 'the ad unit tree');
+
+    await go(page, '#/orders/new');
+    await fill(page, 'new-orders', { advertiser_id: { label: `Other ${run}` }, name: `Other's order ${run}` });
+    const otherOrder = await create(page, 'orders', 'Create order');
+
+    // ---- the operator: an order, a line item, a 422 at its field -----------
+    const op = await consolePage(browser);
+    page = op.page;
+    await signIn(page, ...OPERATOR);
+    t.is(await page.locator('header .role').innerText(), 'operator', 'the operator signs in; the role is shown');
+    t.isDeep(await menu(page), ['Dashboard', 'Advertisers', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Approvals',
+                                'Ad units', 'Settings'], '... with every menu but users and the audit log');
+    await go(page, '#/users');
+    t.is(await heading(page), 'Not available', '... and the users page by URL says it is not available');
+
+    await go(page, '#/orders/new');
+    await fill(page, 'new-orders', { advertiser_id: { label: `Acme ${run}` }, name: `Spring ${run}` });
+    const order = await create(page, 'orders', 'Create order');
+    t.isDeep(await buttons(page, 'Change the status'), ['Set APPROVED', 'Archive'], 'a DRAFT order offers only APPROVED and ARCHIVED');
+    await page.getByRole('button', { name: 'Set APPROVED' }).click();
+    await page.locator('.state .badge', { hasText: 'APPROVED' }).waitFor();
+    t.isDeep(await buttons(page, 'Change the status'), ['Set PAUSED', 'Archive'], '... approved, it offers PAUSED and ARCHIVED');
+
+    await page.getByRole('link', { name: 'New line item' }).click();
+    await page.locator(`#new-line-items-order_id option[value="${order}"]`).waitFor({ state: 'attached' });
+    t.is(await page.locator('#new-line-items-order_id').inputValue(), order, 'a line item made from its order has the order chosen');
+    t.is(await page.locator('#new-line-items-rate').getAttribute('max'), '999999', 'the rate field has the schema\'s bounds');
+    await fill(page, 'new-line-items', { name: `Spring LI ${run}`, type: 'STANDARD', cost_type: 'CPM', rate: '10000000',
+        targeting: JSON.stringify({ ad_units: { include: [site] } }) });
+    await page.getByRole('button', { name: 'Create line item' }).click();
+    const rateError = page.locator('#new-line-items-rate-error');
+    await rateError.waitFor();
+    t.like(await rateError.innerText(), /999999|at most|maximum/, 'a rate over the bound: the 422 is shown at the rate field');
+    t.is(await page.locator('#new-line-items-rate').getAttribute('aria-invalid'), 'true', '... which is marked invalid');
+    t.is(await page.evaluate(() => document.activeElement.id), 'new-line-items-rate', '... and has the focus');
+    await shot(page, 'line-item-422');
+    await audit(page, 'a form with a 422');
+    await fill(page, 'new-line-items', { rate: '2.5' });
+    const lineItem = await create(page, 'line-items', 'Create line item');
+    t.isDeep(await buttons(page, 'Change the status'), ['Set ACTIVE', 'Archive'], 'a DRAFT line item offers ACTIVE and ARCHIVED');
+    await page.getByRole('button', { name: 'Set ACTIVE' }).click();
+    await page.locator('.state .badge', { hasText: 'ACTIVE' }).waitFor();
+    t.isDeep(await buttons(page, 'Change the status'), ['Set PAUSED', 'Set COMPLETED', 'Archive'], '... active: PAUSED, COMPLETED, ARCHIVED');
+    await audit(page, 'a record page');
+
+    // ---- the advertiser: its own things only, a creative for review --------
+    const adv = await consolePage(browser);
+    page = adv.page;
+    await signIn(page, ...ADVERTISER);
+    t.is(await page.locator('header .role').innerText(), 'advertiser', 'the advertiser signs in; the role is shown');
+    t.isDeep(await menu(page), ['Dashboard', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Settings'],
+             '... with no inventory, advertiser, approval, user or audit menu');
+    await go(page, '#/ad-units');
+    t.is(await heading(page), 'Not available', '... the ad units page by URL is not available');
+    await go(page, '#/orders');
+    await page.locator('table').waitFor();
+    t.isDeep(await page.locator('tbody th').allInnerTexts(), [`Spring ${run}`], '... its orders list holds its own order only');
+    await go(page, `#/orders/${otherOrder}`);
+    t.is(await heading(page), 'Not found', 'another advertiser\'s order by URL: not found');
+    t.ok(!(await page.locator('main').innerText()).includes(`Other's order`), '... and nothing of it shows');
+    await go(page, `#/orders/${order}`);
+    t.is(await heading(page), `Spring ${run}`, 'its own order opens');
+    t.isDeep(await buttons(page, 'Change the status'), ['Set PAUSED', 'Archive'], '... offering what an advertiser may do');
+
+    await go(page, '#/creatives/new');
+    await page.locator(`#new-creatives-advertiser_id option[value="${acme}"]`).waitFor({ state: 'attached' });
+    t.is(await page.locator('#new-creatives-advertiser_id').inputValue(), acme, 'a new creative is for its own advertiser');
+    await fill(page, 'new-creatives', { name: `Banner ${run}`, type: 'HTML', w: 300, h: 250,
+        html: `<div><b>Hello</b> from run ${run}</div>`, landing_url: 'https://acme.example/spring' });
+    const creative = await create(page, 'creatives', 'Create creative');
+    t.is(await page.locator('.review .badge').innerText(), 'PENDING', 'an advertiser\'s creative waits for review');
+    t.is(await page.locator('[role=group][aria-label=Review]').count(), 0, '... which it cannot give itself');
+    const frame = page.locator('.preview iframe');
+    t.is(await frame.getAttribute('sandbox'), '', 'its HTML preview is an iframe sandboxed without any permission');
+    t.like(await page.frameLocator('.preview iframe').locator('body').innerText(), new RegExp(`Hello from run ${run}`),
+           '... showing the markup');
+    await shot(page, 'creative');
+    await audit(page, 'a creative with its preview');
+
+    // ---- the operator approves it, and attaches it --------------------------
+    page = op.page;
+    await go(page, '#/approvals');
+    const card = page.locator('.card', { hasText: `Banner ${run}` });
+    await card.waitFor();
+    t.is(await card.locator('iframe[sandbox=""]').count(), 1, 'the approval queue shows the pending creative with its preview');
+    t.like(await card.frameLocator('iframe').locator('body').innerText(), /Hello from run/, '... its markup drawn');
+    await shot(page, 'approvals');
+    await audit(page, 'the approval queue');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await page.locator('[role=status]', { hasText: 'APPROVED' }).waitFor();
+    t.is(await card.count(), 0, '... approved, it leaves the queue');
+
+    await go(page, `#/line-items/${lineItem}`);
+    await page.getByRole('link', { name: 'New LICA' }).click();
+    await page.locator('#new-licas-creative_id').waitFor();
+    await fill(page, 'new-licas', { creative_id: { label: `Banner ${run} (300×250)` } });
+    const lica = await create(page, 'licas', 'Create LICA');
+    t.isDeep(await buttons(page, 'Change the status'), ['Set PAUSED'], 'a LICA made from its line item: ACTIVE, offering PAUSED');
+
+    // the chain serves, and its impression reaches the dashboard
+    await workersCurrent();
+    let served = null;
+    for (let i = 0; i < 50 && !served; i++) {
+        const r = await fetch(`${BASE}/app/v0/ad/${sports}`, { method: 'POST', body: '{}' });
+        served = r.status === 200 ? await r.json() : (await sleep(200), null);
+    }
+    t.ok(served && served.ad && /Hello/.test(served.ad.display.adm), 'the ad serves on the child ad unit (targeted through its parent)');
+    if (served) await fetch(served.ad.impression_url);
+    await go(page, '#/');
+    const impressions = await until(async () => {
+        await page.reload();
+        await page.locator('[data-metric=impressions]').waitFor();
+        return Number(await page.locator('[data-metric=impressions]').innerText());
+    }, 1, 15000);
+    t.is(impressions, 1, 'its impression shows on the dashboard');
+    await shot(page, 'dashboard');
+
+    // ---- the admin: audit log, API token, silent refresh, sign-out ----------
+    page = admin.page;
+    await go(page, '#/audit');
+    await page.locator('table.audit tbody tr').first().waitFor();
+    t.like(await page.locator('table.audit tbody').innerText(), /lica|line_item/, 'the audit log lists the changes');
+    await shot(page, 'audit');
+    await audit(page, 'the audit log');
+
+    await go(page, '#/settings');
+    t.is(await page.locator('#my-role').innerText(), 'admin', 'the settings show the role');
+    await audit(page, 'the settings');
+    await shot(page, 'settings');
+    await page.getByRole('button', { name: 'Regenerate the API token' }).click();
+    const first = await page.locator('#api-token').inputValue();
+    t.is(await me(first), 200, 'a regenerated API token is shown, and works');
+    await page.getByRole('button', { name: 'Regenerate the API token' }).click();
+    await page.waitForFunction((old) => document.querySelector('#api-token').value !== old, first);
+    const second = await page.locator('#api-token').inputValue();
+    t.is(await me(first), 401, 'regenerated again: the old token is refused');
+    t.is(await me(second), 200, '... and the new one works');
+    await go(page, '#/');
+    await go(page, '#/settings');
+    t.is(await page.locator('#api-token').count(), 0, 'the token is shown once: not again on coming back');
+
+    const refreshed = page.waitForResponse((r) => r.url().endsWith('/api/auth/refresh'));
+    await page.reload();
+    t.is((await refreshed).status(), 200, 'a reload signs in silently with the refresh token');
+    await page.locator('header .role').waitFor();
+    t.is(await heading(page), 'Settings', '... back on the same page');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('#email').waitFor();
+    t.is(await page.evaluate(() => sessionStorage.length), 0, 'signing out forgets the session');
+    await page.reload();
+    await page.locator('#email').waitFor();
+    t.ok(true, '... and a reload stays signed out');
+
+    // ---- 390 px wide --------------------------------------------------------
+    const phone = await consolePage(browser, { width: 390, height: 844 });
+    await signIn(phone.page, ...ADVERTISER);
+    for (const [hash, name] of [['#/', 'dashboard'], ['#/orders', 'orders'], [`#/creatives/${creative}`, 'a creative']]) {
+        await go(phone.page, hash);
+        await heading(phone.page);
+        const wide = await phone.page.evaluate(() => document.documentElement.scrollWidth);
+        t.cmp(wide, '<=', 390, `at 390 px, ${name} does not scroll sideways (${wide} px)`);
+    }
+    await shot(phone.page, 'phone-creative');
+    await audit(phone.page, 'a creative at 390 px');
+    t.like(lica, UUID, 'the LICA was made');
+
+    for (const [who, s] of [['admin', admin], ['operator', op], ['advertiser', adv], ['phone', phone]]) {
+        t.isDeep(s.problems, [], `the ${who}'s pages raised no error and broke no policy`);
+    }
+});
