@@ -8,9 +8,232 @@
 
 #include "adserve_rtb.h"
 
+#include <cjson/cJSON.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "adserve_contract.h"
 #include "adserve_json_scan.h"
+
+
+/* ---- the imp of a bid request ----------------------------------------- */
+
+/* An AdCOM placement member and its OpenRTB 2.6 name. */
+typedef struct {
+    const char  *adcom;
+    const char  *openrtb;
+} rename_t;
+
+static const rename_t  banner_names[] = {
+    { "w", "w" }, { "h", "h" }, { "pos", "pos" }, { "topframe", "topframe" },
+    { "api", "api" }, { "mime", "mimes" }, { "expdir", "expdir" },
+    { NULL, NULL }
+};
+
+static const rename_t  video_names[] = {
+    { "mime", "mimes" }, { "mindur", "minduration" }, { "maxdur", "maxduration" },
+    { "delay", "startdelay" }, { "maxseq", "maxseq" }, { "poddur", "poddur" },
+    { "ctype", "protocols" }, { "w", "w" }, { "h", "h" }, { "podid", "podid" },
+    { "podseq", "podseq" }, { "rqddurs", "rqddurs" }, { "ptype", "plcmt" },
+    { "linear", "linearity" }, { "skip", "skip" }, { "skipmin", "skipmin" },
+    { "skipafter", "skipafter" }, { "slotinpod", "slotinpod" },
+    { "mincpmpersec", "mincpmpersec" }, { "maxext", "maxextended" },
+    { "minbitr", "minbitrate" }, { "maxbitr", "maxbitrate" }, { "boxing", "boxingallowed" },
+    { "playmethod", "playbackmethod" }, { "playend", "playbackend" },
+    { "delivery", "delivery" }, { "pos", "pos" }, { "api", "api" },
+    { "comptype", "companiontype" },
+    { NULL, NULL }
+};
+
+
+/* The members of from that table names, under their OpenRTB names, into
+ * a new object; nulls and an AdCOM "unknown" linearity (0) are left out. */
+static cJSON *
+renamed(const cJSON *from, const rename_t *table)
+{
+    const cJSON  *v;
+    cJSON        *to, *copy;
+
+    to = cJSON_CreateObject();
+    if (to == NULL) {
+        return NULL;
+    }
+
+    for (; table->adcom != NULL; table++) {
+        v = cJSON_GetObjectItemCaseSensitive(from, table->adcom);
+        if (v == NULL || cJSON_IsNull(v)
+            || (strcmp(table->adcom, "linear") == 0 && cJSON_IsNumber(v) && v->valuedouble == 0))
+        {
+            continue;
+        }
+        copy = cJSON_Duplicate(v, 1);
+        if (copy == NULL || !cJSON_AddItemToObject(to, table->openrtb, copy)) {
+            cJSON_Delete(copy);
+            cJSON_Delete(to);
+            return NULL;
+        }
+    }
+
+    return to;
+}
+
+
+/* banner.format: the unit's ad_unit_sizes, each {w, h} */
+static int
+add_formats(cJSON *banner, const cJSON *sizes)
+{
+    const cJSON  *sz;
+    cJSON        *list, *f;
+
+    if (cJSON_GetArraySize(sizes) == 0) {
+        return 0;
+    }
+
+    list = cJSON_AddArrayToObject(banner, "format");
+    if (list == NULL) {
+        return -1;
+    }
+
+    cJSON_ArrayForEach(sz, sizes) {
+        f = cJSON_CreateObject();
+        if (f == NULL || !cJSON_AddItemToArray(list, f)
+            || cJSON_AddNumberToObject(f, "w", cJSON_GetNumberValue(
+                   cJSON_GetObjectItemCaseSensitive(sz, "w"))) == NULL
+            || cJSON_AddNumberToObject(f, "h", cJSON_GetNumberValue(
+                   cJSON_GetObjectItemCaseSensitive(sz, "h"))) == NULL)
+        {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* imp.native: the placement (Native 1.2's request) as a string, and ver */
+static int
+add_native(cJSON *imp, const cJSON *placement)
+{
+    cJSON  *native, *request;
+    char   *text;
+    int     rc = -1;
+
+    request = placement != NULL ? cJSON_Duplicate(placement, 1) : cJSON_CreateObject();
+    if (request == NULL) {
+        return -1;
+    }
+
+    if (cJSON_GetObjectItemCaseSensitive(request, "ver") == NULL
+        && cJSON_AddStringToObject(request, "ver", "1.2") == NULL)
+    {
+        cJSON_Delete(request);
+        return -1;
+    }
+
+    text = cJSON_PrintUnformatted(request);
+    cJSON_Delete(request);
+
+    native = cJSON_AddObjectToObject(imp, "native");
+    if (text != NULL && native != NULL && cJSON_AddStringToObject(native, "request", text) != NULL
+        && cJSON_AddStringToObject(native, "ver", "1.2") != NULL)
+    {
+        rc = 0;
+    }
+
+    free(text);
+    return rc;
+}
+
+
+static int
+add_renamed(cJSON *imp, const char *name, const cJSON *placement, const rename_t *table)
+{
+    cJSON  *o = renamed(placement, table);
+
+    if (o == NULL || !cJSON_AddItemToObject(imp, name, o)) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    return 0;
+}
+
+
+static int
+fill_imp(cJSON *imp, const cJSON *unit, unsigned formats)
+{
+    const cJSON  *v;
+    cJSON        *ext;
+
+    if (cJSON_AddStringToObject(imp, "id", "1") == NULL
+        || cJSON_AddStringToObject(imp, "tagid",
+               cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(unit, "id"))
+               ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(unit, "id")) : "") == NULL)
+    {
+        return -1;
+    }
+
+    if ((formats & (1u << ADSERVE_FORMAT_DISPLAY))
+        && (add_renamed(imp, "banner", cJSON_GetObjectItemCaseSensitive(unit, "display"),
+                        banner_names) != 0
+            || add_formats(cJSON_GetObjectItemCaseSensitive(imp, "banner"),
+                           cJSON_GetObjectItemCaseSensitive(unit, "ad_unit_sizes")) != 0))
+    {
+        return -1;
+    }
+
+    if ((formats & (1u << ADSERVE_FORMAT_VIDEO))
+        && add_renamed(imp, "video", cJSON_GetObjectItemCaseSensitive(unit, "video"),
+                       video_names) != 0)
+    {
+        return -1;
+    }
+
+    if ((formats & (1u << ADSERVE_FORMAT_NATIVE))
+        && add_native(imp, cJSON_GetObjectItemCaseSensitive(unit, "native")) != 0)
+    {
+        return -1;
+    }
+
+    v = cJSON_GetObjectItemCaseSensitive(unit, "instl");
+    if (cJSON_AddNumberToObject(imp, "instl", cJSON_IsNumber(v) && v->valuedouble == 1 ? 1 : 0)
+        == NULL)
+    {
+        return -1;
+    }
+
+    v = cJSON_GetObjectItemCaseSensitive(unit, "gpid");
+    if (cJSON_IsString(v) && v->valuestring[0] != '\0') {
+        ext = cJSON_AddObjectToObject(imp, "ext");
+        if (ext == NULL || cJSON_AddStringToObject(ext, "gpid", v->valuestring) == NULL) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+char *
+adserve_rtb_render_imp(const cJSON *unit, unsigned formats, size_t *len)
+{
+    cJSON  *imp;
+    char   *text = NULL;
+
+    imp = cJSON_CreateObject();
+    if (imp != NULL && fill_imp(imp, unit, formats) == 0) {
+        text = cJSON_PrintUnformatted(imp);
+    }
+    cJSON_Delete(imp);
+
+    if (text == NULL) {
+        return NULL;
+    }
+
+    /* open: each source appends its bidfloor and the brace */
+    *len = strlen(text) - 1;
+    text[*len] = '\0';
+    return text;
+}
 
 
 /* the objects whose keys mean something */

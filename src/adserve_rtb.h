@@ -1,7 +1,9 @@
 /*
- * adserve_rtb: what adserve reads of OpenRTB 2.6 (README "External
- * demand"): a bidder's BidResponse, scanned by the strict scanner
- * (adserve_json_scan.h) without allocating, and the prices it carries.
+ * adserve_rtb: adserve's side of OpenRTB 2.6 (README "External demand"):
+ * what the snapshot build renders once of an ad unit's bid requests (its
+ * imp, from the spec's AdCOM-shaped placements), and a bidder's
+ * BidResponse, scanned by the strict scanner (adserve_json_scan.h) without
+ * allocating, and the prices it carries.
  *
  * An answer comes from outside: every field is bounded, and what cannot be
  * checked whole is said so (more adomains or categories than are kept), so
@@ -18,6 +20,8 @@
 #include <stdint.h>
 
 #include "adserve_json.h"
+
+struct cJSON;
 
 #define ADSERVE_RTB_BIDS_MAX       8        /* Choice: bids kept of an answer */
 #define ADSERVE_RTB_SEATS_MAX      8        /* seatbids whose seat is kept */
@@ -67,5 +71,16 @@ adserve_str_t adserve_rtb_bid_seat(const adserve_rtb_response_t *r, const adserv
 /* Why a bid cannot take part in an auction: NULL when it can (an impid,
  * a price, markup, and its adomains and categories kept whole). */
 const char *adserve_rtb_bid_unusable(const adserve_rtb_bid_t *b);
+
+/* An ad unit's imp, as the build renders it once (malloc'd text, its
+ * length in *len; NULL out of memory): {"id":"1","tagid":<the unit's id>,
+ * then a banner, video and native object for each format of formats (bits
+ * of adserve_format_e) that the unit has, instl, and ext.gpid, without the
+ * closing brace: each source appends its bidfloor. The spec's placements
+ * are AdCOM 1.0's; their members are renamed to OpenRTB 2.6's (mime to
+ * mimes, mindur to minduration, ptype to plcmt...), and a banner's format
+ * lists the unit's ad_unit_sizes. The native placement, OpenRTB Native
+ * 1.2's request, goes as imp.native.request, a string. */
+char *adserve_rtb_render_imp(const struct cJSON *unit, unsigned formats, size_t *len);
 
 #endif

@@ -5,9 +5,11 @@
  * Inputs are copied into exactly sized heap buffers (under ASan a read
  * past the end is caught), and kept while the response points into them. */
 
+#include "adserve_contract.h"
 #include "adserve_rtb.h"
 #include "tap.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +205,84 @@ static void test_malformed(void) {
        "seatbid not an array: no bids");
 }
 
+/* the imp rendered for a unit record (JSON text), closed and parsed back */
+static cJSON *imp_of(const char *unit_json, unsigned formats) {
+    cJSON *unit = cJSON_Parse(unit_json), *imp;
+    size_t len = 0;
+    char *text = adserve_rtb_render_imp(unit, formats, &len), *closed;
+
+    cJSON_Delete(unit);
+    if (text == NULL) return NULL;
+    ok(len == strlen(text) && cJSON_Parse(text) == NULL,
+       "the imp is left open for the source's bidfloor (not JSON until closed)");
+    closed = malloc(len + 2);
+    if (closed == NULL) abort();
+    memcpy(closed, text, len);
+    strcpy(closed + len, "}");
+    imp = cJSON_Parse(closed);
+    free(closed);
+    free(text);
+    return imp;
+}
+
+static const char *print(const cJSON *o) {
+    static char buf[4096];
+    char *t = cJSON_PrintUnformatted(o);
+
+    snprintf(buf, sizeof(buf), "%s", t ? t : "(none)");
+    free(t);
+    return buf;
+}
+
+#define ALL ((1u << ADSERVE_FORMAT_DISPLAY) | (1u << ADSERVE_FORMAT_VIDEO) | (1u << ADSERVE_FORMAT_NATIVE))
+
+static void test_imp(void) {
+    cJSON *imp = imp_of(
+        "{\"id\":\"u-1\",\"instl\":1,\"gpid\":\"/1234/home/top\","
+        "\"ad_unit_sizes\":[{\"w\":300,\"h\":250},{\"w\":320,\"h\":50}],"
+        "\"display\":{\"w\":300,\"h\":250,\"pos\":1,\"mime\":[\"image/png\"],\"unit\":2,\"priv\":0},"
+        "\"video\":{\"mime\":[\"video/mp4\"],\"mindur\":5,\"maxdur\":30,\"w\":640,\"h\":360,"
+        "\"ptype\":1,\"linear\":1,\"delay\":0,\"skip\":1,\"skipafter\":5,\"ctype\":[2,3,7],\"boxing\":1,"
+        "\"playmethod\":[1],\"comp\":[{\"x\":1}],\"unit\":2},"
+        "\"native\":{\"assets\":[{\"id\":1,\"req\":1,\"title\":{\"len\":90}}],\"plcmttype\":1}}", ALL);
+
+    ok(imp != NULL, "an imp rendered for a unit of every format");
+    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(imp, "id")), "1", "imp.id");
+    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(imp, "tagid")), "u-1", "imp.tagid: the unit's id");
+    is_int((long long)cJSON_GetNumberValue(cJSON_GetObjectItem(imp, "instl")), 1, "instl");
+    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(imp, "ext"), "gpid")),
+           "/1234/home/top", "ext.gpid");
+    is_str(print(cJSON_GetObjectItem(imp, "banner")),
+           "{\"w\":300,\"h\":250,\"pos\":1,\"mimes\":[\"image/png\"],"
+           "\"format\":[{\"w\":300,\"h\":250},{\"w\":320,\"h\":50}]}",
+           "banner: OpenRTB's names, the sizes as format, AdCOM's own members (unit, priv) left out");
+    is_str(print(cJSON_GetObjectItem(imp, "video")),
+           "{\"mimes\":[\"video/mp4\"],\"minduration\":5,\"maxduration\":30,\"startdelay\":0,"
+           "\"protocols\":[2,3,7],\"w\":640,\"h\":360,\"plcmt\":1,\"linearity\":1,\"skip\":1,"
+           "\"skipafter\":5,\"boxingallowed\":1,\"playbackmethod\":[1]}",
+           "video: AdCOM's placement renamed (mime, mindur, delay, ctype, ptype, linear, boxing, playmethod)");
+    cJSON *native = cJSON_GetObjectItem(imp, "native");
+    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(native, "ver")), "1.2", "native.ver");
+    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(native, "request")),
+           "{\"assets\":[{\"id\":1,\"req\":1,\"title\":{\"len\":90}}],\"plcmttype\":1,\"ver\":\"1.2\"}",
+           "native.request: the placement (Native 1.2's request) as a string");
+    cJSON_Delete(imp);
+
+    imp = imp_of("{\"id\":\"u-2\",\"display\":{\"w\":728,\"h\":90},\"video\":{\"linear\":0},\"gpid\":\"\"}",
+                 1u << ADSERVE_FORMAT_DISPLAY);
+    ok(cJSON_GetObjectItem(imp, "video") == NULL && cJSON_GetObjectItem(imp, "native") == NULL,
+       "a display unit: a banner only");
+    is_str(print(cJSON_GetObjectItem(imp, "banner")), "{\"w\":728,\"h\":90}", "... without sizes, no format");
+    is_int((long long)cJSON_GetNumberValue(cJSON_GetObjectItem(imp, "instl")), 0, "... instl 0 by default");
+    ok(cJSON_GetObjectItem(imp, "ext") == NULL, "... an empty gpid: no ext");
+    cJSON_Delete(imp);
+
+    imp = imp_of("{\"id\":\"u-3\",\"video\":{\"linear\":0,\"mime\":null}}", 1u << ADSERVE_FORMAT_VIDEO);
+    is_str(print(cJSON_GetObjectItem(imp, "video")), "{}",
+           "an unknown linearity (0) and nulls are left out");
+    cJSON_Delete(imp);
+}
+
 int main(void) {
     test_reference_bidder();
     test_prices();
@@ -210,6 +290,7 @@ int main(void) {
     test_unusable();
     test_duplicates();
     test_malformed();
+    test_imp();
     free(held);
     return done_testing();
 }
