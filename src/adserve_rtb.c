@@ -290,6 +290,177 @@ static const adserve_js_key_t  rtb_keys[] = {
 };
 
 
+/* ---- site or app --------------------------------------------------------- */
+
+static int
+add_str(cJSON *o, const char *name, const cJSON *from, const char *member)
+{
+    const char  *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(from, member));
+
+    return v == NULL || v[0] == '\0' || cJSON_AddStringToObject(o, name, v) != NULL ? 0 : -1;
+}
+
+
+/* site.publisher / app.publisher from PublisherSettings */
+static int
+add_publisher(cJSON *place, const cJSON *ps)
+{
+    const cJSON  *ext = cJSON_GetObjectItemCaseSensitive(ps, "ext");
+    cJSON        *pub, *copy;
+    const char   *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ps, "id"));
+
+    if (ps == NULL || cJSON_IsNull(ps)) {
+        return 0;
+    }
+
+    pub = cJSON_AddObjectToObject(place, "publisher");
+    if (pub == NULL
+        || add_str(pub, "id", ps, id != NULL && id[0] != '\0' ? "id" : "seller_id") != 0
+        || add_str(pub, "name", ps,
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ps, "name")) != NULL
+                   ? "name" : "company") != 0
+        || add_str(pub, "domain", ps, "domain") != 0)
+    {
+        return -1;
+    }
+
+    if (ext != NULL && !cJSON_IsNull(ext)) {
+        copy = cJSON_Duplicate(ext, 1);
+        if (copy == NULL || !cJSON_AddItemToObject(pub, "ext", copy)) {
+            cJSON_Delete(copy);
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+fill_app(cJSON *app, const cJSON *inf, int os)
+{
+    const cJSON  *cat = cJSON_GetObjectItemCaseSensitive(inf, "cat");
+    const char   *bundle = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                               inf, os == ADSERVE_RTB_OS_ANDROID ? "android_bundle" : "ios_bundle"));
+    cJSON        *copy;
+
+    if (bundle == NULL || bundle[0] == '\0') {
+        return -1;
+    }
+
+    if (cJSON_AddStringToObject(app, "bundle", bundle) == NULL
+        || add_str(app, "name", inf, "app_name") != 0)
+    {
+        return -1;
+    }
+
+    if (cJSON_IsArray(cat) && cJSON_GetArraySize(cat) > 0) {
+        copy = cJSON_Duplicate(cat, 1);
+        if (copy == NULL || !cJSON_AddItemToObject(app, "cat", copy)) {
+            cJSON_Delete(copy);
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+char *
+adserve_rtb_render_place(const cJSON *unit, int place, size_t *len)
+{
+    const cJSON  *ext = cJSON_GetObjectItemCaseSensitive(unit, "ext");
+    const cJSON  *ps = cJSON_GetObjectItemCaseSensitive(ext, "publisher");
+    cJSON        *wrap, *o;
+    char         *text = NULL;
+    int           rc;
+
+    wrap = cJSON_CreateObject();
+    o = cJSON_AddObjectToObject(wrap, place == ADSERVE_RTB_SITE ? "site" : "app");
+    if (o == NULL) {
+        cJSON_Delete(wrap);
+        return NULL;
+    }
+
+    if (place == ADSERVE_RTB_SITE) {
+        rc = add_str(o, "page", ps, "page") == 0 && add_str(o, "domain", ps, "domain") == 0 ? 0 : -1;
+    } else {
+        rc = fill_app(o, cJSON_GetObjectItemCaseSensitive(ext, "implicit_app_inference"), place);
+    }
+
+    if (rc == 0 && add_publisher(o, ps) == 0) {
+        text = cJSON_PrintUnformatted(wrap);
+    }
+    cJSON_Delete(wrap);
+
+    if (text == NULL) {
+        return NULL;
+    }
+
+    /* the member alone: "site":{...} */
+    *len = strlen(text) - 2;
+    memmove(text, text + 1, *len);
+    text[*len] = '\0';
+    return text;
+}
+
+
+/* Whether hay (n bytes) holds needle (m bytes), ASCII case aside. */
+static int
+has_word(const char *hay, size_t n, const char *needle, size_t m)
+{
+    size_t  i, j;
+
+    for (i = 0; m > 0 && i + m <= n; i++) {
+        for (j = 0; j < m; j++) {
+            char  a = hay[i + j], b = needle[j];
+
+            if (a >= 'A' && a <= 'Z') {
+                a = (char) (a - 'A' + 'a');
+            }
+            if (b >= 'A' && b <= 'Z') {
+                b = (char) (b - 'A' + 'a');
+            }
+            if (a != b) {
+                break;
+            }
+        }
+        if (j == m) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+adserve_rtb_app_of(const adserve_str_t *keywords, size_t nkeywords, const char *ua, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < nkeywords; i++) {
+        if (has_word(ua, len, keywords[i].data, keywords[i].len)) {
+            break;
+        }
+    }
+
+    if (i == nkeywords) {
+        return ADSERVE_RTB_SITE;
+    }
+
+    if (has_word(ua, len, "Android", 7)) {
+        return ADSERVE_RTB_OS_ANDROID;
+    }
+
+    return has_word(ua, len, "iPhone", 6) || has_word(ua, len, "iPad", 4)
+           || has_word(ua, len, "iPod", 4)
+           ? ADSERVE_RTB_OS_IOS : ADSERVE_RTB_SITE;
+}
+
+
+/* ---- a bid response ----------------------------------------------------------- */
+
 /* The bid being read: s->slot, set when its object opened. */
 static adserve_rtb_bid_t *
 current_bid(adserve_js_scanner_t *s)

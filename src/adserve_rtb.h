@@ -83,4 +83,23 @@ const char *adserve_rtb_bid_unusable(const adserve_rtb_bid_t *b);
  * 1.2's request, goes as imp.native.request, a string. */
 char *adserve_rtb_render_imp(const struct cJSON *unit, unsigned formats, size_t *len);
 
+/* Where the impression is, rendered once per ad unit: "site":{...} from
+ * its ext.publisher (PublisherSettings: page and domain on the site; id,
+ * name (else company), domain and ext on site.publisher; seller_id as the
+ * publisher's id when it has none), or, for app, "app":{...} from its
+ * ext.implicit_app_inference: the bundle of os (ADSERVE_RTB_OS_*), name,
+ * cat, and the same publisher. malloc'd text, its length in *len; NULL
+ * out of memory, or for an app the unit cannot name (no bundle for os). */
+#define ADSERVE_RTB_SITE         0
+#define ADSERVE_RTB_OS_ANDROID   1
+#define ADSERVE_RTB_OS_IOS       2
+char *adserve_rtb_render_place(const struct cJSON *unit, int place, size_t *len);
+
+/* Which app a request's user agent is, for a unit whose
+ * implicit_app_inference lists keywords: ADSERVE_RTB_OS_ANDROID or _IOS
+ * when ua holds one of the keywords (ASCII case aside) and names that OS
+ * (Android; iPhone, iPad or iPod), else ADSERVE_RTB_SITE. */
+int adserve_rtb_app_of(const adserve_str_t *keywords, size_t nkeywords, const char *ua,
+    size_t len);
+
 #endif

@@ -283,6 +283,57 @@ static void test_imp(void) {
     cJSON_Delete(imp);
 }
 
+static char *place_of(const char *unit_json, int place) {
+    cJSON *unit = cJSON_Parse(unit_json);
+    size_t len = 0;
+    char *text = adserve_rtb_render_place(unit, place, &len);
+
+    cJSON_Delete(unit);
+    if (text != NULL) ok(len == strlen(text), "a place's length");
+    return text;
+}
+
+static void test_place(void) {
+    static const char unit[] =
+        "{\"id\":\"u\",\"ext\":{\"publisher\":{\"id\":null,\"seller_id\":\"pub-42\",\"company\":\"News Co\","
+        "\"domain\":\"news.example\",\"page\":\"https://news.example/a\",\"ext\":{\"k\":1}},"
+        "\"implicit_app_inference\":{\"android_bundle\":\"com.news.app\",\"ios_bundle\":\"123456\","
+        "\"app_name\":\"News\",\"cat\":[\"IAB12\"],\"ua_keywords\":[\"NewsApp\"]}}}";
+    char *t;
+
+    t = place_of(unit, ADSERVE_RTB_SITE);
+    is_str(t, "\"site\":{\"page\":\"https://news.example/a\",\"domain\":\"news.example\","
+              "\"publisher\":{\"id\":\"pub-42\",\"name\":\"News Co\",\"domain\":\"news.example\",\"ext\":{\"k\":1}}}",
+           "site: page, domain, the publisher (seller_id as its id, company as its name, ext)");
+    free(t);
+    t = place_of(unit, ADSERVE_RTB_OS_ANDROID);
+    is_str(t, "\"app\":{\"bundle\":\"com.news.app\",\"name\":\"News\",\"cat\":[\"IAB12\"],"
+              "\"publisher\":{\"id\":\"pub-42\",\"name\":\"News Co\",\"domain\":\"news.example\",\"ext\":{\"k\":1}}}",
+           "app on Android: its bundle, name, cat, the same publisher");
+    free(t);
+    t = place_of(unit, ADSERVE_RTB_OS_IOS);
+    ok(t != NULL && strstr(t, "\"bundle\":\"123456\"") != NULL, "app on iOS: the iOS bundle");
+    free(t);
+    ok(place_of("{\"ext\":{\"implicit_app_inference\":{\"android_bundle\":\"a.b\"}}}", ADSERVE_RTB_OS_IOS) == NULL,
+       "no bundle for that OS: no app");
+    t = place_of("{\"ext\":{}}", ADSERVE_RTB_SITE);
+    is_str(t, "\"site\":{}", "no publisher settings: an empty site");
+    free(t);
+
+    adserve_str_t kw[] = { { "NewsApp", 7 }, { "FBAN", 4 } };
+    const char *android = "Mozilla/5.0 (Linux; Android 14) newsapp/3.1";
+    const char *iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0) [FBAN/FBIOS]";
+    const char *web = "Mozilla/5.0 (X11; Linux x86_64) Chrome/120";
+    is_int(adserve_rtb_app_of(kw, 2, android, strlen(android)), ADSERVE_RTB_OS_ANDROID,
+           "a keyword (any case) in an Android user agent: the Android app");
+    is_int(adserve_rtb_app_of(kw, 2, iphone, strlen(iphone)), ADSERVE_RTB_OS_IOS, "... in an iPhone's: the iOS app");
+    is_int(adserve_rtb_app_of(kw, 2, web, strlen(web)), ADSERVE_RTB_SITE, "no keyword: the site");
+    const char *kw_only = "NewsApp/3.1 (Windows NT 10.0)";
+    is_int(adserve_rtb_app_of(kw, 2, kw_only, strlen(kw_only)), ADSERVE_RTB_SITE,
+           "a keyword but neither OS: the site (no bundle to name)");
+    is_int(adserve_rtb_app_of(kw, 0, android, strlen(android)), ADSERVE_RTB_SITE, "no keywords: the site");
+}
+
 int main(void) {
     test_reference_bidder();
     test_prices();
@@ -291,6 +342,7 @@ int main(void) {
     test_duplicates();
     test_malformed();
     test_imp();
+    test_place();
     free(held);
     return done_testing();
 }
