@@ -982,7 +982,7 @@ int adserve_variant_id_ok(const char *s);
 #define ADSERVE_TMAX_DEFAULT          200
 #define ADSERVE_BID_ADJUSTMENT_MIN    0.01     /* Choice: a multiplier */
 #define ADSERVE_BID_ADJUSTMENT_MAX    10
-#define ADSERVE_QPS_MAX               1000000
+#define ADSERVE_QPS_MAX               100000
 #define ADSERVE_SHARE_MAX             100      /* percent */
 #define ADSERVE_SEAT_MAX              64       /* bytes */
 #define ADSERVE_BLOCK_VALUE_MAX       256      /* bytes */
