@@ -47,6 +47,11 @@ ROUTE_GROUP(internal);
 ROUTE_GROUP(license);
 ROUTE_GROUP(segments);
 ROUTE_GROUP(media);
+ROUTE_GROUP(ad_sources);
+ROUTE_GROUP(allocations);
+ROUTE_GROUP(developer_allocations);
+ROUTE_GROUP(blocked_creatives);
+ROUTE_GROUP(external_creatives);
 
 /* Handlers two groups share: the recommendation jobs' run (users, and the
  * internal group's scheduler), and its answer. */

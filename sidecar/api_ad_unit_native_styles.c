@@ -24,8 +24,8 @@ static const struct resource_index link_indexes[] = {
 };
 static const struct resource_unique link_uniques[] = {
     { ADSERVE_KEY_AD_UNIT_STYLE_LINKS, false, { "ad_unit_id", NULL },
-      "ad_unit_id: the ad unit has a native style already (change its native_style_id)" },
-    { NULL, false, { NULL }, NULL },
+      "ad_unit_id: the ad unit has a native style already (change its native_style_id)", NULL },
+    { NULL, false, { NULL }, NULL, NULL },
 };
 static const struct resource_filter link_filters[] = {
     { "ad_unit_id", "ad_unit_id", NULL, false },

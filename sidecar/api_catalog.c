@@ -66,8 +66,8 @@ static enum store_status item_check(struct resource_write *w)
 static const char *const item_immutable[] = { "item_id", NULL };
 static const struct resource_unique item_uniques[] = {
     { ADSERVE_KEY_CATALOG_ITEM_IDS, false, { "item_id", NULL },
-      "item_id: the catalog has an item with this id already" },
-    { NULL, false, { NULL }, NULL },
+      "item_id: the catalog has an item with this id already", NULL },
+    { NULL, false, { NULL }, NULL, NULL },
 };
 static const struct resource_filter item_filters[] = {
     { "item_id", "item_id", NULL, false },
@@ -179,8 +179,8 @@ static enum store_status pool_check(struct resource_write *w)
 static const char *const pool_immutable[] = { "source_item_id", NULL };
 static const struct resource_unique pool_uniques[] = {
     { ADSERVE_KEY_POOL_SOURCES, false, { "source_item_id", NULL },
-      "source_item_id: this item has a pool already (change its items)" },
-    { NULL, false, { NULL }, NULL },
+      "source_item_id: this item has a pool already (change its items)", NULL },
+    { NULL, false, { NULL }, NULL, NULL },
 };
 static const struct resource_filter pool_filters[] = {
     { "source_item_id", "source_item_id", NULL, false },

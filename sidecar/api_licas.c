@@ -30,8 +30,8 @@ static const struct resource_index lica_indexes[] = {
 };
 static const struct resource_unique lica_uniques[] = {
     { ADSERVE_KEY_LICA_PAIRS, false, { "line_item_id", "creative_id", NULL },
-      "creative_id: the creative is already associated with this line item" },
-    { NULL, false, { NULL }, NULL },
+      "creative_id: the creative is already associated with this line item", NULL },
+    { NULL, false, { NULL }, NULL, NULL },
 };
 static const struct resource_filter lica_filters[] = {
     { "line_item_id", "line_item_id", ADSERVE_KEY_LINE_ITEM_LICAS, false },

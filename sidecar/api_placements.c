@@ -5,7 +5,8 @@
  * collection, 404 on any id). Every ad unit id must exist (422). Serving
  * reads adserve:placements (id, ad_unit_ids), so writes bump the
  * revision. A placement that line items target cannot be deleted (409):
- * the placement_line_items index, kept by line item writes, tells. */
+ * the placement_line_items index, kept by line item writes, tells; nor
+ * one that allocations send to AdSources (target_allocations). */
 #include "api.h"
 
 #include "ad_units.h"
@@ -18,13 +19,15 @@ const struct resource resource_ad_units_ref = {
     .name = ADSERVE_RECORD_AD_UNIT, .label = "ad unit", .hash = ADSERVE_KEY_AD_UNITS, .owner = OWNER_NONE,
 };
 
-static const char *const placement_watch[] = { ADSERVE_KEY_AD_UNITS, ADSERVE_KEY_LINE_ITEMS, NULL };
+static const char *const placement_watch[] = { ADSERVE_KEY_AD_UNITS, ADSERVE_KEY_LINE_ITEMS,
+                                               ADSERVE_KEY_ALLOCATIONS, NULL };
 static const struct resource_ref placement_refs[] = {
     { "ad_unit_ids", &resource_ad_units_ref, false },
     { NULL, NULL, false },
 };
 static const struct resource_dependent placement_dependents[] = {
     { ADSERVE_KEY_PLACEMENT_LINE_ITEMS, false, "line items targeting it" },
+    { ADSERVE_KEY_TARGET_ALLOCATIONS, false, "allocations" },
     { NULL, false, NULL },
 };
 static const struct resource_filter placement_filters[] = {
@@ -49,7 +52,8 @@ RESOURCE_DOCS(placements, "Placements", schema_placement, schema_placement_patch
               "Create a placement; every ad unit id must exist (422)",
               "Get a placement (advertisers: 404)",
               "Update a placement (advertisers: 404)",
-              "Delete a placement no line item targets (else 409) (advertisers: 404)");
+              "Delete a placement no line item targets and no allocation names (else 409) "
+              "(advertisers: 404)");
 
 const struct route placements_routes[] = {
     { "GET", "/api/placements", placements_list, INVENTORY_ROLES, BODY_NONE,

@@ -26,8 +26,8 @@
 
 static const char *const key_immutable[] = { "name", "type", NULL };
 static const struct resource_unique key_uniques[] = {
-    { ADSERVE_KEY_TARGETING_KEY_NAMES, false, { "name", NULL }, "name: a key with this name exists" },
-    { NULL, false, { NULL }, NULL },
+    { ADSERVE_KEY_TARGETING_KEY_NAMES, false, { "name", NULL }, "name: a key with this name exists", NULL },
+    { NULL, false, { NULL }, NULL, NULL },
 };
 static const struct resource_dependent key_dependents[] = {
     { ADSERVE_KEY_TARGETING_VALUES, true, "values" },
@@ -62,8 +62,8 @@ static const char *const value_watch[] = { ADSERVE_KEY_TARGETING_KEYS, NULL };
 static const char *const value_immutable[] = { "name", NULL };
 static const struct resource_unique value_uniques[] = {
     { ADSERVE_KEY_TARGETING_VALUE_NAMES, true, { "name", NULL },
-      "name: the key has a value with this name" },
-    { NULL, false, { NULL }, NULL },
+      "name: the key has a value with this name", NULL },
+    { NULL, false, { NULL }, NULL, NULL },
 };
 static const struct resource_filter value_filters[] = {
     { "q", "name", NULL, true },

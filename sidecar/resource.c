@@ -264,6 +264,12 @@ static enum store_status load_all(struct store_conn *c, const char *hash, cJSON 
     return st;
 }
 
+enum store_status resource_load_all(struct store_conn *c, const struct resource *res,
+                                   cJSON ***out, size_t *n)
+{
+    return load_all(c, res->hash, out, n);
+}
+
 /* ---- lists ---------------------------------------------------------------------- */
 
 static bool array_has(const cJSON *a, const char *want)
@@ -769,6 +775,8 @@ static bool unique_value(const struct resource_unique *u, const cJSON *rec, char
     v[0] = '\0';
     for (int i = 0; rec != NULL && u->fields[i] != NULL; i++) {
         const char *part = json_str_member(rec, u->fields[i]);
+        if (part == NULL && rec != NULL && u->null_as != NULL)
+            part = u->null_as;
         if (part == NULL) {
             v[0] = '\0';
             return true;
@@ -841,14 +849,6 @@ static void index_moves(struct txn *t, const struct resource_index *x, const cJS
         }
 }
 
-static void put_indexes(struct resource_write *w, const char *id)
-{
-    for (const struct resource_index *x = w->res->indexes; x != NULL && x->field != NULL; x++) {
-        index_moves(&w->txn, x, w->before, w->after, "SREM", id);
-        index_moves(&w->txn, x, w->after, w->before, "SADD", id);
-    }
-}
-
 static void add_location(struct resource_write *w, const char *id)
 {
     char loc[128];
@@ -866,23 +866,46 @@ static void add_location(struct resource_write *w, const char *id)
         (void)reply_header(w->rep, "Location", loc);
 }
 
-/* The record, its audit record and the revision, then EXEC. */
-static enum store_status commit(struct resource_write *w, const char *action, int status)
+static void stage(const struct resource *res, struct txn *t, const struct user *actor,
+                  const char *action, const char *parent_id, const cJSON *before,
+                  const cJSON *after)
 {
     char hash[KEY_MAX];
-    const char *id = json_str_member(w->after ? w->after : w->before, "id");
-    char *json = w->after != NULL ? cJSON_PrintUnformatted(w->after) : NULL;
+    const char *id = json_str_member(after ? after : before, "id");
+    char *json = after != NULL ? cJSON_PrintUnformatted(after) : NULL;
 
-    if (id == NULL || !hash_key(w->res, w->parent_id, hash) || (w->after != NULL && json == NULL)) {
+    if (id == NULL || !hash_key(res, parent_id, hash) || (after != NULL && json == NULL)) {
         cJSON_free(json);
-        return STORE_ERROR;
+        t->failed = true;
+        return;
     }
-    if (w->after != NULL)
-        txn_cmd(&w->txn, "HSET", hash, id, json, NULL);
+    for (const struct resource_index *x = res->indexes; x != NULL && x->field != NULL; x++) {
+        index_moves(t, x, before, after, "SREM", id);
+        index_moves(t, x, after, before, "SADD", id);
+    }
+    if (after != NULL)
+        txn_cmd(t, "HSET", hash, id, json, NULL);
     else
-        txn_cmd(&w->txn, "HDEL", hash, id, NULL);
+        txn_cmd(t, "HDEL", hash, id, NULL);
     cJSON_free(json);
-    txn_audit(&w->txn, w->req->user, action, w->res->name, id, w->before, w->after);
+    txn_audit(t, actor, action, res->name, id, before, after);
+}
+
+void resource_stage(const struct resource *res, struct txn *t, const struct user *actor,
+                    const char *action, const cJSON *before, const cJSON *after)
+{
+    /* the revision: once, by txn_exec, for every record the change log names */
+    stage(res, t, actor, action, NULL, before, after);
+}
+
+/* The record, its indexes, its audit record and the revision, then EXEC. */
+static enum store_status commit(struct resource_write *w, const char *action, int status)
+{
+    const char *id = json_str_member(w->after ? w->after : w->before, "id");
+
+    if (id == NULL)
+        return STORE_ERROR;
+    stage(w->res, &w->txn, w->req->user, action, w->parent_id, w->before, w->after);
     if (w->res->serving)
         txn_bump_revision(&w->txn);
     w->sent = !w->txn.failed;       /* else txn_exec sends nothing */
@@ -912,7 +935,6 @@ static enum store_status save(struct resource_write *w)
         return STORE_ERROR;
     if ((st = put_uniques(w, id)) != STORE_OK || answered(w))
         return st;
-    put_indexes(w, id);
     return commit(w, w->before != NULL ? "update" : "create", w->before != NULL ? 200 : 201);
 }
 
@@ -959,8 +981,7 @@ static enum store_status remove_record(struct resource_write *w, const char *id)
         if (v[0] != '\0')
             txn_cmd(&w->txn, "HDEL", hash, v, NULL);
     }
-    put_indexes(w, id);     /* after is NULL: every entry goes */
-    return commit(w, "delete", 204);
+    return commit(w, "delete", 204);     /* after is NULL: every index entry goes */
 }
 
 static enum store_status attempt(struct resource_write *w, const struct write_job *job)

@@ -64,12 +64,15 @@ struct resource_dependent {
 };
 
 /* fields' values joined by ':' -> record id, in hash (+ the parent id
- * when per_parent); 409 detail on a duplicate. */
+ * when per_parent); 409 detail on a duplicate. A field absent or null
+ * makes no entry, unless null_as names the word that stands for it (a
+ * block of every ad unit is as unique as one of a single unit). */
 struct resource_unique {
     const char *hash;
     bool per_parent;
-    const char *fields[3];              /* NULL-ended */
+    const char *fields[5];              /* NULL-ended */
     const char *detail;
+    const char *null_as;
 };
 
 struct resource_transition {
@@ -239,10 +242,23 @@ enum store_status resource_load_indexed(struct store_conn *c, const struct resou
                                         size_t *n);
 void resource_free_records(cJSON **recs, size_t n);
 
+/* Every record of res (not per parent), the same way. */
+enum store_status resource_load_all(struct store_conn *c, const struct resource *res,
+                                   cJSON ***out, size_t *n);
+
 /* Whether advertiser id exists: 0; -1 with the answer in rep (422
  * "advertiser_id: no such advertiser", or the store's error). For a field
  * outside a resource's refs (a user's, a media item's). */
 int resource_advertiser_exists(struct store_conn *c, const char *id, struct reply *rep);
+
+/* What a write of one record puts in t, unchecked: its index entries
+ * moved from before to after, the record itself (HSET, or HDEL when after
+ * is NULL) and its audit record (action); txn_exec adds the change log
+ * entries and one revision bump for the transaction. Not its uniques: a caller writing many records of res in one
+ * transaction (the developer allocations view) keeps those itself, since
+ * one record's new value may be another's old one. */
+void resource_stage(const struct resource *res, struct txn *t, const struct user *actor,
+                    const char *action, const cJSON *before, const cJSON *after);
 
 /* Whether the member changes is in the input and differs from before's. */
 bool resource_changed(const struct resource_write *w, const char *field);
@@ -273,6 +289,10 @@ extern const struct resource resource_ad_unit_native_styles;
 extern const struct resource resource_catalog_items;
 extern const struct resource resource_item_pools;
 extern const struct resource resource_experiments;
+extern const struct resource resource_ad_sources;
+extern const struct resource resource_allocations;
+extern const struct resource resource_blocked_creatives;
+extern const struct resource resource_external_creatives;
 /* Ad units (api_ad_units.c owns them) as a reference target only. */
 extern const struct resource resource_ad_units_ref;
 

@@ -48,6 +48,11 @@ const struct route_table route_tables[] = {
     GROUP(license),
     GROUP(segments),
     GROUP(media),
+    GROUP(ad_sources),
+    GROUP(allocations),
+    GROUP(developer_allocations),
+    GROUP(blocked_creatives),
+    GROUP(external_creatives),
 };
 
 const size_t route_tables_count = sizeof route_tables / sizeof route_tables[0];

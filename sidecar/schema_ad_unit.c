@@ -226,8 +226,8 @@ static const char *const approval_methods[] = { "admin", "delegate", NULL };
 static const struct schema approval_method = {
     .type = SCHEMA_STRING, .enum_values = approval_methods,
 };
-static const char *const metric_modes[] = { "all", "internal_only", "external_only", NULL };
-static const struct schema metric_mode = { .type = SCHEMA_STRING, .enum_values = metric_modes };
+static const struct schema metric_mode = { .type = SCHEMA_STRING,
+                                           .enum_values = adserve_metric_mode_names };
 static const char *const payouts[] = { "rates", "revenue_share", "none", NULL };
 static const struct schema payout = { .type = SCHEMA_STRING, .enum_values = payouts };
 static const char *const responsive_modes[] = { "fixed", "resized", NULL };

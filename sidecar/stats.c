@@ -297,11 +297,14 @@ static enum stats_metric_mode metric_mode(const cJSON *rec)
 {
     const char *m = json_str_member(cJSON_GetObjectItemCaseSensitive(rec, "ext"), "metric_mode");
 
-    if (m != NULL && strcmp(m, "internal_only") == 0)
+    switch (adserve_vocab_str(adserve_metric_mode_names, m)) {
+    case ADSERVE_METRIC_MODE_INTERNAL_ONLY:
         return MODE_INTERNAL_ONLY;
-    if (m != NULL && strcmp(m, "external_only") == 0)
+    case ADSERVE_METRIC_MODE_EXTERNAL_ONLY:
         return MODE_EXTERNAL_ONLY;
-    return MODE_ALL;
+    default:
+        return MODE_ALL;
+    }
 }
 
 /* The record of one HMGET value (nil: none). NULL out of memory. */

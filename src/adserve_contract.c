@@ -6,6 +6,7 @@
 
 
 #include <string.h>
+#include <strings.h>
 
 #include "adserve_contract.h"
 
@@ -34,6 +35,12 @@ const adserve_kind_t  adserve_kinds[ADSERVE_KIND_ALL] = {
     [ADSERVE_KIND_COVIEW_POOLS]   = KIND(ADSERVE_KEY_COVIEW_POOLS, ADSERVE_RECORD_COVIEW_POOL),
     [ADSERVE_KIND_EXPERIMENTS]    = KIND(ADSERVE_KEY_EXPERIMENTS, ADSERVE_RECORD_EXPERIMENT),
     [ADSERVE_KIND_SETTINGS]       = KIND(ADSERVE_KEY_SETTINGS, ADSERVE_RECORD_SETTINGS),
+    [ADSERVE_KIND_AD_SOURCES]     = KIND(ADSERVE_KEY_AD_SOURCES, ADSERVE_RECORD_AD_SOURCE),
+    [ADSERVE_KIND_ALLOCATIONS]    = KIND(ADSERVE_KEY_ALLOCATIONS, ADSERVE_RECORD_ALLOCATION),
+    [ADSERVE_KIND_BLOCKED_CREATIVES] = KIND(ADSERVE_KEY_BLOCKED_CREATIVES,
+                                            ADSERVE_RECORD_BLOCKED_CREATIVE),
+    [ADSERVE_KIND_EXTERNAL_CREATIVES] = KIND(ADSERVE_KEY_EXTERNAL_CREATIVES,
+                                             ADSERVE_RECORD_EXTERNAL_CREATIVE),
 };
 
 
@@ -97,6 +104,95 @@ adserve_public_url_ok(const char *s, size_t len)
     }
 
     return 1;
+}
+
+
+int
+adserve_endpoint_url_ok(const char *s, size_t len)
+{
+    size_t  i, scheme, host;
+
+    if (len >= 8 && strncasecmp(s, "https://", 8) == 0) {
+        scheme = 8;
+
+    } else if (len >= 7 && strncasecmp(s, "http://", 7) == 0) {
+        scheme = 7;
+
+    } else {
+        return 0;
+    }
+
+    if (len > ADSERVE_ENDPOINT_URL_MAX) {
+        return 0;
+    }
+
+    for (i = scheme; i < len; i++) {
+        if ((unsigned char) s[i] <= ' ' || (unsigned char) s[i] >= 0x7f
+            || strchr("\"'<>\\^`{|}#", s[i]) != NULL)
+        {
+            return 0;
+        }
+    }
+
+    /* the authority: a host (a name, an IPv4 address or [IPv6]) and an
+     * optional port, without user info */
+    host = scheme;
+    while (host < len && s[host] != '/' && s[host] != '?') {
+        if (s[host] == '@') {
+            return 0;
+        }
+        host++;
+    }
+
+    return host > scheme && s[scheme] != ':';
+}
+
+
+/* FNV-1a continued from h over len bytes */
+static uint64_t
+fnv_more(uint64_t h, const char *p, size_t len)
+{
+    while (len--) {
+        h ^= (unsigned char) *p++;
+        h *= 1099511628211ULL;
+    }
+
+    return h;
+}
+
+
+void
+adserve_external_creative_id(const char *source, size_t source_len, const char *crid,
+    size_t crid_len, char out[ADSERVE_UUID_LEN + 1])
+{
+    static const char  hex[] = "0123456789abcdef";
+    unsigned char      b[16];
+    uint64_t           h[2];
+    int                i, k, o;
+
+    /* two hashes of "source/crid": FNV-1a's basis, and the same run from
+     * the first hash's end, so the halves differ */
+    h[0] = fnv_more(adserve_hash(source, source_len), "/", 1);
+    h[0] = fnv_more(h[0], crid, crid_len);
+    h[1] = fnv_more(fnv_more(h[0], crid, crid_len), source, source_len);
+
+    for (i = 0; i < 16; i++) {
+        b[i] = (unsigned char) (h[i / 8] >> (8 * (i % 8)));
+    }
+
+    b[6] = (unsigned char) ((b[6] & 0x0f) | 0x80);     /* version 8 */
+    b[8] = (unsigned char) ((b[8] & 0x3f) | 0x80);     /* variant 10 */
+
+    for (i = 0, o = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) {
+            out[o++] = '-';
+        }
+        k = b[i];
+        out[o++] = hex[k >> 4];
+        out[o++] = hex[k & 0x0f];
+    }
+
+    out[o] = '\0';
 }
 
 
@@ -218,6 +314,18 @@ const char *const adserve_data_type_names[ADSERVE_DATA_TYPE_COUNT + 1] = {
 
 const char *const adserve_format_names[ADSERVE_FORMAT_COUNT + 1] = {
     "display", "video", "native", NULL
+};
+
+const char *const adserve_alloc_target_names[ADSERVE_ALLOC_TARGET_COUNT + 1] = {
+    ADSERVE_V_ALLOC_AD_UNIT, ADSERVE_V_ALLOC_PATH, ADSERVE_V_ALLOC_PLACEMENT, NULL
+};
+
+const char *const adserve_block_kind_names[ADSERVE_BLOCK_KIND_COUNT + 1] = {
+    "adomain", "crid", "cat", NULL
+};
+
+const char *const adserve_metric_mode_names[ADSERVE_METRIC_MODE_COUNT + 1] = {
+    "all", "internal_only", "external_only", NULL
 };
 
 const char *const adserve_video_event_names[ADSERVE_VIDEO_EVENT_COUNT + 1] = {

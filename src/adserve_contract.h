@@ -51,6 +51,13 @@
 #define ADSERVE_KEY_POPULAR_ITEMS        ADSERVE_KEY("popular_items")
 #define ADSERVE_KEY_COVIEW_POOLS         ADSERVE_KEY("coview_pools")
 #define ADSERVE_KEY_EXPERIMENTS          ADSERVE_KEY("experiments")
+/* external demand (README "External demand"): the OpenRTB sources, which
+ * ad units send to which source, what bids may not carry, and what the
+ * module saw win (written by the module, read by the API) */
+#define ADSERVE_KEY_AD_SOURCES           ADSERVE_KEY("ad_sources")
+#define ADSERVE_KEY_ALLOCATIONS          ADSERVE_KEY("allocations")
+#define ADSERVE_KEY_BLOCKED_CREATIVES    ADSERVE_KEY("blocked_creatives")
+#define ADSERVE_KEY_EXTERNAL_CREATIVES   ADSERVE_KEY("external_creatives")
 /* the global settings (GET/PATCH /api/settings): one record,
  * ADSERVE_SETTINGS_ID */
 #define ADSERVE_KEY_SETTINGS             ADSERVE_KEY("settings")
@@ -89,6 +96,11 @@
 #define ADSERVE_KEY_CATALOG_ITEM_IDS     ADSERVE_KEY("catalog_item_ids")
 #define ADSERVE_KEY_POOL_SOURCES         ADSERVE_KEY("pool_sources")
 #define ADSERVE_KEY_AD_UNIT_EXPERIMENTS  ADSERVE_KEY("ad_unit_experiments:")
+#define ADSERVE_KEY_AD_SOURCE_NAMES      ADSERVE_KEY("ad_source_names")
+#define ADSERVE_KEY_AD_SOURCE_ALLOCATIONS ADSERVE_KEY("ad_source_allocations:")  /* + source id */
+#define ADSERVE_KEY_TARGET_ALLOCATIONS   ADSERVE_KEY("target_allocations:")  /* + unit or placement id */
+#define ADSERVE_KEY_ALLOCATION_PAIRS     ADSERVE_KEY("allocation_pairs")   /* "source:target" -> id */
+#define ADSERVE_KEY_BLOCK_VALUES         ADSERVE_KEY("block_values")  /* "kind:scope:source:value" -> id */
 
 /* users and sessions (the sidecar's alone) */
 #define ADSERVE_KEY_USERS                ADSERVE_KEY("users")
@@ -268,14 +280,18 @@ typedef enum {
     ADSERVE_KIND_COVIEW_POOLS,
     ADSERVE_KIND_EXPERIMENTS,
     ADSERVE_KIND_SETTINGS,
+    ADSERVE_KIND_AD_SOURCES,
+    ADSERVE_KIND_ALLOCATIONS,
+    ADSERVE_KIND_BLOCKED_CREATIVES,
     ADSERVE_KIND_ADVERTISERS,
     ADSERVE_KIND_TARGETING_KEYS,
     ADSERVE_KIND_NATIVE_FORMATS,
     ADSERVE_KIND_NATIVE_STYLE_TEMPLATES,
+    ADSERVE_KIND_EXTERNAL_CREATIVES,  /* the module writes them */
     ADSERVE_KIND_ALL
 } adserve_kind_e;
 
-#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_SETTINGS + 1)
+#define ADSERVE_KIND_SERVING  (ADSERVE_KIND_BLOCKED_CREATIVES + 1)
 /* the kinds a snapshot is built from */
 #define ADSERVE_KIND_COUNT    ADSERVE_KIND_SERVING
 
@@ -315,6 +331,10 @@ int adserve_kind_by_key(const char *key);
 #define ADSERVE_RECORD_SETTINGS          "settings"
 #define ADSERVE_RECORD_SEGMENT           "custom_targeting_segment"
 #define ADSERVE_RECORD_MEDIA             "media_item"
+#define ADSERVE_RECORD_AD_SOURCE         "ad_source"
+#define ADSERVE_RECORD_ALLOCATION        "allocation"
+#define ADSERVE_RECORD_BLOCKED_CREATIVE  "blocked_creative"
+#define ADSERVE_RECORD_EXTERNAL_CREATIVE "external_creative"
 
 /* the id of the settings' one record */
 #define ADSERVE_SETTINGS_ID              "global"
@@ -921,6 +941,114 @@ extern const char *const adserve_experiment_status_names[ADSERVE_EXPERIMENT_STAT
 
 /* Whether s (NUL-terminated, may be NULL) can be a variant id. */
 int adserve_variant_id_ok(const char *s);
+
+
+/* ---- external demand -------------------------------------------------------
+ *
+ * README "External demand" (issue 15). The API writes the first three
+ * record kinds; serving reads them (the snapshot keeps them; the auction
+ * that uses them is the module's next step). The fourth is the module's.
+ *
+ * adserve:ad_sources, an OpenRTB 2.6 bidder each:
+ *   {"id", "name", "endpoint_url", "seat", "tmax_ms", "floor", "formats":
+ *    [adserve_format_names], "enabled", "bid_adjustment", "qps_limit",
+ *    "description", created/updated}
+ *   floor is a CPM in the account currency (sent as bidfloor, never below
+ *   the ad unit's ext.target_ecpm); bid_adjustment (null: 1) multiplies a
+ *   bid's price before it competes; qps_limit null: none; seat null: any.
+ *
+ * adserve:allocations, an ad unit's traffic to a source each:
+ *   {"id", "ad_source_id", "target": adserve_alloc_target_names,
+ *    "target_id", "share", created/updated}
+ *   target ad_unit: the unit target_id; path: target_id and every unit
+ *   whose path has target_id's path as its prefix (by the unit's id, so it
+ *   follows the unit when it moves); placement: the units of placement
+ *   target_id (each with its descendants, as line items target them).
+ *   share: the percentage (0..100) of the unit's requests that go to the
+ *   source, drawn apart per allocation; 0 keeps it listed but idle. One
+ *   allocation per (source, target id).
+ *
+ * adserve:blocked_creatives, a block each:
+ *   {"id", "kind": adserve_block_kind_names, "value", "ad_unit_id",
+ *    "ad_source_id", "external_creative_id", "description", created/updated}
+ *   ad_unit_id null: every ad unit; ad_source_id null: bids of every
+ *   source (a crid is a source's own id, so crid blocks usually name one).
+ *   adomain: a bid's adomain (lower case; the domain and its subdomains),
+ *   sent as badv; crid: a bid's crid, exactly; cat: an IAB category code
+ *   of the bid's cat (IAB7 blocks IAB7-39), sent with the unit's bcat.
+ *
+ * adserve:external_creatives, what won from outside, written by the module:
+ *   {"id": adserve_external_creative_id(source id, crid), "ad_source_id",
+ *    "crid", "adomain": [...], "cat": [...], "w", "h", "markup_sample"
+ *    (at most ADSERVE_MARKUP_SAMPLE_MAX bytes of the adm), "first_seen",
+ *    "last_seen" (RFC 3339 UTC)}
+ *   The writer keeps an existing record's first_seen; several nodes may
+ *   write one record, and the latest write wins (last_seen is then one
+ *   node's latest). Not a serving kind: serving never reads it. */
+#define ADSERVE_TMAX_MIN              10       /* Choice: ms, a source's tmax */
+#define ADSERVE_TMAX_MAX              1000
+#define ADSERVE_TMAX_DEFAULT          200
+#define ADSERVE_BID_ADJUSTMENT_MIN    0.01     /* Choice: a multiplier */
+#define ADSERVE_BID_ADJUSTMENT_MAX    10
+#define ADSERVE_QPS_MAX               100000
+#define ADSERVE_SHARE_MAX             100      /* percent */
+#define ADSERVE_SEAT_MAX              64       /* bytes */
+#define ADSERVE_BLOCK_VALUE_MAX       256      /* bytes */
+#define ADSERVE_CRID_MAX              256      /* bytes */
+#define ADSERVE_MARKUP_SAMPLE_MAX     4096     /* bytes of an adm kept */
+/* An endpoint: http(s)://host[:port][/path][?query], at most this long */
+#define ADSERVE_ENDPOINT_URL_MAX      2048
+/* the blocked-creative unique's word for "no ad unit" / "no source" */
+#define ADSERVE_BLOCK_ANY             "*"
+
+#define ADSERVE_V_ALLOC_AD_UNIT       "ad_unit"
+#define ADSERVE_V_ALLOC_PATH          "path"
+#define ADSERVE_V_ALLOC_PLACEMENT     "placement"
+
+typedef enum {
+    ADSERVE_ALLOC_AD_UNIT = 0,        /* the unit alone */
+    ADSERVE_ALLOC_PATH,               /* the unit and its descendants */
+    ADSERVE_ALLOC_PLACEMENT,          /* the units of a placement */
+    ADSERVE_ALLOC_TARGET_COUNT
+} adserve_alloc_target_e;
+
+extern const char *const adserve_alloc_target_names[ADSERVE_ALLOC_TARGET_COUNT + 1];
+
+/* OpenRTB's names: adomain (badv), crid, cat (bcat) */
+typedef enum {
+    ADSERVE_BLOCK_ADOMAIN = 0,
+    ADSERVE_BLOCK_CRID,
+    ADSERVE_BLOCK_CAT,
+    ADSERVE_BLOCK_KIND_COUNT
+} adserve_block_kind_e;
+
+extern const char *const adserve_block_kind_names[ADSERVE_BLOCK_KIND_COUNT + 1];
+
+/* An ad unit's ext.metric_mode (the spec's): which demand its metrics
+ * show. */
+typedef enum {
+    ADSERVE_METRIC_MODE_ALL = 0,
+    ADSERVE_METRIC_MODE_INTERNAL_ONLY,
+    ADSERVE_METRIC_MODE_EXTERNAL_ONLY,
+    ADSERVE_METRIC_MODE_COUNT
+} adserve_metric_mode_e;
+
+extern const char *const adserve_metric_mode_names[ADSERVE_METRIC_MODE_COUNT + 1];
+
+/* Whether s (len bytes) can be a source's endpoint: an absolute http or
+ * https URL with a host, no user info (a password would sit in the audit
+ * log and the logs of every node), no fragment, no space, control, quote,
+ * backslash or non-ASCII byte, at most ADSERVE_ENDPOINT_URL_MAX. 1 when
+ * it is one. */
+int adserve_endpoint_url_ok(const char *s, size_t len);
+
+/* The id of the external creative of crid from source: a UUID (RFC 9562
+ * version 8, the vendor's own) of two FNV-1a hashes of "source/crid", so
+ * that every node names one creative alike without asking Redis. out
+ * holds 37 bytes. */
+#define ADSERVE_UUID_LEN              36
+void adserve_external_creative_id(const char *source, size_t source_len, const char *crid,
+    size_t crid_len, char out[ADSERVE_UUID_LEN + 1]);
 
 
 /* ---- counters -------------------------------------------------------------

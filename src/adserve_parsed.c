@@ -1057,6 +1057,88 @@ parse_settings(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 }
 
 
+/* ---- external demand --------------------------------------------------- */
+
+/* A source as the API writes it; one written past the API is clamped to
+ * the API's bounds, or unusable (no endpoint) when it could send nothing. */
+static int
+parse_source(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_source_t  *src = &p->u.source;
+    const cJSON              *f, *formats = cJSON_GetObjectItemCaseSensitive(o, "formats");
+    const char               *url = get_str(o, "endpoint_url");
+    int                       k, oom = 0;
+
+    cJSON_ArrayForEach(f, formats) {
+        k = adserve_vocab_str(adserve_format_names, cJSON_GetStringValue(f));
+        if (k >= 0) {
+            src->formats |= 1u << k;
+        }
+    }
+
+    src->tmax_ms = (uint32_t) clamp_int(get_num(o, "tmax_ms", ADSERVE_TMAX_DEFAULT),
+                                        ADSERVE_TMAX_MIN, ADSERVE_TMAX_MAX);
+    src->qps_limit = (uint32_t) clamp_int(get_num(o, "qps_limit", 0), 0, ADSERVE_QPS_MAX);
+    src->floor = get_cost(o, "floor");
+    src->adjustment = get_num(o, "bid_adjustment", 1);
+    if (!(src->adjustment >= ADSERVE_BID_ADJUSTMENT_MIN
+          && src->adjustment <= ADSERVE_BID_ADJUSTMENT_MAX))
+    {
+        src->adjustment = 1;
+    }
+    src->seat = dup_str(sc, o, "seat", &oom);
+
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "enabled")) && src->formats != 0
+        && url != NULL && adserve_endpoint_url_ok(url, strlen(url)))
+    {
+        src->endpoint = dup_str(sc, o, "endpoint_url", &oom);
+    }
+
+    return oom ? -1 : 0;
+}
+
+
+static int
+parse_allocation(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_allocation_t  *a = &p->u.allocation;
+    double                        share = get_num(o, "share", -1);
+    int                           oom = 0;
+
+    a->ad_source_id = dup_str(sc, o, "ad_source_id", &oom);
+    a->target_id = dup_str(sc, o, "target_id", &oom);
+    a->ad_source_hash = hash_of(a->ad_source_id);
+    a->target_hash = hash_of(a->target_id);
+    a->target = adserve_vocab_str(adserve_alloc_target_names, get_str(o, "target"));
+    a->share = share > ADSERVE_SHARE_MAX ? ADSERVE_SHARE_MAX : share;
+
+    if (a->ad_source_id == NULL || a->target_id == NULL || !(share >= 0)) {
+        a->target = -1;
+    }
+
+    return oom ? -1 : 0;
+}
+
+
+static int
+parse_block(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
+{
+    adserve_parsed_block_t  *bl = &p->u.block;
+    int                      oom = 0;
+
+    bl->kind = adserve_vocab_str(adserve_block_kind_names, get_str(o, "kind"));
+    bl->value = dup_str(sc, o, "value", &oom);
+    bl->ad_unit_id = dup_str(sc, o, "ad_unit_id", &oom);
+    bl->ad_source_id = dup_str(sc, o, "ad_source_id", &oom);
+
+    if (bl->value == NULL || bl->value[0] == '\0') {
+        bl->kind = -1;
+    }
+
+    return oom ? -1 : 0;
+}
+
+
 /* ---- one record -------------------------------------------------------- */
 
 /* One record: a JSON value and nothing after it but white space. */
@@ -1094,7 +1176,7 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
         parse_unit, parse_placement, parse_order,
         parse_li, parse_creative, parse_lica, parse_style, parse_unit_style,
         parse_item, parse_pool, parse_popular, parse_pool, parse_experiment,
-        parse_settings
+        parse_settings, parse_source, parse_allocation, parse_block
     };
     /* a parse is as long as its own kind's member of the union: a LICA's
      * is a fifth of a line item's */
@@ -1105,7 +1187,9 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
         sizeof(adserve_parsed_style_t), sizeof(adserve_parsed_unit_style_t),
         sizeof(adserve_parsed_item_t), sizeof(adserve_parsed_pool_t),
         sizeof(adserve_parsed_pool_t), sizeof(adserve_parsed_pool_t),
-        sizeof(adserve_parsed_experiment_t), sizeof(adserve_parsed_settings_t)
+        sizeof(adserve_parsed_experiment_t), sizeof(adserve_parsed_settings_t),
+        sizeof(adserve_parsed_source_t), sizeof(adserve_parsed_allocation_t),
+        sizeof(adserve_parsed_block_t)
     };
     adserve_parsed_t  *p;
     const char        *id;
@@ -1268,6 +1352,19 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         break;
     case ADSERVE_KIND_SETTINGS:
         MOVE(p->u.settings.public_url);
+        break;
+    case ADSERVE_KIND_AD_SOURCES:
+        MOVE(p->u.source.endpoint);
+        MOVE(p->u.source.seat);
+        break;
+    case ADSERVE_KIND_ALLOCATIONS:
+        MOVE(p->u.allocation.ad_source_id);
+        MOVE(p->u.allocation.target_id);
+        break;
+    case ADSERVE_KIND_BLOCKED_CREATIVES:
+        MOVE(p->u.block.value);
+        MOVE(p->u.block.ad_unit_id);
+        MOVE(p->u.block.ad_source_id);
         break;
     default:
         break;

@@ -223,6 +223,37 @@ typedef struct {
                                        * adserve_public_url's */
 } adserve_parsed_settings_t;
 
+/* External demand (README "External demand"): parsed and kept by each
+ * build, not yet read by serving (the auction is the module's next step).
+ * An AdSource: usable (endpoint set) when enabled, with a valid endpoint
+ * and a format. */
+typedef struct {
+    const char     *endpoint;         /* NULL: not usable */
+    const char     *seat;             /* NULL: any */
+    uint32_t        tmax_ms;          /* ADSERVE_TMAX_MIN .. _MAX */
+    uint32_t        qps_limit;        /* 0: none */
+    uint32_t        formats;          /* bit adserve_format_e */
+    double          floor;            /* CPM, account currency */
+    double          adjustment;       /* a bid's price multiplier */
+} adserve_parsed_source_t;
+
+/* An allocation: target -1 when it is not one (the build skips it). */
+typedef struct {
+    const char     *ad_source_id;
+    const char     *target_id;
+    uint64_t        ad_source_hash, target_hash;
+    int             target;           /* adserve_alloc_target_e, or -1 */
+    double          share;            /* percent, 0 .. ADSERVE_SHARE_MAX */
+} adserve_parsed_allocation_t;
+
+/* A blocked creative: kind -1 when it is not one. */
+typedef struct {
+    int             kind;             /* adserve_block_kind_e, or -1 */
+    const char     *value;
+    const char     *ad_unit_id;       /* NULL: every ad unit */
+    const char     *ad_source_id;     /* NULL: every source */
+} adserve_parsed_block_t;
+
 typedef struct {
     adserve_kind_e  kind;
     const char     *id;               /* NULL: not an object with a usable
@@ -242,6 +273,9 @@ typedef struct {
         adserve_parsed_pool_t       pool;
         adserve_parsed_experiment_t experiment;
         adserve_parsed_settings_t   settings;
+        adserve_parsed_source_t     source;
+        adserve_parsed_allocation_t allocation;
+        adserve_parsed_block_t      block;
     } u;
 } adserve_parsed_t;
 

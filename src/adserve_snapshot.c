@@ -734,6 +734,21 @@ link_settings(build_t *b, adserve_parsed_t **ps)
 }
 
 
+/* External demand's records (sources, allocations, blocks): parsed by
+ * every build and kept with their texts (adserve_records), so a change
+ * to them is one parse; the auction that reads them, and the tables it
+ * wants in the snapshot, are serving's next step (README "External
+ * demand"). */
+static int
+link_demand(build_t *b, adserve_parsed_t **ps)
+{
+    (void) b;
+    (void) ps;
+
+    return 0;
+}
+
+
 static const adserve_pool_t *pool_find(const adserve_pool_t *pools, uint32_t mask,
     const char *id, size_t len);
 
@@ -2292,7 +2307,7 @@ build(build_t *b, const adserve_input_t *in)
         link_units, link_placements, link_orders,
         link_line_items, link_creatives, link_licas, link_styles, link_unit_styles,
         link_items, link_pools, link_popular, link_coview, link_experiments,
-        link_settings
+        link_settings, link_demand, link_demand, link_demand
     };
     adserve_parsed_t  **ps;
     uint32_t            k, i, nunits;

@@ -351,6 +351,55 @@ static void test_rec_counted_source(void) {
 }
 
 
+static void test_endpoint_url(void) {
+    static const struct { const char *url; int ok; } cases[] = {
+        { "https://bidder.example/openrtb2/auction", 1 },
+        { "http://127.0.0.1:9000/bid?pub=1&x=2", 1 },      /* a query: fine */
+        { "https://[::1]:8443/", 1 },
+        { "HTTPS://bidder.example", 1 },
+        { "https://user:pw@bidder.example/", 0 },           /* credentials */
+        { "https://bidder.example/#x", 0 },                 /* a fragment */
+        { "ftp://bidder.example/", 0 },
+        { "https://", 0 },
+        { "https:///bid", 0 },
+        { "https://:80/bid", 0 },
+        { "https://bidder.example/a b", 0 },
+        { "https://bidder.example/\"", 0 },
+        { "https://bidder.example/\xc3\xa9", 0 },
+    };
+    char   id[ADSERVE_UUID_LEN + 1], again[ADSERVE_UUID_LEN + 1], other[ADSERVE_UUID_LEN + 1];
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        is_int(adserve_endpoint_url_ok(cases[i].url, strlen(cases[i].url)), cases[i].ok,
+               "endpoint %s is %s", cases[i].url, cases[i].ok ? "one" : "refused");
+    }
+
+    adserve_external_creative_id("src-1", 5, "cr-9", 4, id);
+    adserve_external_creative_id("src-1", 5, "cr-9", 4, again);
+    adserve_external_creative_id("src-1", 5, "cr-8", 4, other);
+    is_int((int) strlen(id), ADSERVE_UUID_LEN, "an external creative id is a UUID's length");
+    ok(id[8] == '-' && id[13] == '-' && id[18] == '-' && id[23] == '-', "... with its dashes");
+    ok(id[14] == '8' && strchr("89ab", id[19]) != NULL, "... version 8, RFC variant");
+    ok(strcmp(id, again) == 0, "the same source and crid: the same id on every node");
+    ok(strcmp(id, other) != 0, "another crid: another id");
+    adserve_external_creative_id("src-1c", 6, "r-9", 3, other);
+    ok(strcmp(id, other) != 0, "the separator keeps source/crid pairs apart");
+}
+
+
+static void test_demand_vocab(void) {
+    is_int(adserve_vocab_str(adserve_alloc_target_names, "path"), ADSERVE_ALLOC_PATH,
+           "allocation targets");
+    is_int(adserve_vocab_str(adserve_block_kind_names, "cat"), ADSERVE_BLOCK_CAT, "block kinds");
+    is_int(adserve_vocab_str(adserve_metric_mode_names, "external_only"),
+           ADSERVE_METRIC_MODE_EXTERNAL_ONLY, "metric modes");
+    ok(ADSERVE_KIND_BLOCKED_CREATIVES < ADSERVE_KIND_SERVING
+       && ADSERVE_KIND_EXTERNAL_CREATIVES >= ADSERVE_KIND_SERVING,
+       "sources, allocations and blocks are serving's; external creatives are not");
+}
+
+
 int main(void) {
     test_kinds();
     test_vocab();
@@ -363,5 +412,7 @@ int main(void) {
     test_history_entry();
     test_experiment();
     test_rec_counted_source();
+    test_endpoint_url();
+    test_demand_vocab();
     return done_testing();
 }
