@@ -30,6 +30,8 @@ const MENU = [
     ['licas', '/licas', 'LICAs'],
     ['approvals', '/approvals', 'Approvals'],
     ['ad-units', '/ad-units', 'Ad units'],
+    ['placements', '/placements', 'Placements'],
+    ['targeting-keys', '/targeting-keys', 'Targeting keys'],
     ['users', '/users', 'Users'],
     ['audit', '/audit', 'Audit log'],
     ['settings', '/settings', 'Settings'],

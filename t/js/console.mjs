@@ -9,7 +9,7 @@
 
 import http from 'node:http';
 import { tap } from './lib/tap.mjs';
-import { BASE, OUT, inBrowser, sleep, until, workersCurrent } from './lib/stack.mjs';
+import { BASE, OUT, api, inBrowser, sleep, until, workersCurrent } from './lib/stack.mjs';
 import {
     CONSOLE, axeViolations, buttons, consolePage, create, fill, go, heading, signIn,
 } from './lib/console.mjs';
@@ -71,7 +71,8 @@ await inBrowser(t, async (browser) => {
     await signIn(page, ...ADMIN);
     t.is(await page.locator('header .role').innerText(), 'admin', 'the admin signs in with the keyboard; the role is shown');
     t.isDeep(await menu(page), ['Dashboard', 'Advertisers', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Approvals',
-                                'Ad units', 'Users', 'Audit log', 'Settings'], '... and every menu');
+                                'Ad units', 'Placements', 'Targeting keys', 'Users', 'Audit log', 'Settings'],
+             '... and every menu');
     await page.locator('figure.delivery canvas').first().waitFor();
     t.ok(true, 'the dashboard draws its chart');
     await audit(page, 'the dashboard');
@@ -111,6 +112,60 @@ await inBrowser(t, async (browser) => {
     await shot(page, 'ad-units');
     await audit(page, 'the ad unit tree');
 
+    // ---- placements, targeting keys and values, an ad unit's tag ------------
+    await go(page, '#/placements/new');
+    const units = page.locator('#new-placements-ad_unit_ids');
+    await units.getByLabel(`Sports ${run}`, { exact: true }).waitFor();
+    t.is(await units.evaluate((e) => e.tagName), 'FIELDSET', "a placement's ad units are checkboxes in a group");
+    const placementName = `<b>Sports</b> & more ${run}`;
+    await fill(page, 'new-placements', { name: placementName });
+    await units.getByLabel(`Site ${run}`, { exact: true }).check();
+    await units.getByLabel(`Sports ${run}`, { exact: true }).check();
+    await audit(page, 'the placement form');
+    await shot(page, 'placement-form');
+    const placement = await create(page, 'placements', 'Create placement');
+    t.is(await heading(page), placementName, '... made; its name shown as text');
+    t.is(await page.locator('main h1 b').count(), 0, '... not as markup');
+    const checked = await page.locator('#edit-placements-ad_unit_ids input:checked').evaluateAll((l) => l.map((e) => e.value).sort());
+    t.isDeep(checked, [site, sports].sort(), '... its edit form has both ad units ticked');
+    await fill(page, 'edit-placements', { name: `Sports and more ${run}` });
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.locator('[role=status]', { hasText: 'Saved.' }).waitFor();
+    await go(page, '#/placements');
+    const placementRow = page.locator('tbody tr', { hasText: `Sports and more ${run}` });
+    await placementRow.waitFor();
+    t.is(await placementRow.locator('td').first().innerText(), '2', '... renamed; the list counts its ad units');
+    await audit(page, 'the placements list');
+
+    await go(page, '#/targeting-keys/new');
+    await fill(page, 'new-targeting-keys', { name: `genre_${run}`, type: 'PREDEFINED' });
+    await create(page, 'targeting-keys', 'Create targeting key');
+    for (const v of ['jazz', 'rock']) {
+        await page.fill('#new-value-name', v);
+        await page.getByRole('button', { name: 'Add value' }).click();
+        await page.locator('table.values tbody th', { hasText: v }).waitFor();
+    }
+    t.isDeep(await page.locator('table.values tbody th').allInnerTexts(), ['jazz', 'rock'],
+             'a targeting key, and two values added on its page');
+    await page.getByRole('button', { name: 'Delete the value rock' }).click();
+    await page.locator('table.values tbody th', { hasText: 'rock' }).waitFor({ state: 'detached' });
+    t.isDeep(await page.locator('table.values tbody th').allInnerTexts(), ['jazz'], '... and one deleted');
+    await audit(page, 'a targeting key with its values');
+    await shot(page, 'targeting-key');
+
+    await admin.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
+    await go(page, `#/ad-units/${sports}`);
+    const snippet = page.locator('#tag-snippet');
+    await snippet.waitFor();
+    const integration = await api('GET', `/api/ad-units/${sports}/integration`);
+    t.is(await snippet.inputValue(), integration.sdk.snippet, "an ad unit's page shows its tag snippet, as the integration API gives it");
+    t.like(integration.sdk.snippet, /<script/, '... the SDK\'s lines');
+    await page.getByRole('button', { name: 'Copy the web SDK snippet' }).click();
+    await page.locator('#tag-h ~ .field [aria-live]', { hasText: 'Copied.' }).first().waitFor();
+    t.is(await page.evaluate(() => navigator.clipboard.readText()), integration.sdk.snippet, '... and the Copy button copies it');
+    await audit(page, 'an ad unit with its tag');
+    await shot(page, 'ad-unit-tag');
+
     await go(page, '#/orders/new');
     await fill(page, 'new-orders', { advertiser_id: { label: `Other ${run}` }, name: `Other's order ${run}` });
     const otherOrder = await create(page, 'orders', 'Create order');
@@ -121,7 +176,8 @@ await inBrowser(t, async (browser) => {
     await signIn(page, ...OPERATOR);
     t.is(await page.locator('header .role').innerText(), 'operator', 'the operator signs in; the role is shown');
     t.isDeep(await menu(page), ['Dashboard', 'Advertisers', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Approvals',
-                                'Ad units', 'Settings'], '... with every menu but users and the audit log');
+                                'Ad units', 'Placements', 'Targeting keys', 'Settings'],
+             '... with every menu but users and the audit log');
     await go(page, '#/users');
     t.is(await heading(page), 'Not available', '... and the users page by URL says it is not available');
 
@@ -227,6 +283,7 @@ await inBrowser(t, async (browser) => {
     t.is(impressions, 1, 'its impression shows on the dashboard');
     await shot(page, 'dashboard');
 
+
     // ---- the admin: audit log, API token, silent refresh, sign-out ----------
     page = admin.page;
     await go(page, '#/audit');
@@ -274,9 +331,17 @@ await inBrowser(t, async (browser) => {
     }
     await shot(phone.page, 'phone-creative');
     await audit(phone.page, 'a creative at 390 px');
+    const opPhone = await consolePage(browser, { width: 390, height: 844 });
+    await signIn(opPhone.page, ...OPERATOR);
+    for (const [hash, name] of [['#/placements', 'the placements'], ['#/targeting-keys', 'the targeting keys'], [`#/ad-units/${sports}`, 'an ad unit with its tag']]) {
+        await go(opPhone.page, hash);
+        await heading(opPhone.page);
+        const wide = await opPhone.page.evaluate(() => document.documentElement.scrollWidth);
+        t.cmp(wide, '<=', 390, `at 390 px, ${name} does not scroll sideways (${wide} px)`);
+    }
     t.like(lica, UUID, 'the LICA was made');
 
-    for (const [who, s] of [['admin', admin], ['operator', op], ['advertiser', adv], ['phone', phone]]) {
+    for (const [who, s] of [['admin', admin], ['operator', op], ['advertiser', adv], ['phone', phone], ['operator\'s phone', opPhone]]) {
         t.isDeep(s.problems, [], `the ${who}'s pages raised no error and broke no policy`);
     }
 });
