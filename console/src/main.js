@@ -19,6 +19,7 @@ import { AdUnitTree } from './pages/ad-units.js';
 import { Approvals } from './pages/approvals.js';
 import { Dashboard } from './pages/dashboard.js';
 import { AuditLog } from './pages/audit.js';
+import { Explain } from './pages/explain.js';
 import { Settings } from './pages/settings.js';
 
 const MENU = [
@@ -32,6 +33,7 @@ const MENU = [
     ['ad-units', '/ad-units', 'Ad units'],
     ['placements', '/placements', 'Placements'],
     ['targeting-keys', '/targeting-keys', 'Targeting keys'],
+    ['explain', '/explain', 'Explainer'],
     ['users', '/users', 'Users'],
     ['audit', '/audit', 'Audit log'],
     ['settings', '/settings', 'Settings'],
@@ -66,6 +68,7 @@ function Routes({ user }) {
         <${Route} path="/">${guard(user, 'dashboard', html`<${Dashboard} />`)}</${Route}>
         <${Route} path="/ad-units">${guard(user, 'ad-units', html`<${AdUnitTree} />`)}</${Route}>
         <${Route} path="/approvals">${guard(user, 'approvals', html`<${Approvals} />`)}</${Route}>
+        <${Route} path="/explain">${guard(user, 'explain', html`<${Explain} />`)}</${Route}>
         <${Route} path="/audit">${guard(user, 'audit', html`<${AuditLog} />`)}</${Route}>
         <${Route} path="/settings">${guard(user, 'settings', html`<${Settings} />`)}</${Route}>
         ${resourceRoutes}

@@ -71,7 +71,7 @@ await inBrowser(t, async (browser) => {
     await signIn(page, ...ADMIN);
     t.is(await page.locator('header .role').innerText(), 'admin', 'the admin signs in with the keyboard; the role is shown');
     t.isDeep(await menu(page), ['Dashboard', 'Advertisers', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Approvals',
-                                'Ad units', 'Placements', 'Targeting keys', 'Users', 'Audit log', 'Settings'],
+                                'Ad units', 'Placements', 'Targeting keys', 'Explainer', 'Users', 'Audit log', 'Settings'],
              '... and every menu');
     await page.locator('figure.delivery canvas').first().waitFor();
     t.ok(true, 'the dashboard draws its chart');
@@ -176,7 +176,7 @@ await inBrowser(t, async (browser) => {
     await signIn(page, ...OPERATOR);
     t.is(await page.locator('header .role').innerText(), 'operator', 'the operator signs in; the role is shown');
     t.isDeep(await menu(page), ['Dashboard', 'Advertisers', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Approvals',
-                                'Ad units', 'Placements', 'Targeting keys', 'Settings'],
+                                'Ad units', 'Placements', 'Targeting keys', 'Explainer', 'Settings'],
              '... with every menu but users and the audit log');
     await go(page, '#/users');
     t.is(await heading(page), 'Not available', '... and the users page by URL says it is not available');
@@ -283,6 +283,38 @@ await inBrowser(t, async (browser) => {
     t.is(impressions, 1, 'its impression shows on the dashboard');
     await shot(page, 'dashboard');
 
+    // ---- the decision explainer ---------------------------------------------
+    // a second line item on the same unit, cheaper and capped at one ad an hour
+    const capped = await api('POST', '/api/line-items', {
+        order_id: order, name: `Capped LI ${run}`, type: 'STANDARD', cost_type: 'CPM', rate: 1,
+        frequency_caps: [{ max: 1, seconds: 3600 }], targeting: { ad_units: { include: [site] } },
+    });
+    await api('PATCH', `/api/line-items/${capped.id}`, { approval: 'APPROVED' }).catch(() => {});
+    await api('PATCH', `/api/line-items/${capped.id}`, { status: 'ACTIVE' });
+    await api('POST', '/api/licas', { line_item_id: capped.id, creative_id: creative });
+    await workersCurrent();
+    await go(page, '#/explain');
+    await page.locator(`#explain-unit option[value="${sports}"]`).waitFor({ state: 'attached' });
+    await page.selectOption('#explain-unit', sports);
+    const explain = async (request) => {
+        await page.fill('#explain-request', request);
+        const answered = page.waitForResponse((r) => r.url().includes('/api/explain/'));
+        await page.getByRole('button', { name: 'Explain' }).click();
+        await answered;
+        await page.locator('#explain-winner').waitFor();
+        return page.locator('#explain-winner').innerText();
+    };
+    t.like(await explain('{}'), new RegExp(`^Would serve: Spring LI ${run}\\.$`), 'the explainer names the line item that would serve');
+    t.like(await page.locator('tr[data-decision=held_back]').innerText(), new RegExp(`Capped LI ${run}.*held back: its frequency cap cannot be checked without a user.id`, 's'),
+           '... and why the capped one would not: no user.id, so its cap is unknown');
+    await audit(page, 'the decision explainer');
+    await shot(page, 'explain');
+    await explain('{"user": {"id": "reader-1"}}');
+    t.like(await page.locator('tr[data-decision=outranked]').innerText(), new RegExp(`Capped LI ${run}.*a higher eCPM wins`, 's'),
+           '... with a user.id: able to serve, outranked');
+    await page.fill('#explain-request', '{"user": ');
+    await page.getByRole('button', { name: 'Explain' }).click();
+    t.like(await page.locator('main [role=alert]').innerText(), /not valid JSON/, 'a request that is not JSON is refused before asking');
 
     // ---- the admin: audit log, API token, silent refresh, sign-out ----------
     page = admin.page;
@@ -339,6 +371,15 @@ await inBrowser(t, async (browser) => {
         const wide = await opPhone.page.evaluate(() => document.documentElement.scrollWidth);
         t.cmp(wide, '<=', 390, `at 390 px, ${name} does not scroll sideways (${wide} px)`);
     }
+    await go(opPhone.page, '#/explain');
+    await opPhone.page.locator(`#explain-unit option[value="${sports}"]`).waitFor({ state: 'attached' });
+    await opPhone.page.selectOption('#explain-unit', sports);
+    await opPhone.page.getByRole('button', { name: 'Explain' }).click();
+    await opPhone.page.locator('#explain-winner').waitFor();
+    const wideExplain = await opPhone.page.evaluate(() => document.documentElement.scrollWidth);
+    t.cmp(wideExplain, '<=', 390, `at 390 px, the explainer's answer does not scroll sideways (${wideExplain} px)`);
+    await shot(opPhone.page, 'phone-explain');
+    await audit(opPhone.page, 'the explainer at 390 px');
     t.like(lica, UUID, 'the LICA was made');
 
     for (const [who, s] of [['admin', admin], ['operator', op], ['advertiser', adv], ['phone', phone], ['operator\'s phone', opPhone]]) {
