@@ -319,8 +319,20 @@ await inBrowser(t, async (browser) => {
     // ---- the admin: audit log, API token, silent refresh, sign-out ----------
     page = admin.page;
     await go(page, '#/audit');
-    await page.locator('table.audit tbody tr').first().waitFor();
-    t.like(await page.locator('table.audit tbody').innerText(), /lica|line_item/, 'the audit log lists the changes');
+    await page.locator('table.audit > tbody > tr').first().waitFor();
+    t.like(await page.locator('table.audit > tbody').innerText(), /lica|line_item/, 'the audit log lists the changes');
+    const renamed = page.locator('table.audit > tbody > tr', { hasText: placement.slice(0, 8) }).filter({ has: page.locator('td:nth-child(3)', { hasText: /^update$/ }) });
+    await renamed.locator('summary').click();
+    // updated_at too, unless the rename came within the second of the creation
+    t.isDeep((await renamed.locator('table.diff tbody th').allInnerTexts()).filter((f) => f !== 'updated_at'), ['name'],
+             "the placement's rename shows as the fields it changed, not two whole records");
+    const nameRow = renamed.locator('table.diff tbody tr').first();
+    t.isDeep([await nameRow.locator('td.before').innerText(), await nameRow.locator('td.after').innerText()],
+             [JSON.stringify(placementName), JSON.stringify(`Sports and more ${run}`)], '... before and after');
+    const made = page.locator('table.audit > tbody > tr', { hasText: placement.slice(0, 8) }).filter({ has: page.locator('td:nth-child(3)', { hasText: /^create$/ }) });
+    await made.locator('summary').click();
+    t.ok((await made.locator('table.diff tbody th').allInnerTexts()).includes('ad_unit_ids'), '... its creation, the fields it set');
+    t.isDeep(await made.locator('table.diff thead th').allInnerTexts(), ['Field', 'Set to'], '... as one column of values');
     await shot(page, 'audit');
     await audit(page, 'the audit log');
 
