@@ -49,14 +49,14 @@ function Answer({ answer, names }) {
         ${items.length === 0 ? html`<p>No line item is a candidate here (it must be ACTIVE, its order APPROVED, with an ACTIVE LICA to an APPROVED creative).</p>`
             : html`<div class="table-wrap"><table class="explain">
             <caption>${items.length} candidate${items.length === 1 ? '' : 's'}</caption>
-            <thead><tr><th scope="col">Line item</th><th scope="col">Type</th><th scope="col">Priority</th><th scope="col">eCPM</th>
-                <th scope="col">Creatives</th><th scope="col">Decision</th></tr></thead>
+            <thead><tr><th scope="col">Line item</th><th scope="col">Decision</th><th scope="col">eCPM</th><th scope="col">Type</th>
+                <th scope="col">Priority</th><th scope="col">Creatives</th></tr></thead>
             <tbody>${items.map((c) => html`<tr key=${c.line_item_id} data-decision=${c.decision}>
                 <th scope="row"><${LineItem} id=${c.line_item_id} names=${names} /></th>
-                <td>${c.type}</td><td>${c.priority}</td><td>${c.ecpm} <span class="none">(${c.cost_type} ${c.bid})</span></td>
-                <td>${c.creatives}</td>
                 <td><span class="badge" data-state=${c.decision === 'won' ? 'ACTIVE' : c.decision === 'held_back' ? 'PAUSED' : ''}>${c.decision}</span> ${why(c, answer.caps)}
                     ${c.pacing && html`<br /><span class="none">share <${Cell} value=${c.pacing.share} />, budget left <${Cell} value=${c.pacing.budget_left} />${c.pacing.goal_reached ? ', goal reached' : ''}</span>`}</td>
+                <td>${c.ecpm} <span class="none">(${c.cost_type} ${c.bid})</span></td>
+                <td>${c.type}</td><td>${c.priority}</td><td>${c.creatives}</td>
             </tr>`)}</tbody>
         </table></div>`}
         ${(answer.excluded || []).length > 0 && html`<h3>Never served here</h3>
