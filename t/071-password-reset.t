@@ -68,7 +68,7 @@ sub mails_to { my ($to, $secs) = @_; return $smtp->wait_for(sub { $_->{to} eq $t
 
 sub token_of {
     my ($text) = @_;
-    my ($token) = $text =~ m{https://console\.example/reset-password\?token=([A-Za-z0-9_-]+)};
+    my ($token) = $text =~ m{https://console\.example/console/\#/reset-password\?token=([A-Za-z0-9_-]+)};
     return $token;
 }
 
@@ -115,7 +115,7 @@ like($mail->{headers}{subject}, qr/reset/i, 'subject');
 like($mail->{headers}{date} // '', qr/^\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d \+0000$/, 'a Date header');
 ok($mail->{headers}{'message-id'}, 'a Message-ID');
 my $token = token_of($mail->{body});
-ok($token, 'the body links to ADSERVE_PUBLIC_URL/reset-password?token=...') or diag $mail->{body};
+ok($token, 'the body links to the console\'s reset page: ADSERVE_PUBLIC_URL/console/#/reset-password?token=...') or diag $mail->{body};
 like($token // '', qr/^[A-Za-z0-9_-]{43}$/, 'the token: 32 random bytes, base64url');
 like($mail->{body}, qr/10 minutes/, 'the mail says when it expires');
 

@@ -64,6 +64,9 @@ async function send(method, path, body, bearer) {
     return data;
 }
 
+// a call that needs no session (forgot and reset password)
+export const anonymous = (path, body) => send('POST', path, body);
+
 export async function login(email, password) {
     setTokens(await send('POST', '/api/auth/login', { email, password }));
 }

@@ -25,6 +25,20 @@ function Control({ field, id, value, onInput, invalid, described, options }) {
             <option value="">${field.required ? '— choose —' : '(none)'}</option>
             ${(options || []).map((o) => html`<option value=${o.id}>${o.name || o.code || o.id}</option>`)}
         </select>`;
+    case 'refs': {
+        // one checkbox a record, in a group the field's label names
+        const chosen = new Set(value);
+        const toggle = (oid, on) => onInput((options || []).map((o) => o.id).filter((x) => (x === oid ? on : chosen.has(x))));
+        return html`<fieldset class="refs" id=${id} aria-describedby=${described} aria-invalid=${common['aria-invalid']}>
+            <legend class="sr-only">${label(field.name)}</legend>
+            ${options && options.length === 0 && html`<p class="none">None to choose from.</p>`}
+            ${(options || []).map((o, i) => html`<div class="ref-choice" key=${o.id}>
+                <input type="checkbox" id=${`${id}-${i}`} name=${field.name} value=${o.id} checked=${chosen.has(o.id)}
+                    onChange=${(e) => toggle(o.id, e.currentTarget.checked)} />
+                <label for=${`${id}-${i}`}>${o.name}</label>
+            </div>`)}
+        </fieldset>`;
+    }
     case 'number':
         return html`<input type="number" inputmode="decimal" ...${common} value=${value}
             min=${field.min} max=${field.max} step=${field.step} onInput=${set} />`;
@@ -68,7 +82,7 @@ export function SchemaForm({ idPrefix, fields, initial = {}, edit = false, onSub
     const formRef = useRef(null);
 
     // the choices of reference fields, once per set of fields
-    const refs = fields.filter((x) => x.kind === 'ref');
+    const refs = fields.filter((x) => x.kind === 'ref' || x.kind === 'refs');
     useEffect(() => {
         for (const f of refs) {
             loadOptions(f.ref).then((list) => setOptions((o) => ({ ...o, [f.name]: list })), () => {});
@@ -121,7 +135,8 @@ export function SchemaForm({ idPrefix, fields, initial = {}, edit = false, onSub
             const hint = help(f);
             const described = [hint && `${id}-help`, errors[f.name] && `${id}-error`].filter(Boolean).join(' ') || undefined;
             return html`<div class=${`field field-${f.kind}`} key=${f.name}>
-                <label for=${id}>${label(f.name)}${f.required && html`<span class="req" aria-hidden="true"> *</span>`}</label>
+                ${f.kind === 'refs' ? html`<span class="label" id=${`${id}-label`} aria-hidden="true">${label(f.name)}${f.required && html`<span class="req"> *</span>`}</span>`
+                    : html`<label for=${id}>${label(f.name)}${f.required && html`<span class="req" aria-hidden="true"> *</span>`}</label>`}
                 <${Control} field=${f} id=${id} value=${values[f.name]} options=${options[f.name]}
                     invalid=${!!errors[f.name]} described=${described}
                     onInput=${(v) => setValues((old) => ({ ...old, [f.name]: v }))} />

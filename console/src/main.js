@@ -12,12 +12,14 @@ import { api, hasSession, onSession, refresh, signOut } from './api.js';
 import { Session, may } from './session.js';
 import { RESOURCES } from './resources.js';
 import { SignIn } from './pages/sign-in.js';
+import { ForgotPassword, ResetPassword } from './pages/password.js';
 import { ListPage } from './pages/list.js';
 import { CreatePage, RecordPage } from './pages/record.js';
 import { AdUnitTree } from './pages/ad-units.js';
 import { Approvals } from './pages/approvals.js';
 import { Dashboard } from './pages/dashboard.js';
 import { AuditLog } from './pages/audit.js';
+import { Explain } from './pages/explain.js';
 import { Settings } from './pages/settings.js';
 
 const MENU = [
@@ -29,6 +31,9 @@ const MENU = [
     ['licas', '/licas', 'LICAs'],
     ['approvals', '/approvals', 'Approvals'],
     ['ad-units', '/ad-units', 'Ad units'],
+    ['placements', '/placements', 'Placements'],
+    ['targeting-keys', '/targeting-keys', 'Targeting keys'],
+    ['explain', '/explain', 'Explainer'],
     ['users', '/users', 'Users'],
     ['audit', '/audit', 'Audit log'],
     ['settings', '/settings', 'Settings'],
@@ -63,6 +68,7 @@ function Routes({ user }) {
         <${Route} path="/">${guard(user, 'dashboard', html`<${Dashboard} />`)}</${Route}>
         <${Route} path="/ad-units">${guard(user, 'ad-units', html`<${AdUnitTree} />`)}</${Route}>
         <${Route} path="/approvals">${guard(user, 'approvals', html`<${Approvals} />`)}</${Route}>
+        <${Route} path="/explain">${guard(user, 'explain', html`<${Explain} />`)}</${Route}>
         <${Route} path="/audit">${guard(user, 'audit', html`<${AuditLog} />`)}</${Route}>
         <${Route} path="/settings">${guard(user, 'settings', html`<${Settings} />`)}</${Route}>
         ${resourceRoutes}
@@ -104,7 +110,19 @@ function Shell({ user }) {
     </${Router}>`;
 }
 
+// the address's hash, outside the router: the signed-out pages
+function useHash() {
+    const [hash, setHash] = useState(location.hash);
+    useEffect(() => {
+        const update = () => setHash(location.hash);
+        addEventListener('hashchange', update);
+        return () => removeEventListener('hashchange', update);
+    }, []);
+    return hash;
+}
+
 function App() {
+    const hash = useHash();
     // undefined: finding out (a stored refresh token is tried); null: signed out
     const [user, setUser] = useState(undefined);
     useEffect(() => {
@@ -114,9 +132,15 @@ function App() {
         else setUser(null);
         return off;
     }, []);
+    // a reset link opens its page whoever is signed in in this tab
+    if (hash.startsWith('#/reset-password')) return html`<${ResetPassword} />`;
     if (user === undefined) return html`<p class="loading" role="status">Signing in…</p>`;
-    if (user === null) return html`<${SignIn} />`;
+    if (user === null) return hash.startsWith('#/forgot-password') ? html`<${ForgotPassword} />` : html`<${SignIn} />`;
     return html`<${Session.Provider} value=${user}><${Shell} user=${user} /></${Session.Provider}>`;
 }
 
-render(html`<${App} />`, document.getElementById('app'));
+// the page's "Loading the console…" goes first: Preact would keep a node it
+// cannot match (the reset page's first render is not the loading line)
+const root = document.getElementById('app');
+root.textContent = '';
+render(html`<${App} />`, root);

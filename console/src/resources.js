@@ -36,7 +36,15 @@ export const RESOURCES = {
         transitions: { INACTIVE: ['ACTIVE', 'ARCHIVED'], ACTIVE: ['INACTIVE', 'ARCHIVED'], ARCHIVED: ['INACTIVE'] },
     },
     users: { title: 'Users', one: 'user', columns: ['email', 'role', 'advertiser_id'] },
+    placements: { title: 'Placements', one: 'placement', columns: ['name', 'ad_unit_ids'] },
+    'targeting-keys': {
+        title: 'Targeting keys', one: 'targeting key', columns: ['name', 'type', 'description'],
+        api: '/api/custom-targeting/keys',
+    },
 };
+
+// where a resource lives in the API: /api/{res} unless it says otherwise
+export const apiPath = (res) => RESOURCES[res].api || `/api/${res}`;
 
 // the state changes a user of this role is offered from a record's state
 export function transitionsFor(res, record, user) {

@@ -27,8 +27,10 @@ function deref(d, s) {
 // which list a reference field picks from
 const REFS = {
     advertiser_id: 'advertisers', order_id: 'orders', line_item_id: 'line-items',
-    creative_id: 'creatives', parent_id: 'ad-units',
+    creative_id: 'creatives', parent_id: 'ad-units', ad_unit_id: 'ad-units',
 };
+// lists of references, picked as checkboxes
+const REF_LISTS = { ad_unit_ids: 'ad-units' };
 
 const types = (s) => (Array.isArray(s.type) ? s.type : [s.type]);
 
@@ -58,6 +60,9 @@ function describe(d, name, prop, required) {
         field.kind = 'datetime';
     } else if (t.includes('string')) {
         field.kind = s.maxLength > 1024 ? 'textarea' : 'text';
+    } else if (REF_LISTS[name] && t.includes('array')) {
+        field.kind = 'refs';
+        field.ref = REF_LISTS[name];
     } else if (t.includes('array') && items && types(items).includes('string') && !items.enum) {
         field.kind = 'list';
     } else {
@@ -83,6 +88,7 @@ export function fieldsOf(d, path, method) {
 // a field's value as the form holds it (a string, or a boolean)
 export function toInput(field, value) {
     if (field.kind === 'bool') return value === undefined ? field.default === true : !!value;
+    if (field.kind === 'refs') return Array.isArray(value) ? value : [];
     if (value === undefined || value === null) return '';
     switch (field.kind) {
     case 'list': return value.join('\n');
@@ -99,7 +105,7 @@ export function toInput(field, value) {
 // the form's string back to JSON; undefined leaves the field out (the
 // API's default applies). Throws on JSON that does not parse.
 export function fromInput(field, input) {
-    if (field.kind === 'bool') return input;
+    if (field.kind === 'bool' || field.kind === 'refs') return input;
     if (input === '') return field.nullable && field.kind !== 'enum' ? null : undefined;
     switch (field.kind) {
     case 'number': return Number(input);
@@ -113,7 +119,7 @@ export function fromInput(field, input) {
 
 // "advertiser_id" -> "Advertiser", "landing_url" -> "Landing URL"
 export function label(name) {
-    const words = name.replace(/_id$/, '').split('_').map((w) => ({ url: 'URL', html: 'HTML', w: 'Width', h: 'Height', kv: 'Key-values' }[w] || w));
+    const words = name.replace(/_id$/, '').replace(/_ids$/, 's').split('_').map((w) => ({ url: 'URL', html: 'HTML', w: 'Width', h: 'Height', kv: 'Key-values' }[w] || w));
     const text = words.join(' ');
     return text.charAt(0).toUpperCase() + text.slice(1);
 }

@@ -9,7 +9,7 @@
 
 import http from 'node:http';
 import { tap } from './lib/tap.mjs';
-import { BASE, OUT, inBrowser, sleep, until, workersCurrent } from './lib/stack.mjs';
+import { BASE, OUT, api, inBrowser, sleep, until, workersCurrent } from './lib/stack.mjs';
 import {
     CONSOLE, axeViolations, buttons, consolePage, create, fill, go, heading, signIn,
 } from './lib/console.mjs';
@@ -71,7 +71,8 @@ await inBrowser(t, async (browser) => {
     await signIn(page, ...ADMIN);
     t.is(await page.locator('header .role').innerText(), 'admin', 'the admin signs in with the keyboard; the role is shown');
     t.isDeep(await menu(page), ['Dashboard', 'Advertisers', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Approvals',
-                                'Ad units', 'Users', 'Audit log', 'Settings'], '... and every menu');
+                                'Ad units', 'Placements', 'Targeting keys', 'Explainer', 'Users', 'Audit log', 'Settings'],
+             '... and every menu');
     await page.locator('figure.delivery canvas').first().waitFor();
     t.ok(true, 'the dashboard draws its chart');
     await audit(page, 'the dashboard');
@@ -111,6 +112,60 @@ await inBrowser(t, async (browser) => {
     await shot(page, 'ad-units');
     await audit(page, 'the ad unit tree');
 
+    // ---- placements, targeting keys and values, an ad unit's tag ------------
+    await go(page, '#/placements/new');
+    const units = page.locator('#new-placements-ad_unit_ids');
+    await units.getByLabel(`Sports ${run}`, { exact: true }).waitFor();
+    t.is(await units.evaluate((e) => e.tagName), 'FIELDSET', "a placement's ad units are checkboxes in a group");
+    const placementName = `<b>Sports</b> & more ${run}`;
+    await fill(page, 'new-placements', { name: placementName });
+    await units.getByLabel(`Site ${run}`, { exact: true }).check();
+    await units.getByLabel(`Sports ${run}`, { exact: true }).check();
+    await audit(page, 'the placement form');
+    await shot(page, 'placement-form');
+    const placement = await create(page, 'placements', 'Create placement');
+    t.is(await heading(page), placementName, '... made; its name shown as text');
+    t.is(await page.locator('main h1 b').count(), 0, '... not as markup');
+    const checked = await page.locator('#edit-placements-ad_unit_ids input:checked').evaluateAll((l) => l.map((e) => e.value).sort());
+    t.isDeep(checked, [site, sports].sort(), '... its edit form has both ad units ticked');
+    await fill(page, 'edit-placements', { name: `Sports and more ${run}` });
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.locator('[role=status]', { hasText: 'Saved.' }).waitFor();
+    await go(page, '#/placements');
+    const placementRow = page.locator('tbody tr', { hasText: `Sports and more ${run}` });
+    await placementRow.waitFor();
+    t.is(await placementRow.locator('td').first().innerText(), '2', '... renamed; the list counts its ad units');
+    await audit(page, 'the placements list');
+
+    await go(page, '#/targeting-keys/new');
+    await fill(page, 'new-targeting-keys', { name: `genre_${run}`, type: 'PREDEFINED' });
+    await create(page, 'targeting-keys', 'Create targeting key');
+    for (const v of ['jazz', 'rock']) {
+        await page.fill('#new-value-name', v);
+        await page.getByRole('button', { name: 'Add value' }).click();
+        await page.locator('table.values tbody th', { hasText: v }).waitFor();
+    }
+    t.isDeep(await page.locator('table.values tbody th').allInnerTexts(), ['jazz', 'rock'],
+             'a targeting key, and two values added on its page');
+    await page.getByRole('button', { name: 'Delete the value rock' }).click();
+    await page.locator('table.values tbody th', { hasText: 'rock' }).waitFor({ state: 'detached' });
+    t.isDeep(await page.locator('table.values tbody th').allInnerTexts(), ['jazz'], '... and one deleted');
+    await audit(page, 'a targeting key with its values');
+    await shot(page, 'targeting-key');
+
+    await admin.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
+    await go(page, `#/ad-units/${sports}`);
+    const snippet = page.locator('#tag-snippet');
+    await snippet.waitFor();
+    const integration = await api('GET', `/api/ad-units/${sports}/integration`);
+    t.is(await snippet.inputValue(), integration.sdk.snippet, "an ad unit's page shows its tag snippet, as the integration API gives it");
+    t.like(integration.sdk.snippet, /<script/, '... the SDK\'s lines');
+    await page.getByRole('button', { name: 'Copy the web SDK snippet' }).click();
+    await page.locator('#tag-h ~ .field [aria-live]', { hasText: 'Copied.' }).first().waitFor();
+    t.is(await page.evaluate(() => navigator.clipboard.readText()), integration.sdk.snippet, '... and the Copy button copies it');
+    await audit(page, 'an ad unit with its tag');
+    await shot(page, 'ad-unit-tag');
+
     await go(page, '#/orders/new');
     await fill(page, 'new-orders', { advertiser_id: { label: `Other ${run}` }, name: `Other's order ${run}` });
     const otherOrder = await create(page, 'orders', 'Create order');
@@ -121,7 +176,8 @@ await inBrowser(t, async (browser) => {
     await signIn(page, ...OPERATOR);
     t.is(await page.locator('header .role').innerText(), 'operator', 'the operator signs in; the role is shown');
     t.isDeep(await menu(page), ['Dashboard', 'Advertisers', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Approvals',
-                                'Ad units', 'Settings'], '... with every menu but users and the audit log');
+                                'Ad units', 'Placements', 'Targeting keys', 'Explainer', 'Settings'],
+             '... with every menu but users and the audit log');
     await go(page, '#/users');
     t.is(await heading(page), 'Not available', '... and the users page by URL says it is not available');
 
@@ -227,11 +283,56 @@ await inBrowser(t, async (browser) => {
     t.is(impressions, 1, 'its impression shows on the dashboard');
     await shot(page, 'dashboard');
 
+    // ---- the decision explainer ---------------------------------------------
+    // a second line item on the same unit, cheaper and capped at one ad an hour
+    const capped = await api('POST', '/api/line-items', {
+        order_id: order, name: `Capped LI ${run}`, type: 'STANDARD', cost_type: 'CPM', rate: 1,
+        frequency_caps: [{ max: 1, seconds: 3600 }], targeting: { ad_units: { include: [site] } },
+    });
+    await api('PATCH', `/api/line-items/${capped.id}`, { approval: 'APPROVED' }).catch(() => {});
+    await api('PATCH', `/api/line-items/${capped.id}`, { status: 'ACTIVE' });
+    await api('POST', '/api/licas', { line_item_id: capped.id, creative_id: creative });
+    await workersCurrent();
+    await go(page, '#/explain');
+    await page.locator(`#explain-unit option[value="${sports}"]`).waitFor({ state: 'attached' });
+    await page.selectOption('#explain-unit', sports);
+    const explain = async (request) => {
+        await page.fill('#explain-request', request);
+        const answered = page.waitForResponse((r) => r.url().includes('/api/explain/'));
+        await page.getByRole('button', { name: 'Explain' }).click();
+        await answered;
+        await page.locator('#explain-winner').waitFor();
+        return page.locator('#explain-winner').innerText();
+    };
+    t.like(await explain('{}'), new RegExp(`^Would serve: Spring LI ${run}\\.$`), 'the explainer names the line item that would serve');
+    t.like(await page.locator('tr[data-decision=held_back]').innerText(), new RegExp(`Capped LI ${run}.*held back: its frequency cap cannot be checked without a user.id`, 's'),
+           '... and why the capped one would not: no user.id, so its cap is unknown');
+    await audit(page, 'the decision explainer');
+    await shot(page, 'explain');
+    await explain('{"user": {"id": "reader-1"}}');
+    t.like(await page.locator('tr[data-decision=outranked]').innerText(), new RegExp(`Capped LI ${run}.*a higher eCPM wins`, 's'),
+           '... with a user.id: able to serve, outranked');
+    await page.fill('#explain-request', '{"user": ');
+    await page.getByRole('button', { name: 'Explain' }).click();
+    t.like(await page.locator('main [role=alert]').innerText(), /not valid JSON/, 'a request that is not JSON is refused before asking');
+
     // ---- the admin: audit log, API token, silent refresh, sign-out ----------
     page = admin.page;
     await go(page, '#/audit');
-    await page.locator('table.audit tbody tr').first().waitFor();
-    t.like(await page.locator('table.audit tbody').innerText(), /lica|line_item/, 'the audit log lists the changes');
+    await page.locator('table.audit > tbody > tr').first().waitFor();
+    t.like(await page.locator('table.audit > tbody').innerText(), /lica|line_item/, 'the audit log lists the changes');
+    const renamed = page.locator('table.audit > tbody > tr', { hasText: placement.slice(0, 8) }).filter({ has: page.locator('td:nth-child(3)', { hasText: /^update$/ }) });
+    await renamed.locator('summary').click();
+    // updated_at too, unless the rename came within the second of the creation
+    t.isDeep((await renamed.locator('table.diff tbody th').allInnerTexts()).filter((f) => f !== 'updated_at'), ['name'],
+             "the placement's rename shows as the fields it changed, not two whole records");
+    const nameRow = renamed.locator('table.diff tbody tr').first();
+    t.isDeep([await nameRow.locator('td.before').innerText(), await nameRow.locator('td.after').innerText()],
+             [JSON.stringify(placementName), JSON.stringify(`Sports and more ${run}`)], '... before and after');
+    const made = page.locator('table.audit > tbody > tr', { hasText: placement.slice(0, 8) }).filter({ has: page.locator('td:nth-child(3)', { hasText: /^create$/ }) });
+    await made.locator('summary').click();
+    t.ok((await made.locator('table.diff tbody th').allInnerTexts()).includes('ad_unit_ids'), '... its creation, the fields it set');
+    t.isDeep(await made.locator('table.diff thead th').allInnerTexts(), ['Field', 'Set to'], '... as one column of values');
     await shot(page, 'audit');
     await audit(page, 'the audit log');
 
@@ -274,9 +375,26 @@ await inBrowser(t, async (browser) => {
     }
     await shot(phone.page, 'phone-creative');
     await audit(phone.page, 'a creative at 390 px');
+    const opPhone = await consolePage(browser, { width: 390, height: 844 });
+    await signIn(opPhone.page, ...OPERATOR);
+    for (const [hash, name] of [['#/placements', 'the placements'], ['#/targeting-keys', 'the targeting keys'], [`#/ad-units/${sports}`, 'an ad unit with its tag']]) {
+        await go(opPhone.page, hash);
+        await heading(opPhone.page);
+        const wide = await opPhone.page.evaluate(() => document.documentElement.scrollWidth);
+        t.cmp(wide, '<=', 390, `at 390 px, ${name} does not scroll sideways (${wide} px)`);
+    }
+    await go(opPhone.page, '#/explain');
+    await opPhone.page.locator(`#explain-unit option[value="${sports}"]`).waitFor({ state: 'attached' });
+    await opPhone.page.selectOption('#explain-unit', sports);
+    await opPhone.page.getByRole('button', { name: 'Explain' }).click();
+    await opPhone.page.locator('#explain-winner').waitFor();
+    const wideExplain = await opPhone.page.evaluate(() => document.documentElement.scrollWidth);
+    t.cmp(wideExplain, '<=', 390, `at 390 px, the explainer's answer does not scroll sideways (${wideExplain} px)`);
+    await shot(opPhone.page, 'phone-explain');
+    await audit(opPhone.page, 'the explainer at 390 px');
     t.like(lica, UUID, 'the LICA was made');
 
-    for (const [who, s] of [['admin', admin], ['operator', op], ['advertiser', adv], ['phone', phone]]) {
+    for (const [who, s] of [['admin', admin], ['operator', op], ['advertiser', adv], ['phone', phone], ['operator\'s phone', opPhone]]) {
         t.isDeep(s.problems, [], `the ${who}'s pages raised no error and broke no policy`);
     }
 });

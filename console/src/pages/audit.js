@@ -1,8 +1,33 @@
-// The audit log (admins): the newest changes first, each with the record
-// before and after, as text.
+// The audit log (admins): the newest changes first, each with the fields
+// it changed, before and after (a creation: the fields it set; a
+// deletion: the fields the record had), as text.
 import { useEffect, useState } from 'preact/hooks';
 import { html } from '../html.js';
 import { api } from '../api.js';
+import { changes } from '../diff.js';
+
+const shown = (v) => (v === undefined ? html`<span class="none">(none)</span>` : JSON.stringify(v));
+
+function Diff({ before, after }) {
+    const rows = changes(before, after);
+    if (rows.length === 0) return html`<span class="none">no field changed</span>`;
+    const n = `${rows.length} field${rows.length === 1 ? '' : 's'}`;
+    // a creation has no before, a deletion no after: one column of values
+    const made = before === null || before === undefined;
+    const gone = !made && (after === null || after === undefined);
+    return html`<details><summary>${n}: ${rows.slice(0, 3).map((r) => r.field).join(', ')}${rows.length > 3 ? '…' : ''}</summary>
+        <table class="diff">
+            <thead><tr><th scope="col">Field</th>
+                ${!made && html`<th scope="col">${gone ? 'Was' : 'Before'}</th>`}
+                ${!gone && html`<th scope="col">${made ? 'Set to' : 'After'}</th>`}</tr></thead>
+            <tbody>${rows.map((r) => html`<tr key=${r.field}>
+                <th scope="row" class="mono">${r.field}</th>
+                ${!made && html`<td class="before">${gone ? shown(r.before) : html`<del>${shown(r.before)}</del>`}</td>`}
+                ${!gone && html`<td class="after">${made ? shown(r.after) : html`<ins>${shown(r.after)}</ins>`}</td>`}
+            </tr>`)}</tbody>
+        </table>
+    </details>`;
+}
 
 const PAGE = 50;
 
@@ -24,9 +49,7 @@ export function AuditLog() {
                 <td><span class="mono">${r.actor.slice(0, 8)}</span> (${r.role})</td>
                 <td>${r.action}</td>
                 <td>${r.resource} <span class="mono">${r.id.slice(0, 8)}</span></td>
-                <td><details><summary>before / after</summary>
-                    <div class="diff"><pre aria-label="before">${JSON.stringify(r.before, null, 1)}</pre><pre aria-label="after">${JSON.stringify(r.after, null, 1)}</pre></div>
-                </details></td>
+                <td><${Diff} before=${r.before} after=${r.after} /></td>
             </tr>`)}</tbody>
         </table></div>
         <div class="pager">

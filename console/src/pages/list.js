@@ -4,13 +4,16 @@ import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { html } from '../html.js';
 import { api } from '../api.js';
-import { RESOURCES } from '../resources.js';
+import { RESOURCES, apiPath } from '../resources.js';
 import { label } from '../schema.js';
 
 const PAGE = 50;
 
 export function Cell({ value }) {
     if (value === null || value === undefined) return html`<span class="none">—</span>`;
+    // a list of ids (a placement's ad units) as how many
+    if (Array.isArray(value) && value.every((v) => /^[0-9a-f-]{36}$/.test(v))) return String(value.length);
+    if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(', ');
     if (typeof value === 'object') return JSON.stringify(value);
     return String(value);
 }
@@ -25,7 +28,7 @@ export function ListPage({ res }) {
     useEffect(() => {
         const query = new URLSearchParams({ limit: PAGE, offset });
         if (q) query.set('q', q);
-        api('GET', `/api/${res}?${query}`).then(setData, (e) => setError(e.message));
+        api('GET', `${apiPath(res)}?${query}`).then(setData, (e) => setError(e.message));
     }, [res, offset, q]);
 
     const first = conf.columns[0];

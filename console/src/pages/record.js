@@ -7,12 +7,14 @@ import { Link, useLocation } from 'wouter-preact';
 import { html } from '../html.js';
 import { api } from '../api.js';
 import { openapi, fieldsOf } from '../schema.js';
-import { RESOURCES, transitionsFor } from '../resources.js';
+import { RESOURCES, apiPath, transitionsFor } from '../resources.js';
 import { useSession } from '../session.js';
 import { optionsLoader } from '../options.js';
 import { SchemaForm } from '../form.js';
 import { CreativePreview } from '../preview.js';
 import { Cell } from './list.js';
+import { TagSnippet } from './tag-snippet.js';
+import { TargetingValues } from './targeting-values.js';
 
 function useFields(path, method) {
     const [fields, setFields] = useState(null);
@@ -27,7 +29,7 @@ export function CreatePage({ res, prefill = {} }) {
     const conf = RESOURCES[res];
     const user = useSession();
     const [, navigate] = useLocation();
-    const [fields, error] = useFields(`/api/${res}`, 'post');
+    const [fields, error] = useFields(apiPath(res), 'post');
     const initial = { ...prefill };
     if (user.role === 'advertiser' && initial.advertiser_id === undefined) initial.advertiser_id = user.advertiser_id;
     return html`<h1 tabindex="-1">New ${conf.one}</h1>
@@ -35,7 +37,7 @@ export function CreatePage({ res, prefill = {} }) {
         ${fields && html`<${SchemaForm} idPrefix=${`new-${res}`} fields=${fields.filter((f) => f.name !== 'approval')} initial=${initial}
             loadOptions=${optionsLoader(user)} submitLabel=${`Create ${conf.one}`}
             onSubmit=${async (body) => {
-                const made = await api('POST', `/api/${res}`, body);
+                const made = await api('POST', apiPath(res), body);
                 navigate(`/${res}/${made.id}`);
             }} />`}`;
 }
@@ -61,13 +63,13 @@ export function RecordPage({ res, id }) {
     const [record, setRecord] = useState(null);
     const [error, setError] = useState(null);
     const [notice, setNotice] = useState(null);
-    const [fields] = useFields(`/api/${res}/{id}`, 'patch');
+    const [fields] = useFields(`${apiPath(res)}/{id}`, 'patch');
     const [version, setVersion] = useState(0);     // a new form after each change
 
     useEffect(() => {
         setRecord(null);
         setError(null);
-        api('GET', `/api/${res}/${id}`).then(setRecord, setError);
+        api('GET', `${apiPath(res)}/${id}`).then(setRecord, setError);
     }, [res, id]);
 
     if (error) {
@@ -80,7 +82,7 @@ export function RecordPage({ res, id }) {
     const change = async (body, what) => {
         setNotice(null);
         try {
-            const after = await api('PATCH', `/api/${res}/${id}`, body);
+            const after = await api('PATCH', `${apiPath(res)}/${id}`, body);
             setRecord(after);
             setVersion((v) => v + 1);
             setNotice({ ok: true, text: what });
@@ -91,7 +93,7 @@ export function RecordPage({ res, id }) {
     const remove = async () => {
         if (!confirm(`Delete this ${conf.one}?`)) return;
         try {
-            await api('DELETE', `/api/${res}/${id}`);
+            await api('DELETE', `${apiPath(res)}/${id}`);
             navigate(`/${res}`);
         } catch (e) {
             setNotice({ ok: false, text: e.message });
@@ -120,12 +122,14 @@ export function RecordPage({ res, id }) {
         ${conf.preview && html`<section aria-labelledby="preview-h"><h2 id="preview-h">Preview</h2><${CreativePreview} creative=${record} /></section>`}
         ${res === 'orders' && html`<${Children} title="Line items" res="line-items" field="order_id" id=${id} columns=${['name', 'status']} />`}
         ${res === 'line-items' && html`<${Children} title="Creatives (LICAs)" res="licas" field="line_item_id" id=${id} columns=${['creative_id', 'status']} />`}
+        ${res === 'ad-units' && html`<${TagSnippet} adUnitId=${id} />`}
+        ${res === 'targeting-keys' && html`<${TargetingValues} keyId=${id} />`}
         <section aria-labelledby="edit-h">
             <h2 id="edit-h">Edit</h2>
             ${fields && html`<${SchemaForm} key=${version} idPrefix=${`edit-${res}`} edit fields=${fields.filter((f) => f.name !== conf.state && f.name !== 'approval')}
                 initial=${record} loadOptions=${optionsLoader(user)} submitLabel="Save changes"
                 onSubmit=${async (body) => {
-                    const after = await api('PATCH', `/api/${res}/${id}`, body);
+                    const after = await api('PATCH', `${apiPath(res)}/${id}`, body);
                     setRecord(after);
                     setVersion((v) => v + 1);
                     setNotice({ ok: true, text: 'Saved.' });

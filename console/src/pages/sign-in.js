@@ -38,5 +38,6 @@ export function SignIn() {
             </div>
             <button type="submit" disabled=${busy}>${busy ? 'Signing in…' : 'Sign in'}</button>
         </form>
+        <p><a href="#/forgot-password">Forgot password?</a></p>
     </main>`;
 }
