@@ -313,7 +313,7 @@ static enum store_status send_reset(struct store_conn *c, const struct user *u,
                      "Hello,\r\n\r\n"
                      "someone (hopefully you) asked to reset the password of the adserve\r\n"
                      "account %s. To choose a new password, open this link:\r\n\r\n"
-                     "%s/console/#/reset-password?token=%s\r\n\r\n"
+                     "%s" ADSERVE_CONSOLE_RESET_PATH "%s\r\n\r\n"
                      "The link works once and expires in %ld minutes. If you did not ask\r\n"
                      "for it, ignore this mail: your password stays as it is.\r\n",
                      to, base, token, ttl / 60 > 0 ? ttl / 60 : 1);

@@ -783,6 +783,9 @@ int adserve_vast_error_index(long code);
 #define ADSERVE_PUBLIC_URL_MAX    512
 int adserve_public_url_ok(const char *s, size_t len);
 #define ADSERVE_SDK_PATH          "/sdk/v0/adserve.js"
+/* the console's page that a password-reset mail links to (+ the token):
+ * after the "#", so the token never reaches a server log or a Referer */
+#define ADSERVE_CONSOLE_RESET_PATH "/console/#/reset-password?token="
 #define ADSERVE_VIDEO_PROGRESS_AT 5       /* Choice: seconds, VAST's progress */
 
 /* Choice: a VIDEO creative's bounds, the API's and the build's */
