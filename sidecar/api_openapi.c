@@ -6,6 +6,7 @@
 #include "api.h"
 
 #include "log.h"
+#include "resource.h"
 #include "schemas.h"
 
 #include <ctype.h>
@@ -337,14 +338,12 @@ static int responses(cJSON *op, const struct route *r, cJSON *schemas)
 /* "Roles: admin, operator." */
 static void roles_text(unsigned roles, char *buf, size_t len)
 {
-    static const char *const names[] = { "admin", "operator", "advertiser" };
-    static const unsigned bits[] = { ROLE_ADMIN, ROLE_OPERATOR, ROLE_ADVERTISER };
     size_t used = (size_t)snprintf(buf, len, "Roles:");
 
-    for (size_t i = 0; i < 3 && used < len; i++)
-        if (roles & bits[i])
+    for (unsigned bit = ROLE_ADMIN; bit <= ROLE_ADVERTISER && used < len; bit <<= 1)
+        if (roles & bit)
             used += (size_t)snprintf(buf + used, len - used, "%s %s", used > 6 ? "," : "",
-                                     names[i]);
+                                     role_name(bit));
     if (used < len)
         snprintf(buf + used, len - used, ".");
 }
@@ -479,6 +478,59 @@ static int components(cJSON *doc, cJSON **schemas)
     return 0;
 }
 
+/* ---- state machines ----------------------------------------------------------- */
+
+/* The resources whose state changes the server restricts: their record
+ * schemas carry x-state (the field) and x-transitions ({from (null: any
+ * state), to, roles (absent: whoever may write)}), so that a client (the
+ * console) offers the changes the server takes and nothing else. */
+static const struct resource *const stateful[] = {
+    &resource_orders, &resource_line_items, &resource_experiments,
+};
+
+static cJSON *transition_json(const struct resource_transition *t)
+{
+    cJSON *o = cJSON_CreateObject(), *roles;
+
+    if (o == NULL ||
+        !cJSON_AddItemToObject(o, "from", t->from ? cJSON_CreateString(t->from) : cJSON_CreateNull()) ||
+        cJSON_AddStringToObject(o, "to", t->to) == NULL) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    if (t->roles == 0)
+        return o;
+    roles = cJSON_AddArrayToObject(o, "roles");
+    for (unsigned bit = ROLE_ADMIN; roles != NULL && bit <= ROLE_ADVERTISER; bit <<= 1)
+        if ((t->roles & bit) && !cJSON_AddItemToArray(roles, cJSON_CreateString(role_name(bit))))
+            roles = NULL;
+    if (roles == NULL) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int state_machines(cJSON *schemas)
+{
+    for (size_t i = 0; i < sizeof stateful / sizeof stateful[0]; i++) {
+        const struct resource_states *st = stateful[i]->states;
+        cJSON *schema = cJSON_GetObjectItemCaseSensitive(schemas, stateful[i]->schema->name);
+        cJSON *list = schema ? cJSON_AddArrayToObject(schema, "x-transitions") : NULL;
+
+        if (list == NULL || cJSON_AddStringToObject(schema, "x-state", st->field) == NULL)
+            return -1;
+        for (const struct resource_transition *t = st->transitions; t->to != NULL; t++) {
+            cJSON *o = transition_json(t);
+            if (o == NULL || !cJSON_AddItemToArray(list, o)) {
+                cJSON_Delete(o);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* The first undocumented route, or NULL. */
 static const struct route *undocumented(void)
 {
@@ -504,6 +556,8 @@ static cJSON *document(void)
             if (add_tag(tags, route_tag(r)) != 0 || add_operation(paths, r, schemas) != 0)
                 goto fail;
         }
+    if (state_machines(schemas) != 0)
+        goto fail;
     return doc;
 fail:
     cJSON_Delete(doc);

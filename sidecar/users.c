@@ -22,6 +22,14 @@ static const struct {
     { "advertiser", ROLE_ADVERTISER },
 };
 
+const char *role_name(unsigned bit)
+{
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        if (roles[i].bit == bit)
+            return roles[i].name;
+    return NULL;
+}
+
 unsigned role_from_name(const char *name)
 {
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)

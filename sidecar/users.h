@@ -63,6 +63,8 @@ int user_set_password(struct user *u, const char hash[crypto_pwhash_STRBYTES]);
 
 /* The role bit for a role name; 0 when unknown. */
 unsigned role_from_name(const char *name);
+/* A user role's name (one bit of ROLES_ANY); NULL for another bit. */
+const char *role_name(unsigned bit);
 
 /* Lower-cases and checks an email address (a pragmatic subset of RFC 5321:
  * one '@', non-empty local part, dotted domain, no spaces or controls).

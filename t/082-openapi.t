@@ -230,4 +230,26 @@ isnt($rc, 0, 'a copy with a schema that is not JSON Schema fails');
 ($rc, $out) = validate($file, AdUnit => write_json('bad-unit.json', { %{ $rich->{json} }, status => 'LIVE' }));
 isnt($rc, 0, 'an ad unit that breaks its schema fails');
 
+# ---- state machines: what the server takes, published for clients -------------------------------
+is_deeply([ $schemas->{Order}{'x-state'}, $schemas->{Order}{'x-transitions'} ],
+          [ 'status', [ { from => 'DRAFT', to => 'APPROVED', roles => [qw(admin operator)] },
+                        { from => 'APPROVED', to => 'PAUSED' },
+                        { from => 'PAUSED', to => 'APPROVED', roles => [qw(admin operator)] },
+                        { from => undef, to => 'ARCHIVED' } ] ],
+          'Order: x-state and x-transitions (from null: any state; roles absent: whoever may write)');
+is_deeply([ map { "$_->{from}>$_->{to}" } grep { defined $_->{from} } @{ $schemas->{LineItem}{'x-transitions'} } ],
+          [ 'DRAFT>ACTIVE', 'ACTIVE>PAUSED', 'PAUSED>ACTIVE', 'ACTIVE>COMPLETED', 'PAUSED>COMPLETED' ],
+          'LineItem: its transitions');
+ok($schemas->{Experiment}{'x-transitions'}, 'Experiment: its transitions');
+ok(!exists $schemas->{AdUnit}{'x-transitions'}, 'none where the server takes any change (ad units)');
+# and the server keeps to them: a change the document does not list is refused
+my $adv_id = $t->created('/api/advertisers', { name => 'Machine' })->{id};
+my $order = $t->created('/api/orders', { advertiser_id => $adv_id, name => 'Machine' });
+my $li = $t->created('/api/line-items', { order_id => $order->{id}, name => 'Machine', type => 'STANDARD',
+                                          cost_type => 'CPM', rate => 1 });
+is($t->api('PATCH', "/api/line-items/$li->{id}", json => { status => 'COMPLETED' })->{status}, 409,
+   'DRAFT to COMPLETED, which LineItem\'s x-transitions do not list: 409');
+is($t->api('PATCH', "/api/line-items/$li->{id}", json => { status => 'ACTIVE' })->{status}, 200,
+   '... DRAFT to ACTIVE, which they do: 200');
+
 done_testing;

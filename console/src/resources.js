@@ -6,20 +6,12 @@ export const RESOURCES = {
     advertisers: { title: 'Advertisers', one: 'advertiser', columns: ['name', 'domain', 'balance'] },
     orders: {
         title: 'Orders', one: 'order', columns: ['name', 'status', 'advertiser_id'],
+        // its state changes and who may make them: the API's x-transitions
         state: 'status',
-        // DRAFT (new) -> APPROVED <-> PAUSED, any -> ARCHIVED; approving (and
-        // resuming) is for admins and operators (README "Demand")
-        transitions: { DRAFT: ['APPROVED', 'ARCHIVED'], APPROVED: ['PAUSED', 'ARCHIVED'], PAUSED: ['APPROVED', 'ARCHIVED'] },
-        staffOnly: ['APPROVED'],
     },
     'line-items': {
         title: 'Line items', one: 'line item', columns: ['name', 'status', 'type', 'rate', 'approval'],
-        state: 'status',
-        // DRAFT -> ACTIVE <-> PAUSED, ACTIVE or PAUSED -> COMPLETED, any -> ARCHIVED
-        transitions: {
-            DRAFT: ['ACTIVE', 'ARCHIVED'], ACTIVE: ['PAUSED', 'COMPLETED', 'ARCHIVED'],
-            PAUSED: ['ACTIVE', 'COMPLETED', 'ARCHIVED'], COMPLETED: ['ARCHIVED'],
-        },
+        state: 'status',                       // the API's x-transitions
         review: true,
     },
     creatives: {
@@ -28,6 +20,7 @@ export const RESOURCES = {
     },
     licas: {
         title: 'LICAs', one: 'LICA', columns: ['line_item_id', 'creative_id', 'weight', 'status'],
+        // the API takes any change: the console's own choice of buttons
         state: 'status', transitions: { ACTIVE: ['PAUSED'], PAUSED: ['ACTIVE'] },
     },
     'ad-units': {
@@ -46,8 +39,14 @@ export const RESOURCES = {
 // where a resource lives in the API: /api/{res} unless it says otherwise
 export const apiPath = (res) => RESOURCES[res].api || `/api/${res}`;
 
-// the state changes a user of this role is offered from a record's state
-export function transitionsFor(res, record, user) {
-    const next = (res.transitions && res.transitions[record[res.state]]) || [];
-    return user.role === 'advertiser' ? next.filter((s) => !(res.staffOnly || []).includes(s)) : next;
+// the state changes a user of this role is offered from a record's state:
+// those the API publishes (machine, its x-transitions) where it restricts
+// them, else the console's own list for the resource
+export function transitionsFor(res, record, user, machine) {
+    const now = record[res.state];
+    if (machine) {
+        return machine.filter((t) => (t.from === null || t.from === now) && t.to !== now
+                                     && (!t.roles || t.roles.includes(user.role))).map((t) => t.to);
+    }
+    return (res.transitions && res.transitions[now]) || [];
 }

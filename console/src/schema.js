@@ -85,6 +85,16 @@ export function fieldsOf(d, path, method) {
     return [...fields.filter((f) => f.required), ...fields.filter((f) => !f.required)];
 }
 
+// The state changes the server takes for the record that GET PATH answers:
+// its schema's x-transitions ({from (null: any), to, roles}), or null when
+// the server restricts none.
+export function transitionsOf(d, path) {
+    const op = d.paths[path] && d.paths[path].get;
+    const body = op && op.responses['200'] && op.responses['200'].content['application/json'];
+    const schema = body ? deref(d, body.schema) : {};
+    return schema['x-transitions'] || null;
+}
+
 // a field's value as the form holds it (a string, or a boolean)
 export function toInput(field, value) {
     if (field.kind === 'bool') return value === undefined ? field.default === true : !!value;

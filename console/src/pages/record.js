@@ -6,7 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import { html } from '../html.js';
 import { api } from '../api.js';
-import { openapi, fieldsOf } from '../schema.js';
+import { openapi, fieldsOf, transitionsOf } from '../schema.js';
 import { RESOURCES, apiPath, transitionsFor } from '../resources.js';
 import { useSession } from '../session.js';
 import { optionsLoader } from '../options.js';
@@ -65,6 +65,10 @@ export function RecordPage({ res, id }) {
     const [notice, setNotice] = useState(null);
     const [fields] = useFields(`${apiPath(res)}/{id}`, 'patch');
     const [version, setVersion] = useState(0);     // a new form after each change
+    const [machine, setMachine] = useState(null);   // the API's x-transitions
+    useEffect(() => {
+        openapi().then((d) => setMachine(transitionsOf(d, `${apiPath(res)}/{id}`)), () => setMachine(null));
+    }, [res]);
 
     useEffect(() => {
         setRecord(null);
@@ -99,7 +103,7 @@ export function RecordPage({ res, id }) {
             setNotice({ ok: false, text: e.message });
         }
     };
-    const next = transitionsFor(conf, record, user);
+    const next = transitionsFor(conf, record, user, machine);
     const staff = user.role !== 'advertiser';
     const title = record.name || record.email || record.code || record.id;
 
