@@ -21,10 +21,18 @@ sub unit {
                                           ad_unit_sizes => $o{sizes} // [ { w => 300, h => 250 } ],
                                           exists $o{ext} ? (ext => $o{ext}) : () });
 }
+# every passback answer each unit got, to check the counters against
+my %passbacks;
+sub ad {
+    my ($id) = @_;
+    my $res = $t->ad($id);
+    $passbacks{$id}++ if $res->{status} == 200 && $res->{json} && $res->{json}{ad}{passback};
+    return $res;
+}
 sub answered {
     my ($id, $want) = @_;
     my $res;
-    $t->wait_until(5, sub { $res = $t->ad($id); $res->{status} == $want });
+    $t->wait_until(5, sub { $res = ad($id); $res->{status} == $want });
     return $res;
 }
 
@@ -58,11 +66,11 @@ is($t->ad($odd->{id})->{status}, 204, 'passback JSON of another shape (the spec 
 my $c = $t->chain(unit => { id => $unit->{id}, code => "pb-a-$$", name => 'Passback a', ad_unit_sizes => [ { w => 300, h => 250 } ],
                             ext => { passback => { display => $TAG } } });
 $res = answered($unit->{id}, 200);
-$t->wait_until(5, sub { $res = $t->ad($unit->{id}); $res->{json} && $res->{json}{ad}{display} });
+$t->wait_until(5, sub { $res = ad($unit->{id}); $res->{json} && $res->{json}{ad}{display} });
 ok($res->{json}{ad}{display} && !$res->{json}{ad}{passback}, 'a line item fills it: the ad, not the passback');
 ok($res->{json}{ext}{ad_log}, '... with its ad_log');
 $t->api('PATCH', "/api/line-items/$c->{line_item}", json => { status => 'PAUSED' });
-ok($t->wait_until(5, sub { ($t->ad($unit->{id})->{json} // {})->{ad}{passback} }),
+ok($t->wait_until(5, sub { (ad($unit->{id})->{json} // {})->{ad}{passback} }),
    'the line item paused: the passback again');
 
 # ---- an edit serves within the second ------------------------------------------------------------
@@ -72,12 +80,12 @@ $t->api('PATCH', "/api/ad-units/$plain->{id}", json => { ext => { passback => un
 is(answered($plain->{id}, 204)->{status}, 204, '... and removed: 204 again');
 
 # ---- counted ---------------------------------------------------------------------------------
-my $before = $t->stat_sum("u:$sized->{id}:passback");
-$t->ad($sized->{id}) for 1 .. 5;
-ok($t->wait_until(5, sub { $t->stat_sum("u:$sized->{id}:passback") == $before + 5 }),
-   'each passback answer counted once, as the unit\'s "passback" in its hour');
+ad($sized->{id}) for 1 .. 5;
+ok($t->wait_until(5, sub { $t->stat_sum("u:$sized->{id}:passback") == $passbacks{ $sized->{id} } }),
+   "each passback answer counted once, as the unit's \"passback\" in its hour ($passbacks{ $sized->{id} })")
+    or diag $t->stat_sum("u:$sized->{id}:passback");
 my $rows = $t->api('GET', "/api/metrics?group_by=ad_unit&ad_unit_id=$sized->{id}")->{json}{rows};
-is($rows->[0]{passbacks}, $before + 5, '/api/metrics shows them as the row\'s passbacks');
+is($rows->[0]{passbacks}, $passbacks{ $sized->{id} }, '/api/metrics shows them as the row\'s passbacks');
 is($rows->[0]{ads}, 0, '... and no ad served');
 is($t->api('GET', "/api/metrics?group_by=line_item")->{json}{rows}[0]{passbacks}, undef,
    '... passbacks are ad units\' only (null for other groups)');
