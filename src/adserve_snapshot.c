@@ -61,6 +61,8 @@ typedef struct {
     bcand_t      *excl;               /* targeted, but size or bcat says no; */
     uint32_t      nexcl, xcap;        /* the weight holds the reason */
     uint32_t      style;              /* its native style, or NONE */
+    adserve_alloc_t *allocs;          /* its sources, each once (grows) */
+    uint32_t      nallocs, acap;
 } unit_rec_t;
 
 typedef struct {
@@ -159,6 +161,10 @@ typedef struct {
     adserve_target_builder_t  tb;     /* compiles targeting into the snapshot */
     const char         *public_url;
     const adserve_snapshot_t  *prev;  /* whose lis the pace map points at */
+    uint32_t           *source_of;    /* a source record's index in the
+                                       * snapshot's sources, or NONE */
+    uint32_t           *alloc_seen;   /* per unit: the last allocation that
+                                       * reached it (its index + 1) */
     char               *err;
     size_t              errlen;
 } build_t;
@@ -734,17 +740,198 @@ link_settings(build_t *b, adserve_parsed_t **ps)
 }
 
 
-/* External demand's records (sources, allocations, blocks): parsed by
- * every build and kept with their texts (adserve_records), so a change
- * to them is one parse; the auction that reads them, and the tables it
- * wants in the snapshot, are serving's next step (README "External
- * demand"). */
+/* External demand's blocks, parsed and kept with their texts
+ * (adserve_records): what the auction checks bids against is its step
+ * (README "External demand"). */
 static int
-link_demand(build_t *b, adserve_parsed_t **ps)
+link_blocks(build_t *b, adserve_parsed_t **ps)
 {
     (void) b;
     (void) ps;
 
+    return 0;
+}
+
+
+/* The usable sources (enabled, a valid endpoint, a format), copied into
+ * the snapshot; source_of maps each record to its row. */
+static int
+link_sources(build_t *b, adserve_parsed_t **ps)
+{
+    adserve_arena_t                *a = &b->snap->arena;
+    const adserve_parsed_source_t  *p;
+    adserve_source_t               *s;
+    uint32_t                        i, n = b->n[ADSERVE_KIND_AD_SOURCES];
+
+    b->source_of = adserve_arena_alloc(&b->tmp, (n + 1) * sizeof(uint32_t));
+    b->snap->sources = adserve_arena_calloc(a, (n + 1) * sizeof(adserve_source_t));
+    if (b->source_of == NULL || b->snap->sources == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        p = &ps[i]->u.source;
+        b->source_of[i] = NONE;
+        if (p->endpoint == NULL || p->formats == 0) {
+            continue;
+        }
+
+        s = &b->snap->sources[b->snap->nsources];
+        s->id.len = ps[i]->id_len;
+        s->id.data = adserve_arena_memdup(a, ps[i]->id, ps[i]->id_len);
+        s->hash = ps[i]->id_hash;
+        s->endpoint.len = strlen(p->endpoint);
+        s->endpoint.data = adserve_arena_memdup(a, p->endpoint, s->endpoint.len);
+        /* copied even when empty: the snapshot outlives a reload, and a
+         * literal of this module's may be elsewhere in the next one */
+        s->seat.len = p->seat != NULL ? strlen(p->seat) : 0;
+        s->seat.data = adserve_arena_memdup(a, p->seat != NULL ? p->seat : "", s->seat.len + 1);
+        if (s->id.data == NULL || s->endpoint.data == NULL || s->seat.data == NULL) {
+            return -1;
+        }
+        s->tmax_ms = p->tmax_ms;
+        s->qps_limit = p->qps_limit;
+        s->formats = p->formats;
+        s->floor = p->floor;
+        s->adjustment = p->adjustment;
+        b->source_of[i] = b->snap->nsources++;
+    }
+
+    return 0;
+}
+
+
+/* A source's share of unit u: a source reached twice (the unit's own
+ * allocation and its path's, say) is asked once, at the larger share. */
+static int
+unit_alloc(unit_rec_t *u, uint32_t source, double share)
+{
+    adserve_alloc_t  *v;
+    uint32_t          i, size;
+
+    for (i = 0; i < u->nallocs; i++) {
+        if (u->allocs[i].source == source) {
+            u->allocs[i].share = share > u->allocs[i].share ? share : u->allocs[i].share;
+            return 0;
+        }
+    }
+
+    if (u->nallocs == u->acap) {
+        size = u->acap ? u->acap * 2 : 4;
+        v = realloc(u->allocs, size * sizeof(adserve_alloc_t));
+        if (v == NULL) {
+            return -1;
+        }
+        u->allocs = v;
+        u->acap = size;
+    }
+
+    u->allocs[u->nallocs].source = source;
+    u->allocs[u->nallocs++].share = share;
+    return 0;
+}
+
+
+/* The allocation's source on unit u and, for a path or a placement, on
+ * every unit under it; stamp keeps a unit from taking it twice. */
+static int
+alloc_subtree(build_t *b, uint32_t u, uint32_t stamp, uint32_t source, double share,
+    int descend)
+{
+    uint32_t  c;
+
+    if (b->alloc_seen[u] == stamp) {
+        return 0;
+    }
+    b->alloc_seen[u] = stamp;
+
+    if (unit_alloc(&b->units[u], source, share) != 0) {
+        return -1;
+    }
+
+    for (c = descend ? b->units[u].first_child : NONE; c != NONE; c = b->units[c].next_sibling) {
+        if (alloc_subtree(b, c, stamp, source, share, 1) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* Each allocation of a usable source and a share above 0, on the units it
+ * names: a unit, a path (the unit and those under it), or a placement
+ * (its units, each with those under it, as line items target them). */
+static int
+link_allocations(build_t *b, adserve_parsed_t **ps)
+{
+    const adserve_parsed_allocation_t  *a;
+    uint32_t                            i, j, n, src, t;
+    const idxs_t                       *units;
+
+    n = b->n[ADSERVE_KIND_ALLOCATIONS];
+    b->alloc_seen = adserve_arena_calloc(&b->tmp,
+                        (b->n[ADSERVE_KIND_AD_UNITS] + 1) * sizeof(uint32_t));
+    if (b->alloc_seen == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        a = &ps[i]->u.allocation;
+        src = idmap_get(&b->map[ADSERVE_KIND_AD_SOURCES], a->ad_source_id, a->ad_source_hash);
+        if (a->target < 0 || a->share <= 0 || src == NONE || b->source_of[src] == NONE) {
+            continue;
+        }
+        src = b->source_of[src];
+
+        if (a->target == ADSERVE_ALLOC_PLACEMENT) {
+            t = idmap_get(&b->map[ADSERVE_KIND_PLACEMENTS], a->target_id, a->target_hash);
+            units = t != NONE ? &b->placements[t].units : NULL;
+            for (j = 0; units != NULL && j < units->n; j++) {
+                if (alloc_subtree(b, units->v[j], i + 1, src, a->share, 1) != 0) {
+                    return -1;
+                }
+            }
+            continue;
+        }
+
+        t = idmap_get(&b->map[ADSERVE_KIND_AD_UNITS], a->target_id, a->target_hash);
+        if (t != NONE
+            && alloc_subtree(b, t, i + 1, src, a->share, a->target == ADSERVE_ALLOC_PATH) != 0)
+        {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* A unit's allocations into the snapshot: the sources of a format it has
+ * (the imp carries only those), at most UINT8_MAX. */
+static int
+unit_allocs(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
+{
+    adserve_alloc_t  *v;
+    uint32_t          i, n = 0;
+
+    if (u->nallocs == 0) {
+        return 0;
+    }
+
+    v = adserve_arena_alloc(&b->snap->arena, u->nallocs * sizeof(adserve_alloc_t));
+    if (v == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < u->nallocs && n < UINT8_MAX; i++) {
+        if (b->snap->sources[u->allocs[i].source].formats & u->p->formats) {
+            v[n++] = u->allocs[i];
+        }
+    }
+
+    out->allocs = v;
+    out->nallocs = (uint8_t) n;
     return 0;
 }
 
@@ -1856,7 +2043,7 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         return -1;
     }
     out->impression_on_response = u->p->on_response ? 1 : 0;
-    if (render_passback(b, u, out) != 0) {
+    if (render_passback(b, u, out) != 0 || unit_allocs(b, u, out) != 0) {
         return -1;
     }
     b->snap->stats.candidates += u->ncands;
@@ -2307,7 +2494,7 @@ build(build_t *b, const adserve_input_t *in)
         link_units, link_placements, link_orders,
         link_line_items, link_creatives, link_licas, link_styles, link_unit_styles,
         link_items, link_pools, link_popular, link_coview, link_experiments,
-        link_settings, link_demand, link_demand, link_demand
+        link_settings, link_sources, link_allocations, link_blocks
     };
     adserve_parsed_t  **ps;
     uint32_t            k, i, nunits;
@@ -2365,6 +2552,7 @@ build_cleanup(build_t *b)
     for (i = 0; b->units && i < b->n[ADSERVE_KIND_AD_UNITS]; i++) {
         free(b->units[i].cands);
         free(b->units[i].excl);
+        free(b->units[i].allocs);
     }
 
     for (i = 0; b->crs && i < b->n[ADSERVE_KIND_CREATIVES]; i++) {

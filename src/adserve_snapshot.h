@@ -210,6 +210,26 @@ typedef struct {
     const adserve_variant_t *variants;
 } adserve_experiment_t;
 
+/* An OpenRTB source a unit may ask (README "External demand"): ENABLED,
+ * with a usable endpoint. */
+typedef struct {
+    adserve_str_t   id;
+    uint64_t        hash;
+    adserve_str_t   endpoint;
+    adserve_str_t   seat;             /* empty: any */
+    uint32_t        tmax_ms;
+    uint32_t        qps_limit;        /* 0: none */
+    uint32_t        formats;          /* bits of adserve_format_e */
+    double          floor;            /* CPM */
+    double          adjustment;       /* a bid's price multiplier */
+} adserve_source_t;
+
+/* A unit's share of requests sent to a source. */
+typedef struct {
+    uint32_t        source;           /* index in the snapshot's sources */
+    double          share;            /* percent, (0, ADSERVE_SHARE_MAX] */
+} adserve_alloc_t;
+
 typedef struct adserve_unit_s {
     const char     *id;
     size_t          id_len;
@@ -268,6 +288,8 @@ typedef struct adserve_unit_s {
     adserve_str_t   passback;           /* the whole answer when nothing
                                          * fills (README "Passback"), or
                                          * empty: 204 */
+    const adserve_alloc_t *allocs;      /* the sources it asks, each once, */
+    uint8_t         nallocs;            /* those of a format it has */
 } adserve_unit_t;
 
 /* A catalog item, for a recommendation's answer and its clicks. */
@@ -374,6 +396,8 @@ typedef struct adserve_snapshot_s {
     uint32_t        popular_mask;
     adserve_str_t  *pop_contexts;     /* the contexts popular fallbacks */
     uint32_t        npop_contexts;    /* query, "all" aside: counted */
+    adserve_source_t *sources;        /* external demand's usable sources */
+    uint32_t        nsources;
     adserve_arena_t arena;
 } adserve_snapshot_t;
 

@@ -126,6 +126,8 @@ typedef struct {
 #define LI(j)    { ADSERVE_KIND_LINE_ITEMS, j }
 #define CRE(j)   { ADSERVE_KIND_CREATIVES, j }
 #define LICA(j)  { ADSERVE_KIND_LICAS, j }
+#define SRC(j)   { ADSERVE_KIND_AD_SOURCES, j }
+#define ALLOC(j) { ADSERVE_KIND_ALLOCATIONS, j }
 
 #define NRECS(...)  (sizeof((const rec_t[]){ __VA_ARGS__ }) / sizeof(rec_t))
 #define BUILD(...)  build_recs((const rec_t[]){ __VA_ARGS__ }, NRECS(__VA_ARGS__))
@@ -2466,6 +2468,71 @@ static void test_scale(void) {
 }
 
 
+/* a unit's allocations as "source:share" (sources by id), in order */
+static const char *allocs_of(const adserve_snapshot_t *s, const char *unit_id) {
+    static char buf[256];
+    const adserve_unit_t *u = unit(s, unit_id);
+    size_t used = 0;
+    uint32_t i;
+
+    buf[0] = '\0';
+    for (i = 0; u != NULL && i < u->nallocs && used < sizeof(buf); i++) {
+        const adserve_source_t *src = &s->sources[u->allocs[i].source];
+        used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%.*s:%g", i ? " " : "",
+                                 (int)src->id.len, src->id.data, u->allocs[i].share);
+    }
+    return u != NULL ? buf : "(no unit)";
+}
+
+/* External demand's tables: the usable sources, and each unit's
+ * allocations through itself, its path and its placements. */
+static void test_allocations(void) {
+#define SRC_J(id, extra) "{'id':'" id "','endpoint_url':'http://127.0.0.1:9/bid','enabled':true," extra "}"
+    adserve_snapshot_t *s = BUILD(
+        UNIT("{'id':'root','status':'ACTIVE'}"),
+        UNIT("{'id':'kid','status':'ACTIVE','parent_id':'root'}"),
+        UNIT("{'id':'grandkid','status':'ACTIVE','parent_id':'kid'}"),
+        UNIT("{'id':'video','status':'ACTIVE','ext':{'video':{'enabled':1}},'video':{'w':640,'h':360}}"),
+        UNIT("{'id':'lone','status':'ACTIVE'}"),
+        PLC("{'id':'pl','ad_unit_ids':['lone']}"),
+        SRC(SRC_J("disp", "'formats':['display'],'tmax_ms':150,'floor':0.5,'seat':'s-1'")),
+        SRC(SRC_J("vid", "'formats':['video']")),
+        SRC("{'id':'off','endpoint_url':'http://127.0.0.1:9/bid','enabled':false,'formats':['display']}"),
+        SRC("{'id':'bad','endpoint_url':'ftp://x','enabled':true,'formats':['display']}"),
+        ALLOC("{'id':'a1','ad_source_id':'disp','target':'path','target_id':'root','share':50}"),
+        ALLOC("{'id':'a2','ad_source_id':'disp','target':'ad_unit','target_id':'kid','share':80}"),
+        ALLOC("{'id':'a3','ad_source_id':'vid','target':'path','target_id':'root','share':100}"),
+        ALLOC("{'id':'a4','ad_source_id':'vid','target':'ad_unit','target_id':'video','share':30}"),
+        ALLOC("{'id':'a5','ad_source_id':'disp','target':'placement','target_id':'pl','share':10}"),
+        ALLOC("{'id':'a6','ad_source_id':'off','target':'ad_unit','target_id':'lone','share':100}"),
+        ALLOC("{'id':'a7','ad_source_id':'bad','target':'ad_unit','target_id':'lone','share':100}"),
+        ALLOC("{'id':'a8','ad_source_id':'vid','target':'ad_unit','target_id':'lone','share':0}"),
+        ALLOC("{'id':'a9','ad_source_id':'disp','target':'ad_unit','target_id':'video','share':40}"),
+        ALLOC("{'id':'a10','ad_source_id':'nope','target':'ad_unit','target_id':'video','share':40}"));
+
+    ok(s != NULL, "a build with sources and allocations");
+    is_int(s->nsources, 2, "the usable sources: enabled, a valid endpoint (not off, not bad)");
+    is_mem(s->sources[0].seat.data, s->sources[0].seat.len, "s-1", 3, "... with their seat");
+    is_int(s->sources[0].tmax_ms, 150, "... tmax");
+    ok(s->sources[0].floor == 0.5 && s->sources[0].adjustment == 1, "... floor, and an adjustment of 1 by default");
+    is_str(allocs_of(s, "root"), "disp:50", "a path's root: the path's source (a video-only source left out of a display unit)");
+    is_str(allocs_of(s, "kid"), "disp:80", "under it, allocated itself too: once, at the larger share");
+    is_str(allocs_of(s, "grandkid"), "disp:50", "two levels under: the path's");
+    is_str(allocs_of(s, "video"), "vid:30",
+           "a video unit: its video source; a display-only one allocated to it is left out");
+    is_str(allocs_of(s, "lone"), "disp:10",
+           "a placement's unit: its share; a disabled source, a bad endpoint and a share of 0 send nothing");
+    adserve_snapshot_free(s);
+
+    s = BUILD(UNIT("{'id':'root','status':'ACTIVE'}"),
+              SRC(SRC_J("disp", "'formats':['display']")),
+              ALLOC("{'id':'a1','ad_source_id':'disp','target':'placement','target_id':'gone','share':50}"),
+              ALLOC("{'id':'a2','ad_source_id':'disp','target':'ad_unit','target_id':'gone','share':50}"));
+    is_str(allocs_of(s, "root"), "", "allocations of a placement or unit that is gone: nothing");
+    adserve_snapshot_free(s);
+#undef SRC_J
+}
+
 int main(void) {
     alarm(600);   /* a hang is a failure, not a stuck run */
     test_base_and_units();
@@ -2491,6 +2558,7 @@ int main(void) {
     test_public_url();
     test_on_response();
     test_experiments();
+    test_allocations();
     test_robustness();
     test_scale();
     free_kept();
