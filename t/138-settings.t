@@ -60,7 +60,7 @@ my $user = $t->created('/api/users', { email => 'forgetful@example.com', passwor
 is($t->request('POST', '/api/auth/forgot-password', json => { email => 'forgetful@example.com' })->{status},
    200, 'a reset asked for');
 my ($mail) = $smtp->wait_for(sub { $_->{to} eq 'forgetful@example.com' }, 10);
-like($mail->{body} // '', qr{\Q$new_base\E/reset-password\?token=}, '... its mail links to the new public URL');
+like($mail->{body} // '', qr{\Q$new_base\E/console/\#/reset-password\?token=}, '... its mail links to the new public URL');
 
 # ---- the currency, and partial changes -------------------------------------
 $res = $t->api('PATCH', '/api/settings', json => { currency => 'EUR' });
