@@ -290,6 +290,15 @@ typedef struct adserve_unit_s {
                                          * empty: 204 */
     const adserve_alloc_t *allocs;      /* the sources it asks, each once, */
     uint8_t         nallocs;            /* those of a format it has */
+    /* a unit with allocations: its bid requests' parts, rendered once
+     * (adserve_rtb.h): the imp, open for each source's bidfloor; where it
+     * is, a site, or an app for a user agent of its keywords (by
+     * ADSERVE_RTB_OS_* - 1; empty: no bundle for that OS) */
+    adserve_str_t   rtb_imp;
+    adserve_str_t   rtb_site;
+    adserve_str_t   rtb_app[2];
+    const adserve_str_t *app_keywords;
+    uint8_t         napp_keywords;
 } adserve_unit_t;
 
 /* A catalog item, for a recommendation's answer and its clicks. */

@@ -11,6 +11,7 @@
  * value is written \u0027). The input is freed right after each build, so
  * under AddressSanitizer any pointer the snapshot kept into it is caught. */
 
+#include "adserve_rtb.h"
 #include "adserve_snapshot.h"
 #include "adserve_vast.h"
 #include "adserve_parsed.h"
@@ -2522,6 +2523,27 @@ static void test_allocations(void) {
            "a video unit: its video source; a display-only one allocated to it is left out");
     is_str(allocs_of(s, "lone"), "disp:10",
            "a placement's unit: its share; a disabled source, a bad endpoint and a share of 0 send nothing");
+    const adserve_unit_t *kid = unit(s, "kid");
+    ok(kid->rtb_imp.data != NULL && strncmp(kid->rtb_imp.data, "{\"id\":\"1\",\"tagid\":\"kid\",\"banner\":", 33) == 0,
+       "a unit with allocations: its imp rendered (%.60s)", kid->rtb_imp.data ? kid->rtb_imp.data : "-");
+    is_mem(kid->rtb_site.data, kid->rtb_site.len, "\"site\":{}", strlen("\"site\":{}"), "... its site");
+    ok(kid->rtb_app[0].data == NULL && kid->napp_keywords == 0, "... no app without inference");
+    ok(unit(s, "video")->rtb_imp.data && strstr(unit(s, "video")->rtb_imp.data, "\"video\":{") != NULL,
+       "a video unit's imp: a video object");
+    adserve_snapshot_free(s);
+
+    s = BUILD(UNIT("{'id':'app','status':'ACTIVE','ext':{'implicit_app_inference':{'android_bundle':'com.a',"
+                   "'ua_keywords':['AppKw','']},'publisher':{'id':'p1'}}}"),
+              UNIT("{'id':'plain','status':'ACTIVE'}"),
+              SRC(SRC_J("disp", "'formats':['display']")),
+              ALLOC("{'id':'a1','ad_source_id':'disp','target':'ad_unit','target_id':'app','share':100}"));
+    const adserve_unit_t *app = unit(s, "app");
+    is_int(app->napp_keywords, 1, "its ua_keywords kept (the empty one left out)");
+    const char *want_app = "\"app\":{\"bundle\":\"com.a\",\"publisher\":{\"id\":\"p1\"}}";
+    is_mem(app->rtb_app[ADSERVE_RTB_OS_ANDROID - 1].data, app->rtb_app[ADSERVE_RTB_OS_ANDROID - 1].len,
+           want_app, strlen(want_app), "its Android app");
+    ok(app->rtb_app[ADSERVE_RTB_OS_IOS - 1].data == NULL, "... no iOS app without its bundle");
+    ok(unit(s, "plain")->rtb_imp.data == NULL, "a unit without allocations: nothing rendered");
     adserve_snapshot_free(s);
 
     s = BUILD(UNIT("{'id':'root','status':'ACTIVE'}"),
