@@ -23,6 +23,7 @@
 #include "adserve_jsonw.h"
 #include "adserve_vast.h"
 #include "adserve_parsed.h"
+#include "adserve_rtb.h"
 #include "adserve_target.h"
 #include "adserve_token.h"
 
@@ -396,6 +397,48 @@ parse_fallbacks(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *rec, int *
 }
 
 
+/* A bid request's part (adserve_rtb.h: place ADSERVE_RTB_SITE..OS_IOS, or
+ * -1 for the imp) in the record's arena; an app the unit cannot name stays
+ * NULL. */
+static const char *
+rtb_part(scratch_t *sc, const cJSON *o, unsigned formats, int place, int *oom)
+{
+    size_t       len = 0;
+    char        *text;
+    const char  *p;
+
+    text = place < 0 ? adserve_rtb_render_imp(o, formats, &len)
+                     : adserve_rtb_render_place(o, place, &len);
+    if (text == NULL) {
+        *oom |= place <= ADSERVE_RTB_SITE;
+        return NULL;
+    }
+
+    p = s_dup(sc, text, len);
+    free(text);
+    *oom |= p == NULL;
+
+    return p;
+}
+
+
+/* The parts of the unit's bid requests, rendered with its parse (after its
+ * formats): a write renders one unit again, a rebuild none. Every unit has
+ * them, since any may be allocated to a source. */
+static void
+parse_unit_rtb(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *o, int *oom)
+{
+    u->rtb_imp = rtb_part(sc, o, u->formats, -1, oom);
+    u->rtb_site = rtb_part(sc, o, 0, ADSERVE_RTB_SITE, oom);
+    u->rtb_app[ADSERVE_RTB_OS_ANDROID - 1] = rtb_part(sc, o, 0, ADSERVE_RTB_OS_ANDROID, oom);
+    u->rtb_app[ADSERVE_RTB_OS_IOS - 1] = rtb_part(sc, o, 0, ADSERVE_RTB_OS_IOS, oom);
+    u->app_keywords = dup_strs(sc, cJSON_GetObjectItemCaseSensitive(
+                          cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(o, "ext"), "implicit_app_inference"),
+                          "ua_keywords"), oom);
+}
+
+
 /* ---- the kinds --------------------------------------------------------- */
 
 static void
@@ -491,6 +534,7 @@ parse_unit(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     }
 
     parse_unit_ext(sc, p, o, &oom);
+    parse_unit_rtb(sc, u, o, &oom);
     parse_unit_video(sc, u, cJSON_GetObjectItemCaseSensitive(o, "video"), &oom);
     parse_unit_native(sc, u, o, cJSON_GetObjectItemCaseSensitive(o, "ext"), &oom);
 
@@ -1294,6 +1338,11 @@ move_parse(adserve_parsed_t *p, uintptr_t delta)
         MOVE(p->u.unit.sizes);
         MOVE(p->u.unit.public_url);
         MOVE(p->u.unit.passback);
+        MOVE(p->u.unit.rtb_imp);
+        MOVE(p->u.unit.rtb_site);
+        MOVE(p->u.unit.rtb_app[0]);
+        MOVE(p->u.unit.rtb_app[1]);
+        move_strs(&p->u.unit.app_keywords, delta);
         MOVE(p->u.unit.target_service);
         MOVE(p->u.unit.rqddurs);
         move_strs(&p->u.unit.bcat, delta);

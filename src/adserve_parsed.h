@@ -68,6 +68,10 @@ typedef struct {
     const char     *public_url;       /* ext.public_url, or NULL */
     const char     *passback;         /* ext.passback's display markup, up
                                        * to ADSERVE_PASSBACK_MAX, or NULL */
+    const char     *rtb_imp;          /* its bid requests' parts (adserve_rtb.h): */
+    const char     *rtb_site;         /* the imp, the site, and an app by */
+    const char     *rtb_app[2];       /* ADSERVE_RTB_OS_* - 1 (NULL: none) */
+    adserve_strs_t  app_keywords;     /* implicit_app_inference.ua_keywords */
     int             on_response;      /* recommendation, on_ad_response */
     unsigned        formats;          /* 1 << adserve_format_e it serves */
     adserve_size_t  video;            /* the VideoPlacement: 480 x 300 */

@@ -16,8 +16,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "adserve_rtb.h"
-
 #include "adserve_snapshot.h"
 #include "adserve_experiment.h"
 #include "adserve_native.h"
@@ -909,95 +907,58 @@ link_allocations(build_t *b, adserve_parsed_t **ps)
 }
 
 
-/* One part of a unit's bid requests, rendered (adserve_rtb.h: place
- * ADSERVE_RTB_SITE..OS_IOS, or -1 for the imp) and kept in the snapshot's
- * arena; an app the unit cannot name stays empty. */
+/* A rendered part of the unit's bid requests into the snapshot (NULL
+ * stays empty). */
 static int
-rtb_part(build_t *b, const cJSON *unit, unsigned formats, int place, adserve_str_t *out)
+rtb_copy(build_t *b, const char *text, adserve_str_t *out)
 {
-    size_t  len = 0;
-    char   *text;
-
-    text = place < 0 ? adserve_rtb_render_imp(unit, formats, &len)
-                     : adserve_rtb_render_place(unit, place, &len);
     if (text == NULL) {
-        return place <= ADSERVE_RTB_SITE ? -1 : 0;
+        return 0;
     }
 
-    out->data = adserve_arena_memdup(&b->snap->arena, text, len + 1);
-    out->len = len;
-    free(text);
+    out->len = strlen(text);
+    out->data = adserve_arena_memdup(&b->snap->arena, text, out->len + 1);
 
     return out->data != NULL ? 0 : -1;
 }
 
 
-/* implicit_app_inference.ua_keywords, the non-empty strings */
+/* A unit with allocations: the parts of its bid requests, rendered by its
+ * parse (a variant's from its own, overrides and all), and its user-agent
+ * keywords, the non-empty ones. */
 static int
-rtb_keywords(build_t *b, const cJSON *unit, adserve_unit_t *out)
+unit_rtb(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 {
-    const cJSON    *kw, *list;
-    adserve_str_t  *v;
-    uint32_t        n = 0;
+    const adserve_strs_t  *kw = &u->p->app_keywords;
+    adserve_str_t         *v;
+    uint32_t               i, n = 0;
 
-    list = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
-               cJSON_GetObjectItemCaseSensitive(unit, "ext"), "implicit_app_inference"),
-               "ua_keywords");
-    if (cJSON_GetArraySize(list) == 0) {
+    if (out->nallocs == 0) {
         return 0;
     }
 
-    v = adserve_arena_alloc(&b->snap->arena, (size_t) cJSON_GetArraySize(list) * sizeof(*v));
-    if (v == NULL) {
+    if (rtb_copy(b, u->p->rtb_imp, &out->rtb_imp) != 0
+        || rtb_copy(b, u->p->rtb_site, &out->rtb_site) != 0
+        || rtb_copy(b, u->p->rtb_app[0], &out->rtb_app[0]) != 0
+        || rtb_copy(b, u->p->rtb_app[1], &out->rtb_app[1]) != 0)
+    {
         return -1;
     }
 
-    cJSON_ArrayForEach(kw, list) {
-        if (cJSON_IsString(kw) && kw->valuestring[0] != '\0' && n < UINT8_MAX) {
-            v[n].len = strlen(kw->valuestring);
-            v[n].data = adserve_arena_memdup(&b->snap->arena, kw->valuestring, v[n].len + 1);
-            if (v[n++].data == NULL) {
-                return -1;
-            }
+    v = kw->n ? adserve_arena_alloc(&b->snap->arena, kw->n * sizeof(adserve_str_t)) : NULL;
+    if (kw->n && v == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < kw->n && n < UINT8_MAX; i++) {
+        if (kw->v[i][0] != '\0' && rtb_copy(b, kw->v[i], &v[n++]) != 0) {
+            return -1;
         }
     }
 
     out->app_keywords = v;
     out->napp_keywords = (uint8_t) n;
     return 0;
-}
-
-
-/* A unit with allocations: its bid requests' parts, rendered from its
- * record (a variant's from its base unit's: a variant changes what
- * serves, not where). */
-static int
-unit_rtb(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
-{
-    const adserve_input_rec_t  *text;
-    cJSON                      *o;
-    uint32_t                    ui;
-    int                         rc;
-
-    ui = idmap_get(&b->map[ADSERVE_KIND_AD_UNITS], u->id, u->rec->id_hash);
-    if (out->nallocs == 0 || ui == NONE) {
-        return 0;
-    }
-
-    text = b->unit_texts[ui];
-    o = cJSON_ParseWithLength(text->data, text->len);
-    if (o == NULL) {
-        return -1;
-    }
-
-    rc = rtb_part(b, o, u->p->formats, -1, &out->rtb_imp) == 0
-         && rtb_part(b, o, 0, ADSERVE_RTB_SITE, &out->rtb_site) == 0
-         && rtb_part(b, o, 0, ADSERVE_RTB_OS_ANDROID, &out->rtb_app[ADSERVE_RTB_OS_ANDROID - 1]) == 0
-         && rtb_part(b, o, 0, ADSERVE_RTB_OS_IOS, &out->rtb_app[ADSERVE_RTB_OS_IOS - 1]) == 0
-         && rtb_keywords(b, o, out) == 0 ? 0 : -1;
-    cJSON_Delete(o);
-
-    return rc;
 }
 
 
