@@ -52,6 +52,17 @@ static bool host_name(const char *s)
            s[0] != '.' && s[n - 1] != '.' && strstr(s, "..") == NULL;
 }
 
+void blocked_creative_normalise(cJSON *block)
+{
+    cJSON *value = cJSON_GetObjectItemCaseSensitive(block, "value");
+
+    if (cJSON_IsString(value) &&
+        adserve_vocab_str(adserve_block_kind_names, json_str_member(block, "kind")) ==
+            ADSERVE_BLOCK_ADOMAIN)
+        for (char *p = value->valuestring; *p != '\0'; p++)
+            *p = (char)tolower((unsigned char)*p);
+}
+
 static enum store_status block_check(struct resource_write *w)
 {
     cJSON *value = cJSON_GetObjectItemCaseSensitive(w->after, "value");
@@ -59,9 +70,8 @@ static enum store_status block_check(struct resource_write *w)
 
     if (!cJSON_IsString(value))
         return STORE_ERROR;
+    blocked_creative_normalise(w->after);
     if (kind == ADSERVE_BLOCK_ADOMAIN) {
-        for (char *p = value->valuestring; *p != '\0'; p++)
-            *p = (char)tolower((unsigned char)*p);
         if (!host_name(value->valuestring))
             return resource_refuse(w, 422, "value: a domain such as shop.example (not a URL)");
     } else if (kind == ADSERVE_BLOCK_CAT) {

@@ -20,7 +20,6 @@
 #include "resource.h"
 #include "schema_external.h"
 
-#include <stdio.h>
 #include <string.h>
 
 static const struct resource_filter external_filters[] = {
@@ -47,25 +46,6 @@ static void external_get(struct request *req, struct reply *rep)
     resource_get(&resource_external_creatives, req, rep);
 }
 
-/* The block of value that exists already (a 409 of the create). */
-static enum store_status existing_block(struct store_conn *c, const cJSON *block, cJSON **out)
-{
-    char key[2 * UUID_STR_LEN + ADSERVE_BLOCK_VALUE_MAX + 32], id[UUID_STR_LEN];
-    const char *unit = json_str_member(block, "ad_unit_id");
-    const char *src = json_str_member(block, "ad_source_id");
-    int n = snprintf(key, sizeof key, "%s:%s:%s:%s", json_str_member(block, "kind"),
-                     unit ? unit : ADSERVE_BLOCK_ANY, src ? src : ADSERVE_BLOCK_ANY,
-                     json_str_member(block, "value"));
-
-    *out = NULL;
-    if (n < 0 || (size_t)n >= sizeof key)
-        return STORE_ERROR;
-    enum store_status st = store_get_str(c, id, sizeof id,
-                                         (const char *[]){ "HGET", ADSERVE_KEY_BLOCK_VALUES,
-                                                           key, NULL });
-    return st == STORE_OK ? resource_load(c, &resource_blocked_creatives, NULL, id, out) : st;
-}
-
 /* One block of value: made, or found; false when rep holds the refusal. */
 static bool block_value(struct request *req, struct reply *rep, cJSON *block, const char *value,
                         cJSON *items, bool *made)
@@ -84,16 +64,14 @@ static bool block_value(struct request *req, struct reply *rep, cJSON *block, co
         sub.body = NULL;
         *made = true;
     } else if (sub.status == 409) {
-        /* stored lower-case: find it as the create normalised it */
+        /* the block that holds it, found as the create stored it */
         cJSON *norm = cJSON_Duplicate(block, 1);
-        int kind = adserve_vocab_str(adserve_block_kind_names, json_str_member(block, "kind"));
-        cJSON *v = cJSON_GetObjectItemCaseSensitive(norm, "value");
-        if (kind == ADSERVE_BLOCK_ADOMAIN && cJSON_IsString(v))
-            for (char *p = v->valuestring; *p != '\0'; p++)
-                if (*p >= 'A' && *p <= 'Z')
-                    *p = (char)(*p - 'A' + 'a');
-        enum store_status st = norm != NULL ? existing_block(request_store(req), norm, &rec)
-                                            : STORE_ERROR;
+        enum store_status st = STORE_ERROR;
+        if (norm != NULL) {
+            blocked_creative_normalise(norm);
+            st = resource_find_unique(request_store(req), &resource_blocked_creatives, NULL, norm,
+                                      &rec);
+        }
         cJSON_Delete(norm);
         if (st != STORE_OK) {
             reply_free(&sub);

@@ -789,6 +789,23 @@ static bool unique_value(const struct resource_unique *u, const cJSON *rec, char
     return true;
 }
 
+enum store_status resource_find_unique(struct store_conn *c, const struct resource *res,
+                                       const char *parent_id, const cJSON *rec, cJSON **out)
+{
+    char hash[KEY_MAX], value[UNIQUE_MAX], id[UUID_STR_LEN];
+    const struct resource_unique *u = res->uniques;
+
+    *out = NULL;
+    if (u == NULL || u->hash == NULL || !unique_hash(u, parent_id, hash) ||
+        !unique_value(u, rec, value))
+        return STORE_ERROR;
+    if (value[0] == '\0')
+        return STORE_NOT_FOUND;
+    enum store_status st = store_get_str(c, id, sizeof id,
+                                         (const char *[]){ "HGET", hash, value, NULL });
+    return st == STORE_OK ? resource_load(c, res, parent_id, id, out) : st;
+}
+
 /* Refuses a value another record holds; moves this record's entries. */
 static enum store_status put_uniques(struct resource_write *w, const char *id)
 {

@@ -246,6 +246,11 @@ void resource_free_records(cJSON **recs, size_t n);
 enum store_status resource_load_all(struct store_conn *c, const struct resource *res,
                                    cJSON ***out, size_t *n);
 
+/* The record of res that holds rec's value of its first unique row (rec
+ * as a write stores it), loaded into *out; STORE_NOT_FOUND when none. */
+enum store_status resource_find_unique(struct store_conn *c, const struct resource *res,
+                                       const char *parent_id, const cJSON *rec, cJSON **out);
+
 /* Whether advertiser id exists: 0; -1 with the answer in rep (422
  * "advertiser_id: no such advertiser", or the store's error). For a field
  * outside a resource's refs (a user's, a media item's). */
@@ -292,6 +297,8 @@ extern const struct resource resource_experiments;
 extern const struct resource resource_ad_sources;
 extern const struct resource resource_allocations;
 extern const struct resource resource_blocked_creatives;
+/* A block's value as it is stored: an adomain in lower case. */
+void blocked_creative_normalise(cJSON *block);
 extern const struct resource resource_external_creatives;
 /* Ad units (api_ad_units.c owns them) as a reference target only. */
 extern const struct resource resource_ad_units_ref;
