@@ -56,6 +56,8 @@ my $plain = unit(code => 'plain');
 my $big = unit(code => 'big', ext => { passback => { display => 'x' x 16385 } });
 my $odd = unit(code => 'odd', ext => { passback => { display => { html => '<b>x</b>' }, '300x250' => '<b>y</b>' } });
 my $edge = unit(code => 'edge', ext => { passback => { display => 'y' x 16384 } });
+# every worker at the revision of these units: a worker behind would say 404
+ok($t->wait_until(10, sub { $t->workers_at($t->revision) }), 'every worker serves the new units');
 is(answered($edge->{id}, 200)->{status}, 200, 'markup of 16 KiB exactly: served');
 is(answered($plain->{id}, 204)->{status}, 204, 'a unit without passback: 204');
 is($t->ad($big->{id})->{status}, 204, 'markup over 16 KiB: kept by the API, not served (204)');
