@@ -486,7 +486,7 @@ const char *const adserve_op_names[ADSERVE_OP_COUNT + 1] = {
 
 const char *const adserve_dim_names[ADSERVE_DIM_COUNT + 1] = {
     ADSERVE_V_DIM_UNIT, ADSERVE_V_DIM_LINE_ITEM, ADSERVE_V_DIM_CREATIVE, ADSERVE_V_DIM_ITEM,
-    ADSERVE_V_DIM_SOURCE, ADSERVE_V_DIM_VARIANT, NULL
+    ADSERVE_V_DIM_SOURCE, ADSERVE_V_DIM_VARIANT, ADSERVE_V_DIM_AD_SOURCE, NULL
 };
 
 const char *const adserve_metric_names[ADSERVE_METRIC_COUNT + 1] = {
@@ -501,6 +501,12 @@ const char *const adserve_metric_names[ADSERVE_METRIC_COUNT + 1] = {
     [ADSERVE_METRIC_SHOWN] = "shown",
     [ADSERVE_METRIC_VIEW] = "view",
     [ADSERVE_METRIC_PASSBACK] = "passback",
+    [ADSERVE_METRIC_BREQ] = "breq",
+    [ADSERVE_METRIC_BIDS] = "bids",
+    [ADSERVE_METRIC_WINS] = "wins",
+    [ADSERVE_METRIC_TIMEOUTS] = "timeouts",
+    [ADSERVE_METRIC_ERRORS] = "errors",
+    [ADSERVE_METRIC_BLOCKED] = "blocked",
     [ADSERVE_METRIC_COUNT] = NULL
 };
 

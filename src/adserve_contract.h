@@ -1060,7 +1060,13 @@ void adserve_external_creative_id(const char *source, size_t source_len, const c
  * line item and creative, plus invalid:{event}, dup:{event},
  * dropped:events and dropped:counters; adserve:delivery holds
  * {line item id}:{metric} over the line item's life (pacing reads it).
- * spend and convval are in micros of the account currency. */
+ * spend and convval are in micros of the account currency.
+ *
+ * External demand (README "External demand"): the auction counts
+ * as:{ad unit id}/{ad source id}:{breq|bids|wins|timeouts|errors|blocked};
+ * a won bid's events count on its ad unit (u:, every demand) and on
+ * as:{unit}/{source} (:imp, :clk, :spend: external demand alone), never
+ * on a line item or creative. */
 
 typedef enum {
     ADSERVE_DIM_UNIT = 0,
@@ -1070,6 +1076,9 @@ typedef enum {
     ADSERVE_DIM_SOURCE,               /* "{ad unit id}/{source}": shown, clk */
     ADSERVE_DIM_VARIANT,              /* "{experiment id}/{variant id}": req,
                                        * ads, shown, and the events */
+    ADSERVE_DIM_AD_SOURCE,            /* "{ad unit id}/{ad source id}": the
+                                       * auction's counts (breq .. blocked),
+                                       * and its wins' events and spend */
     ADSERVE_DIM_COUNT
 } adserve_dim_e;
 
@@ -1080,6 +1089,7 @@ typedef enum {
 #define ADSERVE_V_DIM_SOURCE      "rs:"
 #define ADSERVE_SOURCE_SEP        '/'
 #define ADSERVE_V_DIM_VARIANT     "xv:"
+#define ADSERVE_V_DIM_AD_SOURCE   "as:"
 
 extern const char *const adserve_dim_names[ADSERVE_DIM_COUNT + 1];
 
@@ -1098,6 +1108,14 @@ typedef enum {
     ADSERVE_METRIC_SHOWN,             /* recommended in an answer */
     ADSERVE_METRIC_VIEW,              /* a recommendation request's item */
     ADSERVE_METRIC_PASSBACK,          /* nothing filled: the unit's passback */
+    /* the auction's, per ad unit and source (ADSERVE_DIM_AD_SOURCE) */
+    ADSERVE_METRIC_BREQ,              /* bid requests sent */
+    ADSERVE_METRIC_BIDS,              /* usable bids received */
+    ADSERVE_METRIC_WINS,              /* bids that won and were served */
+    ADSERVE_METRIC_TIMEOUTS,          /* no answer within the source's tmax */
+    ADSERVE_METRIC_ERRORS,            /* down, an HTTP error, a malformed
+                                       * answer or an unusable bid */
+    ADSERVE_METRIC_BLOCKED,           /* bids dropped by a block */
     ADSERVE_METRIC_COUNT
 } adserve_metric_e;
 
