@@ -273,8 +273,16 @@ pack(const adserve_ad_log_t *log, unsigned char *out)
     p = put_str(p, &log->line_item, 1);
     p = put_str(p, &log->creative, 1);
     p = put_str(p, &log->user, 2);
-    if (log->variant.len) {
+
+    /* the trailers: one is written when it or a later one has a value */
+    if (log->variant.len || log->source.len || log->burl.len) {
         p = put_str(p, &log->variant, 1);
+    }
+    if (log->source.len || log->burl.len) {
+        p = put_str(p, &log->source, 1);
+    }
+    if (log->burl.len) {
+        p = put_str(p, &log->burl, 2);
     }
 
     return (size_t) (p - out);
@@ -285,6 +293,7 @@ static int
 unpack(const unsigned char *p, size_t len, adserve_ad_log_t *log)
 {
     const unsigned char  *end = p + len;
+    adserve_str_t        *last;
     uint64_t              issued;
 
     if (len < 1 + 8 + 8 + 1 || *p++ != ADSERVE_TOKEN_VERSION) {
@@ -303,12 +312,22 @@ unpack(const unsigned char *p, size_t len, adserve_ad_log_t *log)
 
     log->variant.data = NULL;
     log->variant.len = 0;
+    log->source = log->variant;
+    log->burl = log->variant;
+    last = NULL;
+
     if (p != NULL && p < end) {
-        p = get_str(p, end, &log->variant, 1);
-        p = p && log->variant.len ? p : NULL;
+        p = get_str(p, end, last = &log->variant, 1);
+    }
+    if (p != NULL && p < end) {
+        p = get_str(p, end, last = &log->source, 1);
+    }
+    if (p != NULL && p < end) {
+        p = get_str(p, end, last = &log->burl, 2);
     }
 
-    return p == end ? 0 : -1;
+    /* one way to write each token: the last trailer is never empty */
+    return p == end && (last == NULL || last->len) ? 0 : -1;
 }
 
 
@@ -429,7 +448,9 @@ adserve_token_encode(adserve_tokens_t *t, adserve_ad_log_t *log, char *out)
         || log->line_item.len > ADSERVE_TOKEN_ID_MAX
         || log->creative.len > ADSERVE_TOKEN_ID_MAX
         || log->user.len > ADSERVE_TOKEN_USER_MAX
-        || log->variant.len > ADSERVE_TOKEN_VARIANT_MAX)
+        || log->variant.len > ADSERVE_TOKEN_VARIANT_MAX
+        || log->source.len > ADSERVE_TOKEN_ID_MAX
+        || log->burl.len > ADSERVE_TOKEN_BURL_MAX)
     {
         return 0;
     }

@@ -30,12 +30,16 @@
 /* "{experiment id}/{variant id}" */
 #define ADSERVE_TOKEN_VARIANT_MAX  (ADSERVE_TOKEN_ID_MAX + 1 + ADSERVE_VARIANT_ID_MAX)
 
+/* an external win's billing notice (its burl, macros filled) */
+#define ADSERVE_TOKEN_BURL_MAX  2048
+
 /* payload: version, issued, price, 3 ids and the user, each length-prefixed,
- * and the variant when there is one (a trailer: tokens without one are as
- * they were before experiments, and still decode) */
+ * then trailers, each written only when it or one after it is not empty
+ * (tokens without them are as they were before, and still decode): the
+ * variant, an external win's ad source and its burl */
 #define ADSERVE_TOKEN_PAYLOAD_MAX \
     (1 + 8 + 8 + 1 + 3 * (1 + ADSERVE_TOKEN_ID_MAX) + 2 + ADSERVE_TOKEN_USER_MAX \
-     + 1 + ADSERVE_TOKEN_VARIANT_MAX)
+     + 1 + ADSERVE_TOKEN_VARIANT_MAX + 1 + ADSERVE_TOKEN_ID_MAX + 2 + ADSERVE_TOKEN_BURL_MAX)
 #define ADSERVE_TOKEN_RAW_MAX \
     (1 + ADSERVE_TOKEN_NONCE + ADSERVE_TOKEN_PAYLOAD_MAX + ADSERVE_TOKEN_TAG)
 #define ADSERVE_TOKEN_MAX       ((ADSERVE_TOKEN_RAW_MAX + 2) / 3 * 4)
@@ -67,6 +71,11 @@ typedef struct {
     adserve_str_t   variant;                          /* the experiment's
                                                        * variant that served
                                                        * it, or empty */
+    adserve_str_t   source;                           /* an external win's
+                                                       * ad source (line_item
+                                                       * empty), or empty */
+    adserve_str_t   burl;                             /* its billing notice,
+                                                       * or empty */
 } adserve_ad_log_t;
 
 /* Parses a key file's text; 0, or -1 with a message in err. */

@@ -86,7 +86,8 @@ static int same_log(const adserve_ad_log_t *a, const adserve_ad_log_t *b) {
         && a->issued == b->issued && a->price_micros == b->price_micros
         && a->cost_type == b->cost_type && str_eq(a->ad_unit, b->ad_unit)
         && str_eq(a->line_item, b->line_item) && str_eq(a->creative, b->creative)
-        && str_eq(a->user, b->user) && str_eq(a->variant, b->variant);
+        && str_eq(a->user, b->user) && str_eq(a->variant, b->variant)
+        && str_eq(a->source, b->source) && str_eq(a->burl, b->burl);
 }
 
 static int b64v(char c) {
@@ -342,6 +343,54 @@ static void test_variant(void) {
 }
 
 
+/* An external win's source and burl are trailers after the variant:
+ * each combination survives, and the variant may be empty before them. */
+static void test_external(void) {
+    static char burl[ADSERVE_TOKEN_BURL_MAX + 2];
+    adserve_tokens_t t;
+    adserve_ad_log_t in, out;
+    char tok[ADSERVE_TOKEN_MAX + 1];
+    size_t n, plain;
+
+    keys(&t, "3 " KEY_A "\n");
+
+    in = sample_log();
+    in.line_item = str("");
+    plain = encode(&t, &in, tok);
+    in.source = str("7d1c3a5e-0000-4000-8000-00000000abcd");
+    n = encode(&t, &in, tok);
+    ok(n > plain && decode(&t, tok, n, &out) == 0 && same_log(&in, &out)
+       && out.variant.len == 0 && out.burl.len == 0,
+       "external: a source alone, no variant before it");
+    in.burl = str("https://bidder.example/bill?p=1.25&id=a%20b");
+    n = encode(&t, &in, tok);
+    ok(n > 0 && decode(&t, tok, n, &out) == 0 && same_log(&in, &out),
+       "external: source and burl");
+    is_mem(out.burl.data, out.burl.len, in.burl.data, in.burl.len, "external: the burl's bytes");
+    in.variant = str("exp/v1");
+    n = encode(&t, &in, tok);
+    ok(n > 0 && decode(&t, tok, n, &out) == 0 && same_log(&in, &out),
+       "external: variant, source and burl");
+    in.source = str("");
+    n = encode(&t, &in, tok);
+    ok(n > 0 && decode(&t, tok, n, &out) == 0 && same_log(&in, &out) && out.source.len == 0,
+       "external: a burl after an empty source");
+
+    memset(burl, 'b', sizeof(burl));
+    burl[ADSERVE_TOKEN_BURL_MAX] = '\0';
+    in.burl = str(burl);
+    n = encode(&t, &in, tok);
+    ok(n > 0 && n <= ADSERVE_TOKEN_MAX && decode(&t, tok, n, &out) == 0 && same_log(&in, &out),
+       "external: a burl of ADSERVE_TOKEN_BURL_MAX (%d) bytes", ADSERVE_TOKEN_BURL_MAX);
+    burl[ADSERVE_TOKEN_BURL_MAX] = 'b';
+    burl[ADSERVE_TOKEN_BURL_MAX + 1] = '\0';
+    in.burl = str(burl);
+    is_int((long long) adserve_token_encode(&t, &in, tokbuf), 0, "encode: a longer burl returns 0");
+
+    adserve_tokens_stop(&t);
+}
+
+
 /* ---- rotation, kids ----------------------------------------------------- */
 
 static void test_rotation(void) {
@@ -560,6 +609,7 @@ static void test_nonces_and_size(void) {
     unsigned char prefix[8], raw[ADSERVE_TOKEN_BUF];
     char tok[ADSERVE_TOKEN_MAX + 1], user[ADSERVE_TOKEN_USER_MAX], id[ADSERVE_TOKEN_ID_MAX];
     char var[ADSERVE_TOKEN_VARIANT_MAX];
+    static char burl[ADSERVE_TOKEN_BURL_MAX];
     size_t n, maxlen = 0;
     int i, fail = 0, dups = 0;
 
@@ -586,7 +636,8 @@ static void test_nonces_and_size(void) {
        && in.request_id[8] == 0, "nonces: at wrap the prefix is drawn again, counter restarts");
     ok(decode(&t, tok, n, &out) == 0 && same_log(&in, &out), "nonces: token after wrap decodes");
 
-    /* the largest token fits ADSERVE_TOKEN_MAX and decodes into ADSERVE_TOKEN_BUF */
+    /* the largest token fits ADSERVE_TOKEN_MAX and decodes into ADSERVE_TOKEN_BUF
+     * (an external win's: a burl could not ride on a recommendation's) */
     memset(user, 0xff, sizeof(user));
     memset(id, 'z', sizeof(id));
     in = sample_log();
@@ -597,6 +648,11 @@ static void test_nonces_and_size(void) {
     memset(var, 'v', sizeof(var));
     in.variant.data = var;
     in.variant.len = sizeof(var);
+    in.source.data = id;
+    in.source.len = sizeof(id);
+    memset(burl, 'b', sizeof(burl));
+    in.burl.data = burl;
+    in.burl.len = sizeof(burl);
     in.price_micros = UINT64_MAX;
     in.issued = INT64_MIN;
     for (i = 0; i < 100; i++) {
@@ -624,6 +680,7 @@ int main(void) {
     test_parse();
     test_round_trip();
     test_variant();
+    test_external();
     test_rotation();
     test_tampering();
     test_nonces_and_size();
