@@ -9,11 +9,14 @@
 #include "adserve_rtb.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "adserve_contract.h"
 #include "adserve_json_scan.h"
+#include "adserve_jsonw.h"
 
 
 /* ---- the imp of a bid request ----------------------------------------- */
@@ -812,4 +815,263 @@ adserve_rtb_bid_unusable(const adserve_rtb_bid_t *b)
         return "more categories than can be checked";
     }
     return NULL;
+}
+
+
+/* ---- blocks ------------------------------------------------------------ */
+
+/* d is domain or one of its subdomains, ASCII case aside */
+static int
+domain_under(const adserve_str_t *d, const adserve_str_t *domain)
+{
+    size_t  off;
+
+    if (d->len < domain->len || domain->len == 0) {
+        return 0;
+    }
+
+    off = d->len - domain->len;
+    if (off > 0 && d->data[off - 1] != '.') {
+        return 0;
+    }
+
+    return strncasecmp(d->data + off, domain->data, domain->len) == 0;
+}
+
+
+/* cat is code or one of its subcategories: IAB7 holds IAB7-39 */
+static int
+category_under(const adserve_str_t *cat, const adserve_str_t *code)
+{
+    return cat->len >= code->len && code->len > 0
+           && memcmp(cat->data, code->data, code->len) == 0
+           && (cat->len == code->len || cat->data[code->len] == '-');
+}
+
+
+const adserve_rtb_block_t *
+adserve_rtb_blocked(const adserve_rtb_bid_t *b, const adserve_rtb_block_t *blocks, size_t n)
+{
+    const adserve_rtb_block_t  *k;
+    unsigned                    i;
+
+    for (k = blocks; k < blocks + n; k++) {
+        switch (k->kind) {
+
+        case ADSERVE_BLOCK_ADOMAIN:
+            for (i = 0; i < b->nadomain; i++) {
+                if (domain_under(&b->adomain[i], &k->value)) {
+                    return k;
+                }
+            }
+            break;
+
+        case ADSERVE_BLOCK_CRID:
+            if (b->crid.len == k->value.len
+                && memcmp(b->crid.data, k->value.data, k->value.len) == 0)
+            {
+                return k;
+            }
+            break;
+
+        case ADSERVE_BLOCK_CAT:
+            for (i = 0; i < b->ncat; i++) {
+                if (category_under(&b->cat[i], &k->value)) {
+                    return k;
+                }
+            }
+            break;
+
+        default:
+            break;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* ,"name":[the values of kind] when there is one */
+static void
+render_list(adserve_jsonw_t *w, const char *name, int kind,
+    const adserve_rtb_block_t *blocks, size_t n)
+{
+    size_t  i, k = 0;
+
+    for (i = 0; i < n; i++) {
+        if (blocks[i].kind != kind) {
+            continue;
+        }
+        if (k++ == 0) {
+            adserve_jsonw_raw(w, name, strlen(name));
+        } else {
+            adserve_jsonw_lit(w, ",");
+        }
+        adserve_jsonw_lit(w, "\"");
+        adserve_jsonw_esc(w, blocks[i].value.data, blocks[i].value.len, 0);
+        adserve_jsonw_lit(w, "\"");
+    }
+
+    if (k) {
+        adserve_jsonw_lit(w, "]");
+    }
+}
+
+
+char *
+adserve_rtb_render_blocks(const adserve_rtb_block_t *blocks, size_t n, size_t *len)
+{
+    adserve_jsonw_t  w;
+    char            *text;
+
+    adserve_jsonw_init(&w);
+    render_list(&w, ",\"bcat\":[", ADSERVE_BLOCK_CAT, blocks, n);
+    render_list(&w, ",\"badv\":[", ADSERVE_BLOCK_ADOMAIN, blocks, n);
+
+    text = w.oom ? NULL : malloc(w.len + 1);
+    if (text != NULL) {
+        if (w.len) {
+            memcpy(text, w.data, w.len);
+        }
+        text[w.len] = '\0';
+        *len = w.len;
+    }
+    adserve_jsonw_free(&w);
+
+    return text;
+}
+
+
+/* ---- notices ----------------------------------------------------------- */
+
+size_t
+adserve_rtb_price(char *out, int64_t micros)
+{
+    int  n, i;
+
+    if (micros < 0) {
+        micros = 0;
+    }
+
+    n = snprintf(out, 24, "%lld.%06lld", (long long) (micros / 1000000),
+                 (long long) (micros % 1000000));
+
+    /* "1.250000" as "1.25", "3.000000" as "3" */
+    for (i = n - 1; out[i] == '0'; i--) {
+        /* void */
+    }
+    n = out[i] == '.' ? i : i + 1;
+    out[n] = '\0';
+
+    return (size_t) n;
+}
+
+
+typedef enum {
+    M_PRICE = 0, M_ID, M_BID_ID, M_IMP_ID, M_SEAT_ID, M_CURRENCY, M_LOSS,
+    M_AD_ID, M_MBR, M_MIN_TO_WIN, M_COUNT
+} macro_e;
+
+static const char *const  macro_names[M_COUNT] = {
+    "AUCTION_PRICE", "AUCTION_ID", "AUCTION_BID_ID", "AUCTION_IMP_ID", "AUCTION_SEAT_ID",
+    "AUCTION_CURRENCY", "AUCTION_LOSS", "AUCTION_AD_ID", "AUCTION_MBR",
+    "AUCTION_MIN_TO_WIN"
+};
+
+
+/* v, %-escaped as a query argument's value when url */
+static size_t
+put_value(char *out, size_t room, const adserve_str_t *v, int url)
+{
+    static const char  hex[] = "0123456789ABCDEF";
+    size_t             i, n = 0;
+    unsigned char      c;
+
+    for (i = 0; i < v->len; i++) {
+        c = (unsigned char) v->data[i];
+        if (!url || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+            || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~')
+        {
+            if (n + 1 > room) {
+                return (size_t) -1;
+            }
+            out[n++] = (char) c;
+            continue;
+        }
+        if (n + 3 > room) {
+            return (size_t) -1;
+        }
+        out[n++] = '%';
+        out[n++] = hex[c >> 4];
+        out[n++] = hex[c & 15];
+    }
+
+    return n;
+}
+
+
+/* The macro at s ("${NAME}"), its length in *mlen; -1 when none is. */
+static int
+macro_at(const char *s, size_t left, size_t *mlen)
+{
+    size_t  n;
+    int     k;
+
+    for (k = 0; k < M_COUNT; k++) {
+        n = strlen(macro_names[k]);
+        if (left >= n + 3 && s[1] == '{' && s[n + 2] == '}'
+            && memcmp(s + 2, macro_names[k], n) == 0)
+        {
+            *mlen = n + 3;
+            return k;
+        }
+    }
+
+    return -1;
+}
+
+
+size_t
+adserve_rtb_expand(char *out, size_t cap, const char *s, size_t len,
+    const adserve_rtb_macros_t *m, int url)
+{
+    const adserve_str_t  *v;
+    adserve_str_t         num;
+    char                  buf[24];
+    size_t                i = 0, o = 0, mlen, n;
+    int                   k;
+
+    while (i < len) {
+        k = s[i] == '$' ? macro_at(s + i, len - i, &mlen) : -1;
+        if (k < 0) {
+            if (o == cap) {
+                return (size_t) -1;
+            }
+            out[o++] = s[i++];
+            continue;
+        }
+
+        num.data = buf;
+        num.len = 0;
+        v = &num;
+        switch (k) {
+        case M_PRICE:    num.len = adserve_rtb_price(buf, m->price_micros); break;
+        case M_ID:       v = &m->auction_id; break;
+        case M_BID_ID:   v = &m->bid_id; break;
+        case M_IMP_ID:   v = &m->imp_id; break;
+        case M_SEAT_ID:  v = &m->seat_id; break;
+        case M_CURRENCY: v = &m->currency; break;
+        case M_LOSS:     num.len = (size_t) snprintf(buf, sizeof(buf), "%d", m->loss); break;
+        default:         break;
+        }
+
+        n = v->len ? put_value(out + o, cap - o, v, url) : 0;
+        if (n == (size_t) -1) {
+            return (size_t) -1;
+        }
+        o += n;
+        i += mlen;
+    }
+
+    return o;
 }

@@ -102,4 +102,62 @@ char *adserve_rtb_render_place(const struct cJSON *unit, int place, size_t *len)
 int adserve_rtb_app_of(const adserve_str_t *keywords, size_t nkeywords, const char *ua,
     size_t len);
 
+/* ---- blocks and notices ------------------------------------------------ */
+
+/* A block that applies to one unit's bids from one source (the build
+ * gathers them: the blocked creatives of adserve:blocked_creatives that
+ * name the unit or none, and the source or none, and the unit's ext.bcat
+ * as categories). kind: adserve_block_kind_e. */
+typedef struct {
+    uint8_t         kind;
+    adserve_str_t   value;            /* an adomain in lower case, a crid,
+                                       * or an IAB category code */
+} adserve_rtb_block_t;
+
+/* The block that drops b, or NULL: an adomain that is the blocked domain
+ * or one of its subdomains (ASCII case aside), a crid exactly, a category
+ * that is the blocked one or one of its subcategories (IAB7 blocks
+ * IAB7-39). */
+const adserve_rtb_block_t *adserve_rtb_blocked(const adserve_rtb_bid_t *b,
+    const adserve_rtb_block_t *blocks, size_t n);
+
+/* A bid request's bcat and badv from blocks, rendered once by the build:
+ * ,"bcat":[...],"badv":[...], each only when it has a value (crids are
+ * not the bidder's to be told). malloc'd text, its length in *len; NULL
+ * out of memory. */
+char *adserve_rtb_render_blocks(const adserve_rtb_block_t *blocks, size_t n, size_t *len);
+
+/* OpenRTB 2.6 section 4.4's loss reasons that the auction gives */
+#define ADSERVE_RTB_LOSS_WON             0
+#define ADSERVE_RTB_LOSS_INVALID         3
+#define ADSERVE_RTB_LOSS_BELOW_FLOOR     100
+#define ADSERVE_RTB_LOSS_HIGHER_BID      102
+#define ADSERVE_RTB_LOSS_DISAPPROVED     202  /* its crid is blocked */
+#define ADSERVE_RTB_LOSS_ADVERTISER      205  /* its adomain is blocked */
+#define ADSERVE_RTB_LOSS_CATEGORY        209
+
+/* The values of the substitution macros (OpenRTB 2.6 section 4.4). */
+typedef struct {
+    adserve_str_t   auction_id;       /* the bid request's id */
+    adserve_str_t   bid_id;           /* the bid's id */
+    adserve_str_t   imp_id;
+    adserve_str_t   seat_id;
+    adserve_str_t   currency;
+    int64_t         price_micros;     /* the clearing price, CPM x 10^6 */
+    int             loss;             /* ADSERVE_RTB_LOSS_* */
+} adserve_rtb_macros_t;
+
+/* Writes s (len bytes) to out (cap bytes) with ${AUCTION_PRICE},
+ * ${AUCTION_ID}, ${AUCTION_BID_ID}, ${AUCTION_IMP_ID}, ${AUCTION_SEAT_ID},
+ * ${AUCTION_CURRENCY} and ${AUCTION_LOSS} replaced, and ${AUCTION_AD_ID},
+ * ${AUCTION_MBR} and ${AUCTION_MIN_TO_WIN} by nothing (not known here);
+ * other text is kept. url: the values are %-escaped as query arguments
+ * (a bid's notices), else written as they are (its markup). The length
+ * written, or (size_t) -1 when it does not fit. */
+size_t adserve_rtb_expand(char *out, size_t cap, const char *s, size_t len,
+    const adserve_rtb_macros_t *m, int url);
+
+/* A price in micros as OpenRTB writes it ("1.25", "3"): at most 24 bytes. */
+size_t adserve_rtb_price(char *out, int64_t micros);
+
 #endif

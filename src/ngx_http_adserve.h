@@ -465,7 +465,8 @@ ngx_int_t ngx_http_adserve_vast_handler(ngx_http_request_t *r);
 /* Seals log (its fields set) into tok (ADSERVE_TOKEN_MAX bytes): the
  * token's length, or 0 (logged). */
 size_t ngx_http_adserve_encode(ngx_http_request_t *r, adserve_ad_log_t *log, u_char *tok);
-/* The token names the variant of an experiment that served it, if any. */
+/* The token names the variant of an experiment that served it, if any,
+ * and no external win (direct demand, a recommendation). */
 void ngx_http_adserve_seal_variant(adserve_ad_log_t *log, const adserve_unit_t *unit);
 /* n more of metric m for the variant that unit is, if it is one. */
 void ngx_http_adserve_count_variant(ngx_http_adserve_events_t *ev, time_t now,

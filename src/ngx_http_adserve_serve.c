@@ -135,6 +135,11 @@ ngx_http_adserve_seal(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 void
 ngx_http_adserve_seal_variant(adserve_ad_log_t *log, const adserve_unit_t *unit)
 {
+    /* direct demand's and a recommendation's: no external win */
+    log->source.data = NULL;
+    log->source.len = 0;
+    log->burl = log->source;
+
     if (unit->variant != NULL) {
         log->variant = unit->variant->id;
 

@@ -334,6 +334,120 @@ static void test_place(void) {
     is_int(adserve_rtb_app_of(kw, 0, android, strlen(android)), ADSERVE_RTB_SITE, "no keywords: the site");
 }
 
+/* ---- blocks ------------------------------------------------------------ */
+
+static adserve_str_t S(const char *s) {
+    adserve_str_t v = { s, strlen(s) };
+    return v;
+}
+
+/* Which block drops one bid of json's, by the order of the table. */
+static int blocked_by(const char *json, const adserve_rtb_block_t *blocks, size_t n) {
+    adserve_rtb_response_t r;
+    const adserve_rtb_block_t *k;
+    const char *err;
+
+    if (parse(json, &r, &err) != 0 || r.nbids != 1) return -2;
+    k = adserve_rtb_blocked(&r.bids[0], blocks, n);
+    return k ? (int) (k - blocks) : -1;
+}
+
+static void test_blocks(void) {
+    adserve_rtb_block_t blocks[] = {
+        { ADSERVE_BLOCK_ADOMAIN, { "spam.example", 12 } },
+        { ADSERVE_BLOCK_CRID, { "cr-9", 4 } },
+        { ADSERVE_BLOCK_CAT, { "IAB7", 4 } },
+    };
+    const char *bid = "{\"id\":\"r\",\"seatbid\":[{\"bid\":[{\"impid\":\"1\",\"price\":1,"
+                      "\"adm\":\"x\",\"crid\":\"%s\",\"adomain\":[%s],\"cat\":[%s]}]}]}";
+    char json[512];
+    size_t len;
+    char *text;
+
+#define BID(crid, adomain, cat) (snprintf(json, sizeof(json), bid, crid, adomain, cat), json)
+    is_int(blocked_by(BID("cr-1", "\"good.example\"", "\"IAB1\""), blocks, 3), -1,
+           "blocks: an unrelated bid passes");
+    is_int(blocked_by(BID("cr-1", "\"good.example\",\"spam.example\"", ""), blocks, 3), 0,
+           "blocks: its second adomain is blocked");
+    is_int(blocked_by(BID("cr-1", "\"Ads.SPAM.example\"", ""), blocks, 3), 0,
+           "blocks: a subdomain, in any case");
+    is_int(blocked_by(BID("cr-1", "\"notspam.example\"", ""), blocks, 3), -1,
+           "blocks: a domain that only ends alike passes");
+    is_int(blocked_by(BID("cr-1", "\"example\"", ""), blocks, 3), -1,
+           "blocks: a parent domain passes");
+    is_int(blocked_by(BID("cr-9", "", ""), blocks, 3), 1, "blocks: the crid, exactly");
+    is_int(blocked_by(BID("cr-90", "", ""), blocks, 3), -1, "blocks: a longer crid passes");
+    is_int(blocked_by(BID("cr-1", "", "\"IAB7-39\""), blocks, 3), 2,
+           "blocks: a subcategory of a blocked category");
+    is_int(blocked_by(BID("cr-1", "", "\"IAB7\""), blocks, 3), 2, "blocks: the category itself");
+    is_int(blocked_by(BID("cr-1", "", "\"IAB70\""), blocks, 3), -1,
+           "blocks: IAB70 is not under IAB7");
+    is_int(blocked_by(BID("cr-9", "", ""), blocks, 0), -1, "blocks: none, nothing dropped");
+#undef BID
+
+    text = adserve_rtb_render_blocks(blocks, 3, &len);
+    is_str(text, ",\"bcat\":[\"IAB7\"],\"badv\":[\"spam.example\"]",
+           "blocks: bcat and badv, crids not told");
+    is_int((long long) len, (long long) strlen(text ? text : ""), "blocks: the length");
+    free(text);
+    text = adserve_rtb_render_blocks(blocks + 1, 1, &len);
+    is_str(text, "", "blocks: a crid alone renders nothing");
+    free(text);
+    blocks[0].value = S("q\"uote.example");
+    text = adserve_rtb_render_blocks(blocks, 1, &len);
+    is_str(text, ",\"badv\":[\"q\\\"uote.example\"]", "blocks: values are escaped");
+    free(text);
+}
+
+
+/* ---- notices ----------------------------------------------------------- */
+
+static const char *expand(const char *s, const adserve_rtb_macros_t *m, int url, size_t cap) {
+    static char out[512];
+    size_t n = adserve_rtb_expand(out, cap, s, strlen(s), m, url);
+
+    if (n == (size_t) -1) return "(too long)";
+    out[n] = '\0';
+    return out;
+}
+
+static void test_macros(void) {
+    adserve_rtb_macros_t m = {
+        .auction_id = { "a1", 2 }, .bid_id = { "b 2", 3 }, .imp_id = { "1", 1 },
+        .seat_id = { "s&x", 3 }, .currency = { "USD", 3 }, .price_micros = 1250000,
+        .loss = ADSERVE_RTB_LOSS_HIGHER_BID,
+    };
+    char buf[24];
+
+    is_str(expand("http://b/win?p=${AUCTION_PRICE}&c=${AUCTION_CURRENCY}", &m, 1, 511),
+           "http://b/win?p=1.25&c=USD", "macros: price and currency");
+    is_str(expand("?i=${AUCTION_ID}&b=${AUCTION_BID_ID}&m=${AUCTION_IMP_ID}&s=${AUCTION_SEAT_ID}",
+                  &m, 1, 511), "?i=a1&b=b%202&m=1&s=s%26x", "macros: ids, %%-escaped in a URL");
+    is_str(expand("<img src=\"x?s=${AUCTION_SEAT_ID}\">", &m, 0, 511), "<img src=\"x?s=s&x\">",
+           "macros: as they are in markup");
+    is_str(expand("?l=${AUCTION_LOSS}&a=${AUCTION_AD_ID}&w=${AUCTION_MIN_TO_WIN}&r=${AUCTION_MBR}",
+                  &m, 1, 511), "?l=102&a=&w=&r=", "macros: the loss, and unknown ones emptied");
+    is_str(expand("${AUCTION_PRICE", &m, 1, 511), "${AUCTION_PRICE", "macros: unclosed, kept");
+    is_str(expand("${OTHER}$${AUCTION_PRICE}$", &m, 1, 511), "${OTHER}$1.25$",
+           "macros: another name kept, a $ before a macro");
+    is_str(expand("p=${AUCTION_PRICE}", &m, 1, 5), "(too long)", "macros: one byte short, refused");
+    is_str(expand("p=${AUCTION_PRICE}", &m, 1, 6), "p=1.25", "macros: exactly the room");
+    is_str(expand("${AUCTION_SEAT_ID}", &m, 1, 3), "(too long)",
+           "macros: an escape that does not fit whole, refused");
+
+    adserve_rtb_price(buf, 3000000);
+    is_str(buf, "3", "price: whole");
+    adserve_rtb_price(buf, 1);
+    is_str(buf, "0.000001", "price: a micro");
+    adserve_rtb_price(buf, 0);
+    is_str(buf, "0", "price: zero");
+    adserve_rtb_price(buf, -5);
+    is_str(buf, "0", "price: negative as zero");
+    adserve_rtb_price(buf, ADSERVE_RTB_PRICE_MAX_MICROS);
+    is_str(buf, "1000000", "price: the largest");
+}
+
+
 int main(void) {
     test_reference_bidder();
     test_prices();
@@ -343,6 +457,8 @@ int main(void) {
     test_malformed();
     test_imp();
     test_place();
+    test_blocks();
+    test_macros();
     free(held);
     return done_testing();
 }
