@@ -165,6 +165,7 @@ typedef struct {
                                        * snapshot's sources, or NONE */
     uint32_t           *alloc_seen;   /* per unit: the last allocation that
                                        * reached it (its index + 1) */
+    adserve_parsed_t  **block_ps;     /* the blocked creatives' parses */
     char               *err;
     size_t              errlen;
 } build_t;
@@ -746,9 +747,7 @@ link_settings(build_t *b, adserve_parsed_t **ps)
 static int
 link_blocks(build_t *b, adserve_parsed_t **ps)
 {
-    (void) b;
-    (void) ps;
-
+    b->block_ps = ps;
     return 0;
 }
 
@@ -962,8 +961,105 @@ unit_rtb(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 }
 
 
+/* Whether a blocked creative's ad unit or source (NULL: any) is id. */
+static int
+block_names(const char *want, const char *id, size_t len)
+{
+    return want == NULL || (strlen(want) == len && memcmp(want, id, len) == 0);
+}
+
+
+/* What the bids of unit u from a's source are checked against: the unit's
+ * bcat as categories, and the blocked creatives that name the unit or
+ * none and the source or none; and its bid requests' bcat and badv. */
+static int
+alloc_blocks(build_t *b, const unit_rec_t *u, adserve_alloc_t *a)
+{
+    const adserve_parsed_block_t  *p;
+    const adserve_source_t        *src = &b->snap->sources[a->source];
+    adserve_rtb_block_t           *v;
+    uint32_t                       i, n = 0, nb = b->n[ADSERVE_KIND_BLOCKED_CREATIVES];
+    size_t                         len;
+    char                          *json;
+
+    v = adserve_arena_alloc(&b->snap->arena,
+                            (u->p->bcat.n + nb + 1) * sizeof(adserve_rtb_block_t));
+    if (v == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < u->p->bcat.n; i++) {
+        v[n].kind = ADSERVE_BLOCK_CAT;
+        v[n].value.data = u->p->bcat.v[i];
+        v[n++].value.len = strlen(u->p->bcat.v[i]);
+    }
+
+    for (i = 0; i < nb; i++) {
+        p = &b->block_ps[i]->u.block;
+        if (p->kind < 0 || p->value == NULL
+            || !block_names(p->ad_unit_id, u->id, strlen(u->id))
+            || !block_names(p->ad_source_id, src->id.data, src->id.len))
+        {
+            continue;
+        }
+        v[n].kind = (uint8_t) p->kind;
+        v[n].value.data = p->value;
+        v[n++].value.len = strlen(p->value);
+    }
+
+    /* the values into the snapshot: the parses are not kept with it */
+    for (i = 0; i < n; i++) {
+        v[i].value.data = adserve_arena_memdup(&b->snap->arena, v[i].value.data,
+                                               v[i].value.len + 1);
+        if (v[i].value.data == NULL) {
+            return -1;
+        }
+    }
+
+    json = adserve_rtb_render_blocks(v, n, &len);
+    if (json == NULL) {
+        return -1;
+    }
+    a->blocks_json.len = len;
+    a->blocks_json.data = adserve_arena_memdup(&b->snap->arena, json, len + 1);
+    free(json);
+
+    a->blocks = v;
+    a->nblocks = n;
+
+    return a->blocks_json.data != NULL ? 0 : -1;
+}
+
+
+/* The unit's counter id of a's source: "{unit id}/{source id}". */
+static int
+alloc_counter(build_t *b, const unit_rec_t *u, adserve_alloc_t *a)
+{
+    const adserve_source_t  *src = &b->snap->sources[a->source];
+    size_t                   ulen = strlen(u->id);
+    char                    *id;
+
+    id = adserve_arena_alloc(&b->snap->arena, ulen + 1 + src->id.len + 1);
+    if (id == NULL) {
+        return -1;
+    }
+
+    memcpy(id, u->id, ulen);
+    id[ulen] = ADSERVE_SOURCE_SEP;
+    memcpy(id + ulen + 1, src->id.data, src->id.len);
+    id[ulen + 1 + src->id.len] = '\0';
+
+    a->counter_id.data = id;
+    a->counter_id.len = ulen + 1 + src->id.len;
+    a->counter_hash = adserve_hash(id, a->counter_id.len);
+
+    return 0;
+}
+
+
 /* A unit's allocations into the snapshot: the sources of a format it has
- * (the imp carries only those), at most UINT8_MAX. */
+ * (the imp carries only those), at most UINT8_MAX, each with its blocks
+ * and counter. */
 static int
 unit_allocs(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 {
@@ -974,19 +1070,31 @@ unit_allocs(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
         return 0;
     }
 
-    v = adserve_arena_alloc(&b->snap->arena, u->nallocs * sizeof(adserve_alloc_t));
+    v = adserve_arena_calloc(&b->snap->arena, u->nallocs * sizeof(adserve_alloc_t));
     if (v == NULL) {
         return -1;
     }
 
     for (i = 0; i < u->nallocs && n < UINT8_MAX; i++) {
-        if (b->snap->sources[u->allocs[i].source].formats & u->p->formats) {
-            v[n++] = u->allocs[i];
+        if (!(b->snap->sources[u->allocs[i].source].formats & u->p->formats)) {
+            continue;
         }
+        v[n].source = u->allocs[i].source;
+        v[n].share = u->allocs[i].share;
+        if (alloc_blocks(b, u, &v[n]) != 0 || alloc_counter(b, u, &v[n]) != 0) {
+            return -1;
+        }
+        n++;
     }
 
     out->allocs = v;
     out->nallocs = (uint8_t) n;
+
+    if (u->p->nsizes > 0) {
+        out->bid_w = (uint16_t) u->p->sizes[0].w;
+        out->bid_h = (uint16_t) u->p->sizes[0].h;
+    }
+
     return 0;
 }
 

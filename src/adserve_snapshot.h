@@ -24,6 +24,7 @@
 #include "adserve_contract.h"
 #include "adserve_json.h"
 #include "adserve_parsed.h"
+#include "adserve_rtb.h"
 #include "adserve_target.h"
 #include "adserve_token.h"
 
@@ -224,10 +225,17 @@ typedef struct {
     double          adjustment;       /* a bid's price multiplier */
 } adserve_source_t;
 
-/* A unit's share of requests sent to a source. */
+/* A unit's share of requests sent to a source, and what its bids there
+ * are checked against. */
 typedef struct {
     uint32_t        source;           /* index in the snapshot's sources */
     double          share;            /* percent, (0, ADSERVE_SHARE_MAX] */
+    adserve_str_t   counter_id;       /* "{unit id}/{source id}": the */
+    uint64_t        counter_hash;     /* auction's counts (ADSERVE_DIM_AD_SOURCE) */
+    adserve_str_t   blocks_json;      /* its bid requests' ,"bcat":..,
+                                       * "badv":.. (adserve_rtb_render_blocks) */
+    const adserve_rtb_block_t *blocks;  /* the unit's bcat and the blocked */
+    uint32_t        nblocks;          /* creatives of the unit and source */
 } adserve_alloc_t;
 
 typedef struct adserve_unit_s {
@@ -299,6 +307,8 @@ typedef struct adserve_unit_s {
     adserve_str_t   rtb_app[2];
     const adserve_str_t *app_keywords;
     uint8_t         napp_keywords;
+    uint16_t        bid_w, bid_h;       /* a bid's size when it has none:
+                                         * the unit's first size, or 0 */
 } adserve_unit_t;
 
 /* A catalog item, for a recommendation's answer and its clicks. */

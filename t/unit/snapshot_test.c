@@ -129,6 +129,7 @@ typedef struct {
 #define LICA(j)  { ADSERVE_KIND_LICAS, j }
 #define SRC(j)   { ADSERVE_KIND_AD_SOURCES, j }
 #define ALLOC(j) { ADSERVE_KIND_ALLOCATIONS, j }
+#define BLOCK(j) { ADSERVE_KIND_BLOCKED_CREATIVES, j }
 
 #define NRECS(...)  (sizeof((const rec_t[]){ __VA_ARGS__ }) / sizeof(rec_t))
 #define BUILD(...)  build_recs((const rec_t[]){ __VA_ARGS__ }, NRECS(__VA_ARGS__))
@@ -1983,7 +1984,7 @@ static void test_experiments(void) {
 static adserve_tokens_t tokens;
 
 /* The body of the last render(), as the module sends it. */
-static char body[8192];
+static char body[32768];
 static size_t body_len;
 
 /* Serves the unit and assembles the whole body as the module does
@@ -2551,6 +2552,38 @@ static void test_allocations(void) {
               ALLOC("{'id':'a1','ad_source_id':'disp','target':'placement','target_id':'gone','share':50}"),
               ALLOC("{'id':'a2','ad_source_id':'disp','target':'ad_unit','target_id':'gone','share':50}"));
     is_str(allocs_of(s, "root"), "", "allocations of a placement or unit that is gone: nothing");
+    adserve_snapshot_free(s);
+
+    /* what each unit's bids from each source are checked against */
+    s = BUILD(UNIT("{'id':'u1','status':'ACTIVE','ad_unit_sizes':[{'w':300,'h':250}],'ext':{'bcat':['IAB25']}}"),
+              UNIT("{'id':'u2','status':'ACTIVE'}"),
+              SRC(SRC_J("s1", "'formats':['display']")),
+              SRC(SRC_J("s2", "'formats':['display']")),
+              ALLOC("{'id':'a1','ad_source_id':'s1','target':'ad_unit','target_id':'u1','share':100}"),
+              ALLOC("{'id':'a2','ad_source_id':'s2','target':'ad_unit','target_id':'u1','share':100}"),
+              ALLOC("{'id':'a3','ad_source_id':'s1','target':'ad_unit','target_id':'u2','share':100}"),
+              BLOCK("{'id':'b1','kind':'adomain','value':'bad.example','ad_unit_id':null,'ad_source_id':null}"),
+              BLOCK("{'id':'b2','kind':'crid','value':'c-7','ad_unit_id':null,'ad_source_id':'s2'}"),
+              BLOCK("{'id':'b3','kind':'cat','value':'IAB7','ad_unit_id':'u2','ad_source_id':null}"),
+              BLOCK("{'id':'b4','kind':'nonsense','value':'x'}"));
+    const adserve_unit_t *u1 = unit(s, "u1"), *u2 = unit(s, "u2");
+    ok(u1 && u1->nallocs == 2 && u2 && u2->nallocs == 1, "blocks: two units, three allocations");
+    if (u1 && u1->nallocs == 2 && u2 && u2->nallocs == 1) {
+        const adserve_alloc_t *a1 = &u1->allocs[0], *a2 = &u1->allocs[1], *a3 = &u2->allocs[0];
+        if (strcmp(s->sources[a1->source].id.data, "s1") != 0) {
+            const adserve_alloc_t *t = a1; a1 = a2; a2 = t;
+        }
+        is_int(a1->nblocks, 2, "blocks: u1 from s1, its bcat and the block of every unit and source");
+        is_int(a2->nblocks, 3, "blocks: u1 from s2, and the crid block of s2");
+        is_int(a3->nblocks, 2, "blocks: u2 from s1, the global block and its own category");
+        is_mem(a1->blocks_json.data, a1->blocks_json.len, ",\"bcat\":[\"IAB25\"],\"badv\":[\"bad.example\"]",
+               strlen(",\"bcat\":[\"IAB25\"],\"badv\":[\"bad.example\"]"), "blocks: u1's bcat and badv to s1");
+        is_mem(a2->blocks_json.data, a2->blocks_json.len, a1->blocks_json.data, a1->blocks_json.len,
+               "blocks: the same to s2 (a crid is not told)");
+        is_mem(a3->counter_id.data, a3->counter_id.len, "u2/s1", 5, "counter: {unit id}/{source id}");
+        ok(a3->counter_hash == adserve_hash("u2/s1", 5), "counter: its hash");
+        is_int(u1->bid_w * 1000 + u1->bid_h, 300250, "a bid's default size: the unit's first");
+    }
     adserve_snapshot_free(s);
 #undef SRC_J
 }
