@@ -181,7 +181,8 @@ static int vast_error(const char *start, const char **colon, const char *name, s
 
 /* {prefix}{id}:{metric} (or {prefix}{id}:error:{code}) of kind: the id's
  * place and the metric; false for other fields (another kind, opp, dup:*,
- * invalid:*, dropped:*, the auction's counters of another kind). */
+ * invalid:*, dropped:*, the auction's counters of another kind, and on an
+ * ad source's pair anything but the auction's, imp, clk and spend). */
 static bool parse_field(const redisReply *f, enum stats_kind kind, const char **id, size_t *len,
                         int *metric)
 {
@@ -197,10 +198,16 @@ static bool parse_field(const redisReply *f, enum stats_kind kind, const char **
     size_t nlen = f->len - (size_t)(name - f->str);
     int m = adserve_vocab(adserve_metric_names, name, nlen);
 
-    if (m == ADSERVE_METRIC_PASSBACK) {
+    if (kind == STATS_AD_SOURCE) {
+        /* the auction's counters, and its wins' events and spend: no more */
+        if (m >= ADSERVE_METRIC_BREQ && m <= ADSERVE_METRIC_BLOCKED)
+            m = STATS_AUCTION_OF(m);
+        else if (m != ADSERVE_METRIC_IMP && m != ADSERVE_METRIC_CLK && m != ADSERVE_METRIC_SPEND)
+            return false;
+    } else if (m == ADSERVE_METRIC_PASSBACK) {
         m = STATS_PASSBACK;
     } else if (m >= ADSERVE_METRIC_BREQ && m <= ADSERVE_METRIC_BLOCKED) {
-        m = kind == STATS_AD_SOURCE ? STATS_AUCTION_OF(m) : -1;
+        return false;                   /* the auction's, of another kind: not ours */
     } else if (m < 0 || m >= STATS_METRICS) {
         m = adserve_vocab(adserve_video_event_names, name, nlen);
         m = m < 0 ? vast_error(f->str + plen, &colon, name, nlen) : STATS_VIDEO + m;
@@ -436,7 +443,8 @@ void stats_records_free(struct stats_records *r)
 
 /* ---- ad sources -------------------------------------------------------------------------- */
 
-/* The ad unit id of a pair (pair_id's), as a length; *source after it. */
+/* The ad unit id of a pair (a STATS_AD_SOURCE id: pair_id made sure of its
+ * one separator), as a length; *source after it. */
 static size_t pair_split(const char *pair, const char **source)
 {
     const char *sep = strchr(pair, ADSERVE_SOURCE_SEP);

@@ -83,10 +83,14 @@ for my $hour (sort keys %hours) {
 # the ad unit's row, not the source's, and the reverse
 $t->redis('HINCRBY', 'adserve:stats:2024031010', "u:$unit{all}:imp", 8);
 # fields a source report never reads: no separator, two, an id that is not
-# ours, a metric that is not the auction's, the auction's on another kind
+# ours, metrics that are not the auction's nor its wins' events (on a pair
+# of their own, which would make a row of zeros), the auction's on another
+# kind, a value that is not a count
+my $noise = Adserve::Test::uuid();
 $t->redis('HSET', 'adserve:stats:2024031010', "$AS$unit{all}:$M{breq}", 9, "$AS$unit{all}/$src{a}/x:$M{breq}", 9,
-          "$AS$unit{all}/a\"b:$M{breq}", 9, "$AS$unit{all}/$src{a}:opp", 9, "li:$src{a}:$M{breq}", 9,
-          "$AS$unit{all}/$src{b}:$M{wins}", 'many');
+          "$AS$unit{all}/a\"b:$M{breq}", 9, "$AS$unit{all}/$src{a}:opp", 9, "$AS$unit{all}/$noise:req", 9,
+          "$AS$unit{all}/$noise:conv", 9, "$AS$unit{all}/$noise:passback", 9, "$AS$unit{all}/$noise:start", 9,
+          "li:$src{a}:$M{breq}", 9, "$AS$unit{all}/$src{b}:$M{wins}", 'many');
 
 # ---- helpers -------------------------------------------------------------------------------------------
 sub get { my ($query, @as) = @_; return $t->api('GET', "/api/metrics?$query", @as) }
