@@ -1,6 +1,6 @@
-/* GET /api/dashboard: today against yesterday, today's top line items, and
- * the pacing of every ACTIVE line item with a goal (stats.h reads the
- * counters; README "Statistics" has the formulas).
+/* GET /api/dashboard: today against yesterday, today's top line items, the
+ * pacing of every ACTIVE line item with a goal, and today's ad sources
+ * (stats.h reads the counters; README "Statistics" has the formulas).
  *
  *   - totals: admins and operators see the traffic of every ad unit but the
  *     external_only ones (ext.metric_mode: an internal dashboard), summed
@@ -20,7 +20,11 @@
  *     stops there; null without a start and an end, or before the start).
  *     status: complete at the goal; else EVEN against expected_now within
  *     +-10% (ahead, on_track, behind); else behind when projected_end is
- *     under 90% of units, on_track otherwise. */
+ *     under 90% of units, on_track otherwise;
+ *   - ad_sources (admins and operators; null for advertisers): today's
+ *     auction counters per ad source, as /api/metrics?group_by=ad_source
+ *     has them, summed over the day and over the ad units that an internal
+ *     report shows (not the external_only ones, as in the totals). */
 #include "api.h"
 
 #include "ad_units.h"
@@ -45,7 +49,8 @@ struct dash {
     const char *caller;             /* an advertiser caller's advertiser_id */
     long long now, today, same_until;
     struct stats_map units[DAYS], items[DAYS];  /* id -> struct stats_counts */
-    struct stats_records unit_recs, item_recs;
+    struct stats_map pairs;         /* today's "{unit}/{source}" -> struct stats_counts */
+    struct stats_records unit_recs, item_recs, source_recs;
     struct dash_rec *rec;               /* admins and operators: recommendations */
     enum store_status st;
 };
@@ -56,6 +61,11 @@ static int on_hour(long long hour, const redisReply *fields, void *arg)
     enum day day = hour >= d->today ? TODAY : YESTERDAY;
 
     if (day == TODAY && d->rec != NULL && dash_rec_add_hour(d->rec, fields) != 0) {
+        d->st = STORE_ERROR;
+        return -1;
+    }
+    if (day == TODAY && d->caller == NULL &&
+        stats_add_hour(&d->pairs, fields, STATS_AD_SOURCE, NULL) != 0) {
         d->st = STORE_ERROR;
         return -1;
     }
@@ -197,6 +207,107 @@ fail:
     free(top);
     cJSON_Delete(out);
     return NULL;
+}
+
+/* ---- ad sources ------------------------------------------------------------------------ */
+
+static int by_revenue(const void *a, const void *b)
+{
+    const struct stats_entry *x = *(struct stats_entry *const *)a, *y = *(struct stats_entry *const *)b;
+    const struct stats_counts *cx = x->value, *cy = y->value;
+    const int breq = STATS_AUCTION_OF(ADSERVE_METRIC_BREQ);
+
+    if (cx->v[STATS_SPEND] != cy->v[STATS_SPEND])
+        return cx->v[STATS_SPEND] > cy->v[STATS_SPEND] ? -1 : 1;
+    if (cx->v[breq] != cy->v[breq])
+        return cx->v[breq] > cy->v[breq] ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+static cJSON *nullable_num(double v)
+{
+    return isnan(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v);
+}
+
+static cJSON *source_entry(const char *id, const struct stats_record *rec,
+                           const struct stats_counts *c)
+{
+    static const struct { const char *name; adserve_metric_e metric; } auction[] = {
+        { "bid_requests", ADSERVE_METRIC_BREQ }, { "bids", ADSERVE_METRIC_BIDS },
+        { "wins", ADSERVE_METRIC_WINS }, { "timeouts", ADSERVE_METRIC_TIMEOUTS },
+        { "errors", ADSERVE_METRIC_ERRORS }, { "blocked", ADSERVE_METRIC_BLOCKED },
+    };
+    struct stats_source_figures f;
+    cJSON *o = cJSON_CreateObject();
+
+    stats_source_figures(c, &f);
+    if (o == NULL || !cJSON_AddStringToObject(o, "ad_source_id", id) ||
+        !cJSON_AddItemToObject(o, "name", rec != NULL && rec->name != NULL
+                                              ? cJSON_CreateString(rec->name)
+                                              : cJSON_CreateNull()))
+        goto fail;
+    for (size_t i = 0; i < sizeof auction / sizeof auction[0]; i++)
+        if (!cJSON_AddNumberToObject(o, auction[i].name,
+                                     (double)c->v[STATS_AUCTION_OF(auction[i].metric)]))
+            goto fail;
+    if (!cJSON_AddNumberToObject(o, "impressions", (double)c->v[STATS_IMP]) ||
+        !cJSON_AddNumberToObject(o, "clicks", (double)c->v[STATS_CLK]) ||
+        !cJSON_AddNumberToObject(o, "revenue", f.revenue) ||
+        !cJSON_AddItemToObject(o, "ecpm", nullable_num(f.ecpm)) ||
+        !cJSON_AddItemToObject(o, "win_rate", nullable_num(f.win_rate)))
+        goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* Today's ad sources, by revenue, then bid requests, then id, those with a
+ * counter only; *out NULL (null) for advertisers. */
+static enum store_status ad_sources(struct dash *d, cJSON **out)
+{
+    struct stats_map by_source = { 0 };
+    struct stats_entry **ids = NULL;
+    enum store_status st;
+
+    *out = NULL;
+    if (d->caller != NULL)
+        return STORE_OK;
+    st = stats_fold_ad_sources(d->c, &d->pairs, &d->unit_recs, false, NULL, NULL, &by_source);
+    if (st != STORE_OK)
+        goto out;
+    st = STORE_ERROR;
+    if ((*out = cJSON_CreateArray()) == NULL)
+        goto out;
+    if (by_source.n == 0) {
+        st = STORE_OK;
+        goto out;
+    }
+    if ((ids = stats_map_sorted(&by_source)) == NULL)
+        goto out;
+    if ((st = stats_records_load(d->c, &d->source_recs, ids, by_source.n)) != STORE_OK)
+        goto out;
+    st = STORE_ERROR;
+    qsort(ids, by_source.n, sizeof *ids, by_revenue);
+    for (size_t i = 0; i < by_source.n; i++) {
+        if (stats_counts_zero(ids[i]->value))
+            continue;
+        cJSON *e = source_entry(ids[i]->id, stats_record(&d->source_recs, ids[i]->id),
+                                ids[i]->value);
+        if (e == NULL || !cJSON_AddItemToArray(*out, e)) {
+            cJSON_Delete(e);
+            goto out;
+        }
+    }
+    st = STORE_OK;
+out:
+    if (st != STORE_OK) {
+        cJSON_Delete(*out);
+        *out = NULL;
+    }
+    free(ids);
+    stats_map_free(&by_source, NULL);
+    return st;
 }
 
 /* ---- pacing --------------------------------------------------------------------------- */
@@ -464,8 +575,10 @@ static void dash_free(struct dash *d)
         stats_map_free(&d->units[i], NULL);
         stats_map_free(&d->items[i], NULL);
     }
+    stats_map_free(&d->pairs, NULL);
     stats_records_free(&d->unit_recs);
     stats_records_free(&d->item_recs);
+    stats_records_free(&d->source_recs);
     dash_rec_free(d->rec);
 }
 
@@ -503,6 +616,11 @@ static enum store_status build(struct dash *d, cJSON *body)
         return st;
     if (put(body, "pacing", pace_list) != 0)
         return STORE_ERROR;
+    cJSON *sources;
+    if ((st = ad_sources(d, &sources)) != STORE_OK)
+        return st;
+    if (put(body, "ad_sources", sources != NULL ? sources : cJSON_CreateNull()) != 0)
+        return STORE_ERROR;
     cJSON *rec = NULL;
     if (d->rec != NULL && (st = dash_rec_json(d->rec, d->c, &rec)) != STORE_OK)
         return st;
@@ -516,6 +634,7 @@ static void api_dashboard(struct request *req, struct reply *rep)
 {
     struct dash d = {
         .unit_recs = { .hash = ADSERVE_KEY_AD_UNITS }, .item_recs = { .hash = ADSERVE_KEY_LINE_ITEMS },
+        .source_recs = { .hash = ADSERVE_KEY_AD_SOURCES },
         .now = (long long)time(NULL),
     };
     cJSON *query = request_query_object(req, rep, &dashboard_query);
@@ -626,6 +745,31 @@ static const struct schema pacing_s = { .name = "DashboardPacing", .type = SCHEM
                                         .fields = pacing_fields };
 static const struct schema pacing_list = { .type = SCHEMA_ARRAY, .items = &pacing_s };
 
+static const struct schema_field source_fields[] = {
+    { "ad_source_id", &str, .required = true },
+    { "name", &str_n, .required = true, .description = "null once deleted" },
+    { "bid_requests", &count, .required = true },
+    { "bids", &count, .required = true },
+    { "wins", &count, .required = true },
+    { "timeouts", &count, .required = true },
+    { "errors", &count, .required = true },
+    { "blocked", &count, .required = true },
+    { "impressions", &count, .required = true },
+    { "clicks", &count, .required = true },
+    { "revenue", &number, .required = true, .description = "in the account currency" },
+    { "ecpm", &number_n, .required = true,
+      .description = "revenue / impressions x 1000, 6 decimals (null without impressions)" },
+    { "win_rate", &number_n, .required = true,
+      .description = "wins / bids, 6 decimals (null without bids)" },
+    { NULL },
+};
+static const struct schema source_s = { .name = "DashboardAdSource", .type = SCHEMA_OBJECT,
+                                        .fields = source_fields };
+static const struct schema source_list = {
+    .type = SCHEMA_ARRAY, .items = &source_s, .nullable = true,
+    .description = "Admins and operators; null for advertisers.",
+};
+
 static const struct schema rec_sources = { .type = SCHEMA_ARRAY, .items = &schema_rec_source_metrics };
 static const struct schema rec_algorithms = { .type = SCHEMA_ARRAY,
                                               .items = &schema_rec_algorithm_metrics };
@@ -665,6 +809,9 @@ static const struct schema_field dashboard_fields[] = {
       .description = "today's 10 with the most impressions" },
     { "pacing", &pacing_list, .required = true,
       .description = "every ACTIVE line item with a goal, by name" },
+    { "ad_sources", &source_list, .required = true,
+      .description = "today's auction per ad source (as /api/metrics?group_by=ad_source), over "
+                     "every ad unit but the external_only ones, by revenue, then bid requests" },
     { "recommendations", &rec_s, .required = true,
       .description = "recommendation CTR per source and algorithm, and experiments, today" },
     { NULL },
@@ -675,7 +822,7 @@ static const struct schema_field no_fields[] = { { NULL } };
 static const struct schema dashboard_query = { .type = SCHEMA_OBJECT, .fields = no_fields };
 static const int dashboard_errors[] = { 401, 422, 503, 0 };
 static const struct route_doc dashboard_doc = {
-    .tag = "Dashboard", .summary = "Today against yesterday, top line items, pacing "
+    .tag = "Dashboard", .summary = "Today against yesterday, top line items, pacing, ad sources "
                                    "(advertisers: their own line items)",
     .response = &dashboard_s, .status = 200, .errors = dashboard_errors,
     .query = &dashboard_query,

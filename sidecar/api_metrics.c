@@ -1,5 +1,5 @@
-/* GET /api/metrics: the module's counters per ad unit, line item, creative
- * or advertiser, per hour or per day (stats.h reads them).
+/* GET /api/metrics: the module's counters per ad unit, line item, creative,
+ * advertiser or ad source, per hour or per day (stats.h reads them).
  *
  * The window: from (default 00:00 UTC today) to (default now, exclusive);
  * every hour that overlaps it counts whole, since the counters are
@@ -11,18 +11,21 @@
  * then id; names come from the records (null once deleted). requests and
  * fill_rate belong to ad units: serving counts a request per ad unit, and
  * no line item or creative has requests of its own, so theirs are null.
+ * Ad source rows have fields of their own: the auction's counters, kept
+ * per ad unit and ad source (as:{unit}/{source}), summed over the units.
  *
  * Who sees what:
  *   - advertisers: their own line items and creatives (by the records'
- *     advertiser_id), and their own advertiser row; group_by=ad_unit is a
- *     403, like the ad units themselves. A filter naming someone else's id
- *     finds no rows, as list filters do;
+ *     advertiser_id), and their own advertiser row; group_by=ad_unit and
+ *     ad_source are 403s, like the ad units and sources themselves. A
+ *     filter naming someone else's id finds no rows, as list filters do;
  *   - ext.metric_mode of an ad unit chooses the audiences of its rows:
  *     internal reports (admins' and operators' by default) hide the rows
  *     of external_only units, external ones (advertisers' always, or
- *     ?audience=external) those of internal_only units. The counters are
- *     not kept per ad unit and line item, so it has no say on line item,
- *     creative or advertiser rows.
+ *     ?audience=external) those of internal_only units. An ad source row
+ *     sums the units the audience sees. The counters are not kept per ad
+ *     unit and line item, so it has no say on line item, creative or
+ *     advertiser rows.
  *
  * The answer is written as text directly, JSON or CSV (Accept: text/csv or
  * ?format=csv), from the same rows: a report can be large, and a cJSON
@@ -33,6 +36,7 @@
 #include "resource.h"
 #include "stats.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -42,24 +46,27 @@
 #define MAX_HOUR_DAYS 31
 #define MAX_DAY_DAYS 400
 
-enum group { GROUP_AD_UNIT, GROUP_LINE_ITEM, GROUP_CREATIVE, GROUP_ADVERTISER };
+enum group { GROUP_AD_UNIT, GROUP_LINE_ITEM, GROUP_CREATIVE, GROUP_ADVERTISER, GROUP_AD_SOURCE };
 
-static const char *const group_names[] = { "ad_unit", "line_item", "creative", "advertiser", NULL };
+static const char *const group_names[] = { "ad_unit", "line_item", "creative", "advertiser",
+                                           "ad_source", NULL };
 static const char *const group_ids[] = { "ad_unit_id", "line_item_id", "creative_id",
-                                         "advertiser_id" };
+                                         "advertiser_id", "ad_source_id" };
 
 struct report {
     struct store_conn *c;
     enum group group;
     bool day, csv, external;
     const char *only;               /* the group's own id filter */
+    const char *unit;               /* ad source rows: this ad unit's counters alone */
     const char *advertiser;         /* line items and creatives of this advertiser */
     const char *caller;             /* an advertiser caller's advertiser_id */
 
     long long bucket;               /* the start of the bucket being summed */
     bool open;
-    struct stats_map sums;          /* counter id -> struct stats_counts, this bucket */
-    struct stats_records units, line_items, creatives, advertisers;
+    struct stats_map sums;          /* counter id -> struct stats_counts, this bucket
+                                     * (ad sources: "{unit}/{source}") */
+    struct stats_records units, line_items, creatives, advertisers, sources;
 
     struct stats_buf out;
     size_t rows;
@@ -136,8 +143,74 @@ static void row_json(struct report *r, const char *time, const char *id, const c
     stats_buf_str(b, "}");
 }
 
+/* An ad source's row: the auction's counters and its wins' events. */
+static void source_json(struct report *r, const char *time, const char *id, const char *name,
+                        const struct stats_counts *c)
+{
+    struct stats_buf *b = &r->out;
+    struct stats_source_figures f;
+
+    stats_source_figures(c, &f);
+    stats_buf_str(b, r->rows ? ",{\"" : "{\"");
+    stats_buf_str(b, group_ids[r->group]);
+    stats_buf_str(b, "\":");
+    stats_buf_json_str(b, id);
+    stats_buf_str(b, ",\"name\":");
+    stats_buf_json_str(b, name);
+    stats_buf_printf(b, ",\"time\":\"%s\",\"bid_requests\":%lld,\"bids\":%lld,\"wins\":%lld,"
+                        "\"timeouts\":%lld,\"errors\":%lld,\"blocked\":%lld", time,
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_BREQ)],
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_BIDS)],
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_WINS)],
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_TIMEOUTS)],
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_ERRORS)],
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_BLOCKED)]);
+    stats_buf_printf(b, ",\"impressions\":%lld,\"clicks\":%lld,\"revenue\":", c->v[STATS_IMP],
+                     c->v[STATS_CLK]);
+    stats_buf_num(b, f.revenue);
+    stats_buf_str(b, ",\"ecpm\":");
+    stats_buf_num(b, f.ecpm);           /* NAN: null */
+    stats_buf_str(b, ",\"win_rate\":");
+    stats_buf_num(b, f.win_rate);
+    stats_buf_str(b, "}");
+}
+
+static void source_csv(struct report *r, const char *time, const char *id, const char *name,
+                       const struct stats_counts *c)
+{
+    struct stats_buf *b = &r->out;
+    struct stats_source_figures f;
+
+    stats_source_figures(c, &f);
+    stats_buf_printf(b, "%s,", time);
+    stats_buf_csv_str(b, id);
+    stats_buf_str(b, ",");
+    stats_buf_csv_str(b, name);
+    stats_buf_printf(b, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,",
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_BREQ)],
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_BIDS)],
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_WINS)],
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_TIMEOUTS)],
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_ERRORS)],
+                     c->v[STATS_AUCTION_OF(ADSERVE_METRIC_BLOCKED)], c->v[STATS_IMP],
+                     c->v[STATS_CLK]);
+    stats_buf_num(b, f.revenue);
+    stats_buf_str(b, ",");
+    if (!isnan(f.ecpm))
+        stats_buf_num(b, f.ecpm);
+    stats_buf_str(b, ",");
+    if (!isnan(f.win_rate))
+        stats_buf_num(b, f.win_rate);
+    stats_buf_str(b, "\r\n");
+}
+
 static void header_csv(struct report *r)
 {
+    if (r->group == GROUP_AD_SOURCE) {
+        stats_buf_str(&r->out, "time,ad_source_id,name,bid_requests,bids,wins,timeouts,errors,"
+                               "blocked,impressions,clicks,revenue,ecpm,win_rate\r\n");
+        return;
+    }
     stats_buf_str(&r->out, "time,");
     stats_buf_str(&r->out, group_ids[r->group]);
     stats_buf_str(&r->out, ",name,requests,ads,impressions,clicks,conversions,ctr,spend,"
@@ -192,6 +265,7 @@ static struct stats_records *records_of(struct report *r, enum group g)
     case GROUP_LINE_ITEM: return &r->line_items;
     case GROUP_CREATIVE: return &r->creatives;
     case GROUP_ADVERTISER: return &r->advertisers;
+    case GROUP_AD_SOURCE: return &r->sources;
     }
     return NULL;
 }
@@ -201,9 +275,9 @@ static bool visible(const struct report *r, const char *id, const struct stats_r
 {
     switch (r->group) {
     case GROUP_AD_UNIT:
-        if (rec->exists && rec->mode == (r->external ? MODE_INTERNAL_ONLY : MODE_EXTERNAL_ONLY))
-            return false;
-        return true;
+        return stats_unit_shown(rec, r->external);
+    case GROUP_AD_SOURCE:
+        return true;                /* the units it sums are the audience's (fold_sources) */
     case GROUP_LINE_ITEM:
     case GROUP_CREATIVE:
         if (!resource_owned_by(r->caller, rec->exists ? rec->advertiser_id : NULL))
@@ -251,6 +325,23 @@ static int flush_bucket(struct report *r)
         r->st = STORE_ERROR;
         goto out;
     }
+    if (r->group == GROUP_AD_SOURCE) {
+        /* "{unit}/{source}" -> per source, the audience's units only */
+        if ((r->st = stats_fold_ad_sources(r->c, sums, &r->units, r->external, r->unit, r->only,
+                                           &folded)) != STORE_OK)
+            goto out;
+        free(ids);
+        sums = &folded;
+        ids = stats_map_sorted(sums);
+        if (sums->n == 0) {
+            rc = 0;
+            goto out;
+        }
+        if (ids == NULL) {
+            r->st = STORE_ERROR;
+            goto out;
+        }
+    }
     enum group kind = r->group == GROUP_ADVERTISER ? GROUP_LINE_ITEM : r->group;
     if ((r->st = stats_records_load(r->c, records_of(r, kind), ids, sums->n)) != STORE_OK)
         goto out;
@@ -280,10 +371,10 @@ static int flush_bucket(struct report *r)
             r->too_many = true;
             goto out;
         }
-        if (r->csv)
-            row_csv(r, time, ids[i]->id, rec->name, c);
+        if (r->group == GROUP_AD_SOURCE)
+            (r->csv ? source_csv : source_json)(r, time, ids[i]->id, rec->name, c);
         else
-            row_json(r, time, ids[i]->id, rec->name, c);
+            (r->csv ? row_csv : row_json)(r, time, ids[i]->id, rec->name, c);
         r->rows++;
     }
     rc = r->out.oom ? -1 : 0;
@@ -302,7 +393,8 @@ static int on_hour(long long hour, const redisReply *fields, void *arg)
     struct report *r = arg;
     long long bucket = r->day ? stats_floor(hour, STATS_DAY) : hour;
     enum stats_kind kind = r->group == GROUP_AD_UNIT ? STATS_UNIT
-                         : r->group == GROUP_CREATIVE ? STATS_CREATIVE : STATS_LINE_ITEM;
+                         : r->group == GROUP_CREATIVE ? STATS_CREATIVE
+                         : r->group == GROUP_AD_SOURCE ? STATS_AD_SOURCE : STATS_LINE_ITEM;
 
     if (r->open && bucket != r->bucket && flush_bucket(r) != 0)
         return -1;
@@ -310,7 +402,8 @@ static int on_hour(long long hour, const redisReply *fields, void *arg)
         return -1;
     r->bucket = bucket;
     r->open = true;
-    if (stats_add_hour(&r->sums, fields, kind, r->only) != 0) {
+    /* ad sources: the pairs' ids are not the filter's, fold_sources filters */
+    if (stats_add_hour(&r->sums, fields, kind, r->group == GROUP_AD_SOURCE ? NULL : r->only) != 0) {
         r->st = STORE_ERROR;
         return -1;
     }
@@ -374,11 +467,13 @@ static bool read_window(const cJSON *q, bool day, long long *from, long long *to
 }
 
 /* Which filters go with which group: 422 otherwise (the counters are not
- * kept per pair of kinds, so a line item report cannot be cut by ad unit). */
+ * kept per pair of kinds, so a line item report cannot be cut by ad unit;
+ * the auction's are kept per ad unit and source, so a source's can). */
 static bool read_filters(const cJSON *q, struct report *r, struct reply *rep)
 {
     static const struct { const char *param; unsigned groups; } allowed[] = {
-        { "ad_unit_id", 1u << GROUP_AD_UNIT },
+        { "ad_unit_id", 1u << GROUP_AD_UNIT | 1u << GROUP_AD_SOURCE },
+        { "ad_source_id", 1u << GROUP_AD_SOURCE },
         { "line_item_id", 1u << GROUP_LINE_ITEM },
         { "creative_id", 1u << GROUP_CREATIVE },
         { "advertiser_id", 1u << GROUP_LINE_ITEM | 1u << GROUP_CREATIVE | 1u << GROUP_ADVERTISER },
@@ -395,6 +490,8 @@ static bool read_filters(const cJSON *q, struct report *r, struct reply *rep)
         }
         if (strcmp(allowed[i].param, "advertiser_id") == 0)
             r->advertiser = v;      /* checked per row (advertiser rows: after folding) */
+        else if (r->group == GROUP_AD_SOURCE && strcmp(allowed[i].param, "ad_unit_id") == 0)
+            r->unit = v;
         else
             r->only = v;
     }
@@ -408,6 +505,7 @@ static void report_free(struct report *r)
     stats_records_free(&r->line_items);
     stats_records_free(&r->creatives);
     stats_records_free(&r->advertisers);
+    stats_records_free(&r->sources);
     stats_buf_free(&r->out);
 }
 
@@ -416,6 +514,7 @@ static void api_metrics(struct request *req, struct reply *rep)
     struct report r = {
         .units = { .hash = ADSERVE_KEY_AD_UNITS }, .line_items = { .hash = ADSERVE_KEY_LINE_ITEMS },
         .creatives = { .hash = ADSERVE_KEY_CREATIVES }, .advertisers = { .hash = ADSERVE_KEY_ADVERTISERS },
+        .sources = { .hash = ADSERVE_KEY_AD_SOURCES },
     };
     bool advertiser = resource_role(req) == ROLE_ADVERTISER;
     long long from, to;
@@ -436,6 +535,8 @@ static void api_metrics(struct request *req, struct reply *rep)
 
     if (advertiser && r.group == GROUP_AD_UNIT)
         reply_error(rep, 403, "group_by=ad_unit: advertisers cannot read ad units");
+    else if (advertiser && r.group == GROUP_AD_SOURCE)
+        reply_error(rep, 403, "group_by=ad_source: advertisers cannot read ad sources");
     else if (advertiser && !r.external)
         reply_error(rep, 403, "audience=internal: advertisers read external reports");
     else if (read_filters(q, &r, rep) && read_window(q, r.day, &from, &to, rep)) {
@@ -487,15 +588,17 @@ static const struct schema uuid = { .type = SCHEMA_STRING, .format = SCHEMA_FORM
 
 static const struct schema_field metrics_query_fields[] = {
     { "group_by", &group_s, .required = true,
-      .description = "one row per bucket and ad unit, line item, creative or advertiser "
-                     "(advertisers: not ad_unit, 403)" },
+      .description = "one row per bucket and ad unit, line item, creative, advertiser or ad "
+                     "source (advertisers: not ad_unit nor ad_source, 403)" },
     { "granularity", &granularity_s, .dflt = "\"hour\"",
       .description = "hour buckets, or days (the sum of their hours)" },
     { "from", &at, .description = "the window's start; default 00:00 UTC today. Every hour "
                                   "that overlaps the window counts whole" },
     { "to", &at, .description = "the window's end (exclusive); default now. At most 31 days "
                                 "after from at hour granularity, 400 at day granularity" },
-    { "ad_unit_id", &uuid, .description = "group_by=ad_unit only" },
+    { "ad_unit_id", &uuid,
+      .description = "group_by=ad_unit, or ad_source (only that unit's auction counters)" },
+    { "ad_source_id", &uuid, .description = "group_by=ad_source only" },
     { "line_item_id", &uuid, .description = "group_by=line_item only" },
     { "creative_id", &uuid, .description = "group_by=creative only" },
     { "advertiser_id", &uuid,
@@ -503,7 +606,7 @@ static const struct schema_field metrics_query_fields[] = {
     { "audience", &audience_s,
       .description = "whose report, for ad units' ext.metric_mode: internal (default for admins "
                      "and operators) hides external_only units, external (always for "
-                     "advertisers) internal_only ones" },
+                     "advertisers) internal_only ones; an ad source row sums the units shown" },
     { "format", &format_s, .description = "json or csv; default from Accept (text/csv: CSV)" },
     { NULL },
 };
@@ -556,7 +659,42 @@ static const struct schema metrics_row = {
     .description = "One bucket of one ad unit, line item, creative or advertiser; the id member "
                    "is <group_by>_id.",
 };
-static const struct schema metrics_rows = { .type = SCHEMA_ARRAY, .items = &metrics_row };
+static const struct schema_field source_row_fields[] = {
+    { "ad_source_id", &id_s, .required = true },
+    { "name", &name_s, .required = true,
+      .description = "the ad source's name (null once deleted)" },
+    { "time", &at, .required = true, .description = "the bucket's start (UTC)" },
+    { "bid_requests", &count, .required = true, .description = "bid requests sent (breq)" },
+    { "bids", &count, .required = true, .description = "usable bids received" },
+    { "wins", &count, .required = true, .description = "bids that won and were served" },
+    { "timeouts", &count, .required = true,
+      .description = "no answer within the source's tmax" },
+    { "errors", &count, .required = true,
+      .description = "down, an HTTP error, a malformed answer or an unusable bid" },
+    { "blocked", &count, .required = true, .description = "bids dropped by a block" },
+    { "impressions", &count, .required = true, .description = "of the won bids' ads" },
+    { "clicks", &count, .required = true, .description = "of the won bids' ads" },
+    { "revenue", &money, .required = true,
+      .description = "the won bids' spend, in the account currency" },
+    { "ecpm", &ratio_n, .required = true,
+      .description = "revenue / impressions x 1000, 6 decimals (null without impressions)" },
+    { "win_rate", &ratio_n, .required = true,
+      .description = "wins / bids, 6 decimals (null without bids)" },
+    { NULL },
+};
+static const struct schema metrics_source_row = {
+    .name = "MetricsAdSourceRow", .type = SCHEMA_OBJECT, .fields = source_row_fields,
+    .description = "group_by=ad_source: one bucket of one ad source, summed over the ad units "
+                   "that the audience sees (ext.metric_mode).",
+};
+/* the rows of either kind: told apart by their required members */
+static const struct schema_variant row_variants[] = {
+    { "counters", &metrics_row },
+    { "ad_source", &metrics_source_row },
+    { NULL },
+};
+static const struct schema metrics_any_row = { .type = SCHEMA_UNION, .variants = row_variants };
+static const struct schema metrics_rows = { .type = SCHEMA_ARRAY, .items = &metrics_any_row };
 static const struct schema_field report_fields[] = {
     { "rows", &metrics_rows, .required = true, .description = "sorted by time, then id" },
     { NULL },
@@ -566,14 +704,15 @@ static const struct schema metrics_report = {
 };
 static const int metrics_errors[] = { 401, 403, 422, 503, 0 };
 static const struct route_doc metrics_doc = {
-    .tag = "Metric", .summary = "Counters per ad unit, line item, creative or advertiser, per "
-                                "hour or day (advertisers: their own)",
+    .tag = "Metric", .summary = "Counters per ad unit, line item, creative, advertiser or ad "
+                                "source, per hour or day (advertisers: their own)",
     .response = &metrics_report, .status = 200, .query = &metrics_query, .errors = metrics_errors,
     .csv = "Accept: text/csv or ?format=csv: a header line (time,<group_by>_id,name,requests,ads,"
            "impressions,clicks,conversions,ctr,spend,conversion_value,fill_rate,video_starts,"
            "video_completes,video_errors,video_completion_rate,video_error_codes: "
-           "code:count pairs, space-separated, passbacks), then the same "
-           "rows (RFC 4180, CRLF; null as an empty field)",
+           "code:count pairs, space-separated, passbacks; group_by=ad_source: time,ad_source_id,"
+           "name,bid_requests,bids,wins,timeouts,errors,blocked,impressions,clicks,revenue,ecpm,"
+           "win_rate), then the same rows (RFC 4180, CRLF; null as an empty field)",
 };
 
 const struct route metrics_routes[] = {

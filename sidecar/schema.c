@@ -560,6 +560,8 @@ static cJSON *apply_union(struct walk *w, const struct schema *s, const cJSON *i
 {
     char list[200];
 
+    if (s->discriminator == NULL)       /* an answer's shape, never read */
+        return fail(w, "is not an input");
     if (!cJSON_IsObject(in))
         return fail(w, "must be an object%s", null_suffix(s));
     const cJSON *tag = cJSON_GetObjectItemCaseSensitive(in, s->discriminator);
@@ -673,7 +675,8 @@ static cJSON *output_array(const struct schema *s, const cJSON *v)
 
 static cJSON *output_union(const struct schema *s, const cJSON *v)
 {
-    const cJSON *tag = cJSON_GetObjectItemCaseSensitive(v, s->discriminator);
+    const cJSON *tag = s->discriminator != NULL
+                           ? cJSON_GetObjectItemCaseSensitive(v, s->discriminator) : NULL;
     const struct schema_variant *var = cJSON_IsString(tag) ? find_variant(s, tag->valuestring)
                                                             : NULL;
 
@@ -866,22 +869,26 @@ static int doc_null_alternative(cJSON *one_of)
     return add_member(one_of, NULL, null) == 0 ? doc_type(null, "null", false) : -1;
 }
 
-/* oneOf the variants plus the discriminator and its mapping; a nullable
- * union also admits null, outside the discriminator. */
+/* oneOf the variants plus the discriminator and its mapping (none without
+ * a discriminator); a nullable union also admits null, outside the
+ * discriminator. */
 static int doc_union(cJSON *o, const struct schema *s, bool nullable, cJSON *components)
 {
     cJSON *one_of = cJSON_AddArrayToObject(o, "oneOf");
-    cJSON *disc = cJSON_AddObjectToObject(o, "discriminator");
-    cJSON *mapping = disc ? cJSON_AddObjectToObject(disc, "mapping") : NULL;
+    cJSON *disc = NULL, *mapping = NULL;
     char ref[160];
 
-    if (one_of == NULL || mapping == NULL ||
-        !cJSON_AddStringToObject(disc, "propertyName", s->discriminator))
+    if (one_of == NULL)
+        return -1;
+    if (s->discriminator != NULL &&
+        ((disc = cJSON_AddObjectToObject(o, "discriminator")) == NULL ||
+         (mapping = cJSON_AddObjectToObject(disc, "mapping")) == NULL ||
+         !cJSON_AddStringToObject(disc, "propertyName", s->discriminator)))
         return -1;
     for (const struct schema_variant *v = s->variants; v->tag != NULL; v++) {
         if (add_member(one_of, NULL, doc_schema(v->schema, components)) != 0)
             return -1;
-        if (v->schema->name != NULL &&
+        if (mapping != NULL && v->schema->name != NULL &&
             (component_ref(v->schema->name, ref, sizeof ref) == NULL ||
              !cJSON_AddStringToObject(mapping, v->tag, ref)))
             return -1;

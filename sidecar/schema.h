@@ -48,7 +48,10 @@ enum schema_type {
     SCHEMA_NUMBER,
     SCHEMA_BOOLEAN,
     SCHEMA_ARRAY,           /* items */
-    SCHEMA_UNION,           /* one of variants, chosen by the discriminator */
+    SCHEMA_UNION,           /* one of variants, chosen by the discriminator;
+                               without one (output shapes only: an answer's
+                               rows of several kinds), told apart by their
+                               own required members */
 };
 
 enum schema_format {
@@ -102,7 +105,7 @@ struct schema {
     const struct schema_field *fields;
 
     /* unions */
-    const char *discriminator;          /* e.g. "type" */
+    const char *discriminator;          /* e.g. "type"; NULL: output only */
     const struct schema_variant *variants;  /* up to one with tag NULL */
 
     /* objects, added later (existing initialisers are unaffected): at

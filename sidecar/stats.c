@@ -149,6 +149,19 @@ static bool plain_id(const char *s, size_t n)
     return true;
 }
 
+/* An auction counter's id, "{ad unit id}/{ad source id}": two plain ids
+ * around one separator. */
+static bool pair_id(const char *s, size_t n)
+{
+    const char *sep = memchr(s, ADSERVE_SOURCE_SEP, n);
+
+    if (sep == NULL)
+        return false;
+    size_t left = (size_t)(sep - s);
+    return plain_id(s, left) && plain_id(sep + 1, n - left - 1) &&
+           memchr(sep + 1, ADSERVE_SOURCE_SEP, n - left - 1) == NULL;
+}
+
 /* A VAST error's code at the end of a field, {id}:error:{code}: its
  * metric, with *colon moved to the colon before "error"; -1 otherwise. */
 static int vast_error(const char *start, const char **colon, const char *name, size_t nlen)
@@ -166,12 +179,14 @@ static int vast_error(const char *start, const char **colon, const char *name, s
     return STATS_VAST_ERROR + adserve_vast_error_index(strtol(digits, NULL, 10));
 }
 
-/* {prefix}{id}:{metric} (or {prefix}{id}:error:{code}): the id's place
- * and the metric; false for other fields (another kind, opp, dup:*,
- * invalid:*, dropped:*). */
-static bool parse_field(const redisReply *f, const char *prefix, const char **id, size_t *len,
+/* {prefix}{id}:{metric} (or {prefix}{id}:error:{code}) of kind: the id's
+ * place and the metric; false for other fields (another kind, opp, dup:*,
+ * invalid:*, dropped:*, the auction's counters of another kind, and on an
+ * ad source's pair anything but the auction's, imp, clk and spend). */
+static bool parse_field(const redisReply *f, enum stats_kind kind, const char **id, size_t *len,
                         int *metric)
 {
+    const char *prefix = adserve_dim_names[kind];
     size_t plen = strlen(prefix);
 
     if (f->type != REDIS_REPLY_STRING || f->len <= plen || strncmp(f->str, prefix, plen) != 0)
@@ -183,8 +198,16 @@ static bool parse_field(const redisReply *f, const char *prefix, const char **id
     size_t nlen = f->len - (size_t)(name - f->str);
     int m = adserve_vocab(adserve_metric_names, name, nlen);
 
-    if (m == ADSERVE_METRIC_PASSBACK) {
+    if (kind == STATS_AD_SOURCE) {
+        /* the auction's counters, and its wins' events and spend: no more */
+        if (m >= ADSERVE_METRIC_BREQ && m <= ADSERVE_METRIC_BLOCKED)
+            m = STATS_AUCTION_OF(m);
+        else if (m != ADSERVE_METRIC_IMP && m != ADSERVE_METRIC_CLK && m != ADSERVE_METRIC_SPEND)
+            return false;
+    } else if (m == ADSERVE_METRIC_PASSBACK) {
         m = STATS_PASSBACK;
+    } else if (m >= ADSERVE_METRIC_BREQ && m <= ADSERVE_METRIC_BLOCKED) {
+        return false;                   /* the auction's, of another kind: not ours */
     } else if (m < 0 || m >= STATS_METRICS) {
         m = adserve_vocab(adserve_video_event_names, name, nlen);
         m = m < 0 ? vast_error(f->str + plen, &colon, name, nlen) : STATS_VIDEO + m;
@@ -194,7 +217,7 @@ static bool parse_field(const redisReply *f, const char *prefix, const char **id
     *id = f->str + plen;
     *len = (size_t)(colon - *id);
     *metric = m;
-    return plain_id(*id, *len);
+    return kind == STATS_AD_SOURCE ? pair_id(*id, *len) : plain_id(*id, *len);
 }
 
 /* A counter's value: an integer (HINCRBY's), else none. */
@@ -221,7 +244,7 @@ int stats_add_hour(struct stats_map *m, const redisReply *fields, enum stats_kin
         size_t len;
         int metric;
         long long v;
-        if (!parse_field(fields->element[i], adserve_dim_names[kind], &id, &len, &metric) ||
+        if (!parse_field(fields->element[i], kind, &id, &len, &metric) ||
             !parse_value(fields->element[i + 1], &v) ||
             (only != NULL && (len != only_len || memcmp(id, only, len) != 0)))
             continue;
@@ -402,6 +425,12 @@ enum store_status stats_records_load(struct store_conn *c, struct stats_records 
     return st;
 }
 
+bool stats_unit_shown(const struct stats_record *rec, bool external)
+{
+    return rec == NULL || !rec->exists ||
+           rec->mode != (external ? MODE_INTERNAL_ONLY : MODE_EXTERNAL_ONLY);
+}
+
 const struct stats_record *stats_record(const struct stats_records *r, const char *id)
 {
     return stats_map_get(&r->map, id, strlen(id));
@@ -410,6 +439,84 @@ const struct stats_record *stats_record(const struct stats_records *r, const cha
 void stats_records_free(struct stats_records *r)
 {
     stats_map_free(&r->map, record_free);
+}
+
+/* ---- ad sources -------------------------------------------------------------------------- */
+
+/* The ad unit id of a pair (a STATS_AD_SOURCE id: pair_id made sure of its
+ * one separator), as a length; *source after it. */
+static size_t pair_split(const char *pair, const char **source)
+{
+    const char *sep = strchr(pair, ADSERVE_SOURCE_SEP);
+
+    *source = sep + 1;
+    return (size_t)(sep - pair);
+}
+
+static bool pair_wanted(const char *pair, const char *unit, const char *source)
+{
+    const char *src;
+    size_t ulen = pair_split(pair, &src);
+
+    return (unit == NULL || (strlen(unit) == ulen && memcmp(pair, unit, ulen) == 0)) &&
+           (source == NULL || strcmp(src, source) == 0);
+}
+
+enum store_status stats_fold_ad_sources(struct store_conn *c, const struct stats_map *pairs,
+                                        struct stats_records *units, bool external,
+                                        const char *unit, const char *source,
+                                        struct stats_map *out)
+{
+    struct stats_map unit_ids = { 0 };
+    struct stats_entry **ids = NULL;
+    enum store_status st = STORE_ERROR;
+
+    /* the ad units first, to read their records in one go */
+    for (size_t i = 0; i < pairs->cap; i++) {
+        const char *pair = pairs->slots[i].id, *src;
+        if (pair == NULL || !pair_wanted(pair, unit, source))
+            continue;
+        if (stats_map_slot(&unit_ids, pair, pair_split(pair, &src)) == NULL)
+            goto out;
+    }
+    if (unit_ids.n == 0) {
+        st = STORE_OK;
+        goto out;
+    }
+    if ((ids = stats_map_sorted(&unit_ids)) == NULL ||
+        (st = stats_records_load(c, units, ids, unit_ids.n)) != STORE_OK)
+        goto out;
+    st = STORE_ERROR;
+    for (size_t i = 0; i < pairs->cap; i++) {
+        const char *pair = pairs->slots[i].id, *src;
+        if (pair == NULL || !pair_wanted(pair, unit, source))
+            continue;
+        size_t ulen = pair_split(pair, &src);
+        char unit_id[STATS_ID_MAX + 1];
+        memcpy(unit_id, pair, ulen);
+        unit_id[ulen] = '\0';
+        if (!stats_unit_shown(stats_record(units, unit_id), external))
+            continue;
+        struct stats_entry *e = stats_map_slot(out, src, strlen(src));
+        if (e == NULL ||
+            (e->value == NULL && (e->value = calloc(1, sizeof(struct stats_counts))) == NULL))
+            goto out;
+        stats_counts_add(e->value, pairs->slots[i].value);
+    }
+    st = STORE_OK;
+out:
+    free(ids);
+    stats_map_free(&unit_ids, NULL);
+    return st;
+}
+
+void stats_source_figures(const struct stats_counts *c, struct stats_source_figures *f)
+{
+    long long imp = c->v[STATS_IMP], bids = c->v[STATS_AUCTION_OF(ADSERVE_METRIC_BIDS)];
+
+    f->revenue = (double)c->v[STATS_SPEND] / 1e6;
+    f->ecpm = imp != 0 ? round((double)c->v[STATS_SPEND] / (double)imp / 1e3 * 1e6) / 1e6 : NAN;
+    f->win_rate = bids != 0 ? stats_ratio(c->v[STATS_AUCTION_OF(ADSERVE_METRIC_WINS)], bids) : NAN;
 }
 
 /* ---- time ------------------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /* Reading the module's counters (README "Events") for /api/metrics and
  * /api/dashboard: the hour hashes adserve:stats:{YYYYMMDDHH}, whose fields
- * are {u|li|cr}:{id}:{metric}, and adserve:delivery. Redis only answers
+ * are {u|li|cr}:{id}:{metric} and, for the auction (README "External
+ * demand"), as:{ad unit id}/{ad source id}:{metric}, and adserve:delivery. Redis only answers
  * HGETALLs, pipelined a day at a time; everything is summed here, in C.
  *
  * Also the small tools both reports share: a map of ids, the records
@@ -26,6 +27,7 @@ enum stats_kind {
     STATS_UNIT = ADSERVE_DIM_UNIT,
     STATS_LINE_ITEM = ADSERVE_DIM_LINE_ITEM,
     STATS_CREATIVE = ADSERVE_DIM_CREATIVE,
+    STATS_AD_SOURCE = ADSERVE_DIM_AD_SOURCE,    /* ids "{ad unit id}/{ad source id}" */
 };
 
 /* The counters a report shows (opp, pacing's own, is not one). */
@@ -44,8 +46,12 @@ enum stats_metric {
     STATS_VAST_ERROR = STATS_VIDEO + ADSERVE_VIDEO_EVENT_COUNT,
     /* then an ad unit's passback answers */
     STATS_PASSBACK = STATS_VAST_ERROR + ADSERVE_VAST_ERROR_CODES,
-    STATS_ALL,
+    /* then the auction's, ADSERVE_METRIC_BREQ .. BLOCKED in their order
+     * (STATS_AD_SOURCE's only: STATS_AUCTION_OF(ADSERVE_METRIC_WINS)) */
+    STATS_AUCTION,
+    STATS_ALL = STATS_AUCTION + ADSERVE_METRIC_BLOCKED - ADSERVE_METRIC_BREQ + 1,
 };
+#define STATS_AUCTION_OF(metric) (STATS_AUCTION + (metric) - ADSERVE_METRIC_BREQ)
 
 /* prefix then the UTC hour of hour (unix seconds) as YYYYMMDDHH into out:
  * the name of an hour's hash (ADSERVE_KEY_STATS, ADSERVE_KEY_POPULARITY). */
@@ -112,12 +118,40 @@ struct stats_records {
     struct stats_map map;
 };
 
+/* Whether a report for this audience (external, or internal) shows the
+ * figures of an ad unit with this record (ext.metric_mode): internal ones
+ * hide external_only units, external ones internal_only units. An ad unit
+ * without a record (NULL, or deleted) has no mode: shown. */
+bool stats_unit_shown(const struct stats_record *rec, bool external);
+
 /* Reads the records of the n ids that the cache lacks (HMGET, pipelined). */
 enum store_status stats_records_load(struct store_conn *c, struct stats_records *r,
                                      struct stats_entry *const *ids, size_t n);
 /* The record of id once loaded (exists false when there is none), or NULL. */
 const struct stats_record *stats_record(const struct stats_records *r, const char *id);
 void stats_records_free(struct stats_records *r);
+
+/* ---- ad sources ------------------------------------------------------------ */
+
+/* Sums pairs (STATS_AD_SOURCE's: "{ad unit id}/{ad source id}" -> struct
+ * stats_counts) per ad source into out (ad source id -> struct
+ * stats_counts), counting only the ad units that the audience sees
+ * (stats_unit_shown; their records read into units, a cache of
+ * ADSERVE_KEY_AD_UNITS), and with unit or source (NULL: any) only that ad
+ * unit's or ad source's. */
+enum store_status stats_fold_ad_sources(struct store_conn *c, const struct stats_map *pairs,
+                                        struct stats_records *units, bool external,
+                                        const char *unit, const char *source,
+                                        struct stats_map *out);
+
+/* An ad source's figures (README "External demand"): revenue, the spend of
+ * its won bids' events in currency units; ecpm = revenue / impressions x
+ * 1000 and win_rate = wins / bids, each rounded to 6 decimals, NAN (null)
+ * without impressions or bids. */
+struct stats_source_figures {
+    double revenue, ecpm, win_rate;
+};
+void stats_source_figures(const struct stats_counts *c, struct stats_source_figures *f);
 
 /* ---- time ------------------------------------------------------------------ */
 

@@ -338,9 +338,9 @@ my $doc = $t->request('GET', '/api/openapi.json')->{json};
 my $op = $doc->{paths}{'/api/metrics'}{get};
 ok($op, 'GET /api/metrics is documented');
 my %p = map { $_->{name} => $_ } @{ $op->{parameters} };
-is_deeply($p{group_by}{schema}{enum}, [qw(ad_unit line_item creative advertiser)], '... group_by');
+is_deeply($p{group_by}{schema}{enum}, [qw(ad_unit line_item creative advertiser ad_source)], '... group_by (ad_source: t/157)');
 ok($p{group_by}{required}, '... required');
-is_deeply([ sort keys %p ], [ sort qw(group_by granularity from to ad_unit_id line_item_id creative_id advertiser_id audience format) ],
+is_deeply([ sort keys %p ], [ sort qw(group_by granularity from to ad_unit_id line_item_id creative_id advertiser_id ad_source_id audience format) ],
           '... every parameter');
 is($op->{responses}{200}{content}{'application/json'}{schema}{'$ref'}, '#/components/schemas/MetricsReport', '... the JSON report');
 is($op->{responses}{200}{content}{'text/csv'}{schema}{type}, 'string', '... and its CSV form');
