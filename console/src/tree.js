@@ -48,6 +48,9 @@ const REF_PATHS = [
     [/(^|\.)segments\.(include|exclude)$/, 'segments'],
 ];
 
+// what one item of an array is called, where its name does not say
+const ITEM = { data: 'condition', frequency_caps: 'frequency cap', ad_unit_sizes: 'size', fallback: 'fallback', comp: 'companion' };
+
 // what control a schema gets
 export function kindOf(d, s, path) {
     const r = resolve(d, s);
@@ -158,6 +161,14 @@ function Leaf({ d, s, r, kind, value, onChange, path, name, ctx, required }) {
             onInput=${(e) => typed(e, (x) => (x === '' ? undefined : Number(x)))} />`;
         break;
     case 'scalars':
+        // a key-value comparison's key: the custom targeting keys offered
+        if (name === 'lhs') {
+            const keys = ctx.options('targeting-keys') || [];
+            control = html`<input type="text" ...${common} value=${text} list=${`${id}-keys`}
+                onInput=${(e) => typed(e, (x) => (x.trim() === '' ? undefined : parseScalars(resolve(d, r.items), x)))} />
+                <datalist id=${`${id}-keys`}>${keys.map((k) => html`<option value=${k.name} />`)}</datalist>`;
+            break;
+        }
         control = html`<input type="text" ...${common} value=${text}
             placeholder=${Array.isArray(r.default) && r.default.length ? r.default.join(', ') : undefined}
             onInput=${(e) => typed(e, (x) => (x.trim() === '' ? undefined : parseScalars(resolve(d, r.items), x)))} />`;
@@ -279,7 +290,7 @@ function ArrayNode({ d, r, value, onChange, path, name, ctx }) {
     const id = `${ctx.idPrefix}-${pathId(path)}`;
     const list = Array.isArray(value) ? value : [];
     const items = resolve(d, r.items);
-    const one = label(name).replace(/s$/, '');
+    const one = ITEM[name] || label(name).replace(/s$/, '').toLowerCase();
     const hint = helpOf(r, 'array');
     // keys that survive a removal in the middle
     const [keys, setKeys] = useState(() => list.map((_, i) => i));
@@ -302,10 +313,10 @@ function ArrayNode({ d, r, value, onChange, path, name, ctx }) {
         <ol class="items">${list.map((item, i) => html`<li key=${keys[i] ?? `n${i}`}>
             <${Node} d=${d} s=${r.items} value=${item} onChange=${(x) => onChange(list.map((y, j) => (j === i ? x : y)))}
                 path=${`${path}[${i}]`} name=${`${one} ${i + 1}`} ctx=${ctx} top />
-            <button type="button" class="small secondary" onClick=${() => remove(i)}>Remove ${one.toLowerCase()} ${i + 1}</button>
+            <button type="button" class="small secondary" onClick=${() => remove(i)}>Remove ${one} ${i + 1}<span class="sr-only"> of ${path}</span></button>
         </li>`)}</ol>
         <button type="button" class="small secondary" disabled=${r.maxItems !== undefined && list.length >= r.maxItems}
-            onClick=${add}>Add ${one.toLowerCase()}${path ? ` (${name.replace(/_/g, ' ')})` : ''}</button>
+            onClick=${add}>Add ${one}<span class="sr-only"> to ${path}</span></button>
     </fieldset>`;
 }
 
@@ -315,7 +326,8 @@ export function Node(props) {
     const r = resolve(d, s);
     const kind = kindOf(d, s, path);
     switch (kind) {
-    case 'object': return html`<${ObjectNode} ...${props} r=${r} />`;
+    // a required object is always shown (an Expr's comparison); an optional one folds
+    case 'object': return html`<${ObjectNode} ...${props} r=${r} top=${props.top || props.required} />`;
     case 'union': return html`<${UnionNode} ...${props} r=${r} />`;
     case 'array': return html`<${ArrayNode} ...${props} r=${r} />`;
     case 'multi': return html`<${Choices} ...${props} r=${r} choices=${resolve(d, r.items).enum.map((x) => ({ value: x, label: String(x) }))} />`;
