@@ -136,7 +136,7 @@ export function fromInput(field, input) {
 
 // "advertiser_id" -> "Advertiser", "landing_url" -> "Landing URL"
 export function label(name) {
-    const words = name.replace(/_id$/, '').replace(/_ids$/, 's').split('_').map((w) => ({ url: 'URL', html: 'HTML', w: 'Width', h: 'Height', kv: 'Key-values' }[w] || w));
+    const words = name.replace(/_id$/, '').replace(/_ids$/, 's').split('_').map((w) => ({ url: 'URL', html: 'HTML', w: 'Width', h: 'Height', kv: 'Key-values', lhs: 'Key (lhs)', op: 'Operator', rhs: 'Value (rhs)', yob: 'Year of birth' }[w] || w));
     const text = words.join(' ');
     return text.charAt(0).toUpperCase() + text.slice(1);
 }
