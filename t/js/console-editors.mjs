@@ -43,6 +43,7 @@ await import('./lib/stack.mjs').then(({ inBrowser }) => inBrowser(t, async (brow
     // ---- placement editors -------------------------------------------------
     await go(page, `#/ad-units/${site.id}`);
     await heading(page);
+    await page.locator('#format-ext').waitFor();
     t.isDeep(await page.locator('details.format > summary').allInnerTexts(),
              ['Display (not set)', 'Video (not set)', 'Native (set)', 'Recommendation (set)', 'Edit ext'],
              'an ad unit has an editor per format, saying which are set, and the admin its ext editor');
@@ -300,11 +301,26 @@ await import('./lib/stack.mjs').then(({ inBrowser }) => inBrowser(t, async (brow
     t.is(await page.locator('.tree a', { hasText: `child ${run}` }).count(), 1, '... until archived units are asked for');
     t.is(await page.getByRole('button', { name: `Archive child ${run}` }).count(), 0, '... with no Archive button of its own');
 
+    // ---- an advertiser: no inventory to list, ids typed -------------------------
+    const buyer = [`buyer-${run}@example.com`, `buyer-pass-${run}`];
+    await api('POST', '/api/users', { email: buyer[0], password: buyer[1], role: 'advertiser', advertiser_id: adv.id });
+    const advPage = await consolePage(browser);
+    await signIn(advPage.page, ...buyer);
+    await go(advPage.page, '#/line-items/new');
+    await heading(advPage.page);
+    await advPage.page.locator('#new-line-items-targeting-ad_units > summary').click();
+    const include = advPage.page.locator('#new-line-items-targeting-ad_units-include');
+    await include.waitFor();
+    t.is(await include.evaluate((e) => e.tagName), 'INPUT',
+         "an advertiser, who may not list ad units (403), gets the builder with the ad units' ids as a field");
+    await audit(advPage.page, "an advertiser's targeting builder");
+
     // ---- 390 px ---------------------------------------------------------------
     const phone = await consolePage(browser, { width: 390, height: 844 });
     await signIn(phone.page, ...ADMIN);
     await go(phone.page, `#/ad-units/${site.id}`);
     await heading(phone.page);
+    await phone.page.locator('#format-ext').waitFor();
     for (const k of ['display', 'video', 'native', 'recommendation', 'ext']) await phone.page.locator(`#format-${k} > summary`).click();
     await narrow(phone.page, 'the placement and ext editors, open');
     await audit(phone.page, 'the editors at 390 px');
@@ -320,7 +336,7 @@ await import('./lib/stack.mjs').then(({ inBrowser }) => inBrowser(t, async (brow
     await heading(phone.page);
     await narrow(phone.page, 'the ad unit tree with its actions');
 
-    for (const [who, s] of [['admin', admin], ['operator', op], ['phone', phone]]) {
+    for (const [who, s] of [['admin', admin], ['operator', op], ['advertiser', advPage], ['phone', phone]]) {
         t.isDeep(s.problems, [], `the ${who}'s pages raised no error and broke no policy`);
     }
 }));
