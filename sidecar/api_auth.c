@@ -262,6 +262,42 @@ static void api_auth_refresh(struct request *req, struct reply *rep)
     }
 }
 
+/* Sign-out: the refresh token's login ends server-side (its whole family,
+ * auth.h).  As RFC 7009's revocation, an unknown, used-up or expired token
+ * answers the same 204: the caller's aim, a token that no longer works, is
+ * met either way, and the answer tells a guesser nothing.  The access
+ * token the client holds stays valid until it expires (expires_in): it is
+ * a signed claim, not a stored session, and the client forgets it. */
+static void api_auth_logout(struct request *req, struct reply *rep)
+{
+    cJSON *in = json_apply_schema(&schema_refresh_request, req->json, SCHEMA_FULL, rep);
+    char user_id[UUID_STR_LEN];
+
+    if (in == NULL)
+        return;
+    enum refresh_result r = refresh_token_revoke(request_store(req),
+                                                 json_str_member(in, "refresh_token"), user_id);
+    json_wipe_member(in, "refresh_token");
+    json_wipe_member(req->json, "refresh_token");
+    cJSON_Delete(in);
+    switch (r) {
+    case REFRESH_OK:
+        log_line("user %s signed out: that login's refresh tokens are revoked", user_id);
+        reply_json(rep, 204, NULL);
+        break;
+    case REFRESH_INVALID:
+    case REFRESH_REUSED:
+        reply_json(rep, 204, NULL);
+        break;
+    case REFRESH_UNAVAILABLE:
+        reply_store_error(rep, STORE_UNAVAILABLE);
+        break;
+    default:
+        reply_error(rep, 500, "internal error");
+        break;
+    }
+}
+
 /* ---- forgot / reset password -------------------------------------------------- */
 
 /* The spec's validation error of forgot-password (reply_validation_list);
@@ -558,6 +594,7 @@ static void api_settings_api_token(struct request *req, struct reply *rep)
 
 static const int login_errors[] = { 400, 401, 415, 422, 429, 503, 0 };
 static const int refresh_errors[] = { 400, 401, 415, 422, 503, 0 };
+static const int logout_errors[] = { 400, 415, 422, 503, 0 };
 static const int forgot_errors[] = { 400, 415, 422, 503, 0 };
 static const int reset_errors[] = { 400, 415, 422, 503, 0 };
 static const int me_errors[] = { 401, 503, 0 };
@@ -571,6 +608,12 @@ static const struct route_doc refresh_doc = {
     .tag = "Auth", .summary = "Exchange a refresh token for a new token pair (single-use)",
     .request = &schema_refresh_request, .response = &schema_token_pair, .status = 200,
     .errors = refresh_errors,
+};
+static const struct route_doc logout_doc = {
+    .tag = "Auth",
+    .summary = "Sign out: revoke a refresh token and every token rotated from the same login "
+               "(204 also for an unknown or used-up token)",
+    .request = &schema_refresh_request, .status = 204, .errors = logout_errors,
 };
 static const struct route_doc forgot_doc = {
     .tag = "Auth", .summary = "Mail a password-reset link (answers alike for unknown accounts)",
@@ -599,6 +642,7 @@ static const struct route_doc api_token_doc = {
 const struct route auth_routes[] = {
     { "POST", "/api/auth/login", api_auth_login, 0, BODY_JSON, &login_doc },
     { "POST", "/api/auth/refresh", api_auth_refresh, 0, BODY_JSON, &refresh_doc },
+    { "POST", "/api/auth/logout", api_auth_logout, 0, BODY_JSON, &logout_doc },
     { "POST", "/api/auth/forgot-password", api_auth_forgot_password, 0,
       BODY_JSON_SPEC_VALIDATION, &forgot_doc },
     { "POST", "/api/auth/reset-password", api_auth_reset_password, 0, BODY_JSON, &reset_doc },

@@ -357,6 +357,36 @@ enum refresh_result refresh_token_rotate(struct store_conn *c, const char *token
     return res;
 }
 
+enum refresh_result refresh_token_revoke(struct store_conn *c, const char *token,
+                                         char user_id[UUID_STR_LEN])
+{
+    char key[KEY_MAX], fkey[KEY_MAX];
+    struct refresh_record rec;
+
+    user_id[0] = '\0';
+    if (strlen(token) != REFRESH_TOKEN_LEN - 1)
+        return REFRESH_INVALID;
+    if (digest_key(key, sizeof key, ADSERVE_KEY_REFRESH_TOKEN, token) != 0)
+        return REFRESH_FAILED;
+    enum refresh_result res = refresh_record(c, key, &rec);
+    if (res != REFRESH_OK)
+        return res;
+    if (family_key(fkey, rec.family) != 0)
+        return REFRESH_FAILED;
+    /* A used token signs out too: its login is the one to end, and a
+     * thief holding the current one loses it with the rest. */
+    const char *const *cmds[] = {
+        (const char *[]){ "DEL", fkey, NULL },
+        (const char *[]){ "DEL", key, NULL },
+    };
+    enum store_status st = store_exec(c, cmds, sizeof cmds / sizeof cmds[0]);
+    if (st != STORE_OK)
+        return from_store(st);
+    if (copy_str(user_id, UUID_STR_LEN, rec.user) != 0)
+        user_id[0] = '\0';
+    return REFRESH_OK;
+}
+
 static int reset_key(char key[KEY_MAX], const char *token)
 {
     return digest_key(key, KEY_MAX, ADSERVE_KEY_RESET, token);

@@ -94,6 +94,14 @@ enum refresh_result {
 enum refresh_result refresh_token_rotate(struct store_conn *c, const char *token,
                                          struct user *u, char out[REFRESH_TOKEN_LEN]);
 
+/* Signs out the login that token belongs to: its family and the token
+ * itself are deleted, so neither it nor any token rotated from the same
+ * login refreshes again.  REFRESH_INVALID when token is no refresh token
+ * the store knows (nothing to do); the user's id goes to user_id on
+ * REFRESH_OK. */
+enum refresh_result refresh_token_revoke(struct store_conn *c, const char *token,
+                                         char user_id[UUID_STR_LEN]);
+
 /* A reset token for u (valid until u's session_gen changes or the TTL). */
 enum store_status reset_token_issue(struct store_conn *c, const struct user *u,
                                     char out[RESET_TOKEN_LEN]);

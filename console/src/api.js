@@ -84,8 +84,13 @@ export function refresh() {
     return refreshing;
 }
 
-export function signOut() {
+// ends the login server-side (POST /api/auth/logout revokes the refresh
+// token and every one rotated from it), then forgets both tokens; signed
+// out here even if the server cannot be reached
+export async function signOut() {
+    const token = sessionStorage.getItem(REFRESH_KEY);
     setTokens(null);
+    if (token) await send('POST', '/api/auth/logout', { refresh_token: token }).catch(() => {});
 }
 
 export function hasSession() {

@@ -5,14 +5,18 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { html } from './html.js';
 import { ApiError } from './api.js';
 import { fromInput, label, toInput } from './schema.js';
+import { Node, placeError } from './tree.js';
 
-function Control({ field, id, value, onInput, invalid, described, options }) {
+function Control({ field, id, value, onInput, invalid, described, options, ctx }) {
     const common = {
         id, name: field.name, 'aria-describedby': described, 'aria-invalid': invalid ? 'true' : undefined,
         'aria-required': field.required ? 'true' : undefined,
     };
     const set = (e) => onInput(field.kind === 'bool' ? e.currentTarget.checked : e.currentTarget.value);
     switch (field.kind) {
+    case 'tree':
+        return html`<${Node} d=${field.doc} s=${field.schema} value=${value} onChange=${onInput} path=${field.name}
+            name=${field.name} ctx=${ctx} required=${field.required} top />`;
     case 'bool':
         return html`<input type="checkbox" ...${common} checked=${value} onChange=${set} />`;
     case 'enum':
@@ -79,7 +83,33 @@ export function SchemaForm({ idPrefix, fields, initial = {}, edit = false, onSub
     const [formError, setFormError] = useState(null);
     const [busy, setBusy] = useState(false);
     const [options, setOptions] = useState({});
+    const [treeError, setTreeError] = useState(null);   // a 422 inside a tree field: {path, reason, at}
     const formRef = useRef(null);
+    const asked = useRef(new Set());
+
+    // the lists a tree's id pickers choose from, asked for once each;
+    // null when this user may not list them (ids are typed instead)
+    const [lists, setLists] = useState({});
+    const listOf = (ref) => {
+        if (!asked.current.has(ref)) {
+            asked.current.add(ref);
+            loadOptions(ref).then((l) => setLists((o) => ({ ...o, [ref]: l })), () => setLists((o) => ({ ...o, [ref]: null })));
+        }
+        return lists[ref];
+    };
+    const ctx = { idPrefix, error: treeError, options: listOf };
+
+    // a tree's 422 goes to the deepest control its path names, which gets the focus
+    useEffect(() => {
+        if (!treeError || treeError.at !== undefined || !formRef.current) return;
+        const el = placeError(formRef.current, treeError.path);
+        const at = el ? el.getAttribute('data-path') : treeError.path.split(/[.[]/)[0];
+        setTreeError({ ...treeError, at });
+        setTimeout(() => {
+            const target = el && (el.matches('input, select, textarea, fieldset') ? el : el.querySelector('input, select, textarea'));
+            if (target) target.focus();
+        });
+    }, [treeError]);
 
     // the choices of reference fields, once per set of fields
     const refs = fields.filter((x) => x.kind === 'ref' || x.kind === 'refs');
@@ -109,6 +139,7 @@ export function SchemaForm({ idPrefix, fields, initial = {}, edit = false, onSub
         }
         setErrors(bad);
         setFormError(null);
+        setTreeError(null);
         if (Object.keys(bad).length) {
             focus(Object.keys(bad)[0]);
             return;
@@ -117,7 +148,10 @@ export function SchemaForm({ idPrefix, fields, initial = {}, edit = false, onSub
         try {
             await onSubmit(body);
         } catch (err) {
-            if (err instanceof ApiError && err.field && fields.some((f) => f.name === err.field)) {
+            const tree = err instanceof ApiError && err.field && fields.find((f) => f.name === err.field && f.kind === 'tree');
+            if (tree) {
+                setTreeError({ path: err.path, reason: err.reason });
+            } else if (err instanceof ApiError && err.field && fields.some((f) => f.name === err.field)) {
                 setErrors({ [err.field]: err.path === err.field ? err.reason : `${err.path}: ${err.reason}` });
                 setTimeout(() => focus(err.field));
             } else {
@@ -134,6 +168,12 @@ export function SchemaForm({ idPrefix, fields, initial = {}, edit = false, onSub
             const id = `${idPrefix}-${f.name}`;
             const hint = help(f);
             const described = [hint && `${id}-help`, errors[f.name] && `${id}-error`].filter(Boolean).join(' ') || undefined;
+            if (f.kind === 'tree') {
+                return html`<div class="field field-tree" key=${f.name}>
+                    <${Control} field=${f} id=${id} value=${values[f.name]} ctx=${ctx}
+                        onInput=${(v) => setValues((old) => ({ ...old, [f.name]: v }))} />
+                </div>`;
+            }
             return html`<div class=${`field field-${f.kind}`} key=${f.name}>
                 ${f.kind === 'refs' ? html`<span class="label" id=${`${id}-label`} aria-hidden="true">${label(f.name)}${f.required && html`<span class="req"> *</span>`}</span>`
                     : html`<label for=${id}>${label(f.name)}${f.required && html`<span class="req" aria-hidden="true"> *</span>`}</label>`}

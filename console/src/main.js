@@ -101,7 +101,7 @@ function Shell({ user }) {
         <header class="top">
             <span class="brand">adserve</span>
             <span class="who">${user.email} <span class="role" data-role=${user.role}>${user.role}</span></span>
-            <button type="button" class="link" onClick=${() => { signOut(); location.hash = '#/'; }}>Sign out</button>
+            <button type="button" class="link" onClick=${() => { location.hash = '#/'; signOut(); }}>Sign out</button>
         </header>
         <div class="layout">
             <${Nav} user=${user} />

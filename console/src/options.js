@@ -9,7 +9,8 @@ export function optionsLoader(user) {
             const own = await api('GET', `/api/advertisers/${user.advertiser_id}`);
             return [{ id: own.id, name: own.name }];
         }
-        const items = await listAll(`/api/${ref}`);
+        const where = { segments: '/api/custom-targeting/segments', 'targeting-keys': '/api/custom-targeting/keys' }[ref];
+        const items = await listAll(where || `/api/${ref}`);
         return items.map((i) => ({
             id: i.id,
             name: ref === 'creatives' ? `${i.name} (${i.w}×${i.h})` : i.name || i.code || i.email || i.id,

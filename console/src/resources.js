@@ -7,12 +7,12 @@ export const RESOURCES = {
     orders: {
         title: 'Orders', one: 'order', columns: ['name', 'status', 'advertiser_id'],
         // its state changes and who may make them: the API's x-transitions
-        state: 'status',
+        state: 'status', batch: { pause: 'PAUSED', resume: 'APPROVED', archive: 'ARCHIVED' },
     },
     'line-items': {
         title: 'Line items', one: 'line item', columns: ['name', 'status', 'type', 'rate', 'approval'],
         state: 'status',                       // the API's x-transitions
-        review: true,
+        review: true, batch: { pause: 'PAUSED', resume: 'ACTIVE', archive: 'ARCHIVED' },
     },
     creatives: {
         title: 'Creatives', one: 'creative', columns: ['name', 'type', 'w', 'h', 'approval'],
@@ -27,6 +27,8 @@ export const RESOURCES = {
         title: 'Ad units', one: 'ad unit', columns: ['name', 'code', 'status'],
         state: 'status',
         transitions: { INACTIVE: ['ACTIVE', 'ARCHIVED'], ACTIVE: ['INACTIVE', 'ARCHIVED'], ARCHIVED: ['INACTIVE'] },
+        // edited in forms of their own on the unit's page (ad-unit-forms.js)
+        omit: ['display', 'video', 'native', 'recommendation', 'ext'],
     },
     users: { title: 'Users', one: 'user', columns: ['email', 'role', 'advertiser_id'] },
     placements: { title: 'Placements', one: 'placement', columns: ['name', 'ad_unit_ids'] },

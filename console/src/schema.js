@@ -1,3 +1,5 @@
+import { kindOf } from './tree.js';
+
 // The forms' fields, read from /api/openapi.json: the document the sidecar
 // generates from the same tables that validate input. A field's kind, enum,
 // bounds, default, description and whether it is required come from there;
@@ -65,8 +67,12 @@ function describe(d, name, prop, required) {
         field.ref = REF_LISTS[name];
     } else if (t.includes('array') && items && types(items).includes('string') && !items.enum) {
         field.kind = 'list';
+    } else if (['object', 'union', 'array', 'multi', 'refs'].includes(kindOf(d, prop, name))) {
+        field.kind = 'tree';                   // objects, arrays of objects, unions: tree.js
+        field.schema = prop;
+        field.doc = d;
     } else {
-        field.kind = 'json';                   // objects, arrays of objects, unions
+        field.kind = 'json';                   // any JSON
     }
     return field;
 }
@@ -99,6 +105,7 @@ export function transitionsOf(d, path) {
 export function toInput(field, value) {
     if (field.kind === 'bool') return value === undefined ? field.default === true : !!value;
     if (field.kind === 'refs') return Array.isArray(value) ? value : [];
+    if (field.kind === 'tree') return value === null ? undefined : value;
     if (value === undefined || value === null) return '';
     switch (field.kind) {
     case 'list': return value.join('\n');
@@ -115,7 +122,7 @@ export function toInput(field, value) {
 // the form's string back to JSON; undefined leaves the field out (the
 // API's default applies). Throws on JSON that does not parse.
 export function fromInput(field, input) {
-    if (field.kind === 'bool' || field.kind === 'refs') return input;
+    if (field.kind === 'bool' || field.kind === 'refs' || field.kind === 'tree') return input;
     if (input === '') return field.nullable && field.kind !== 'enum' ? null : undefined;
     switch (field.kind) {
     case 'number': return Number(input);
@@ -129,7 +136,7 @@ export function fromInput(field, input) {
 
 // "advertiser_id" -> "Advertiser", "landing_url" -> "Landing URL"
 export function label(name) {
-    const words = name.replace(/_id$/, '').replace(/_ids$/, 's').split('_').map((w) => ({ url: 'URL', html: 'HTML', w: 'Width', h: 'Height', kv: 'Key-values' }[w] || w));
+    const words = name.replace(/_id$/, '').replace(/_ids$/, 's').split('_').map((w) => ({ url: 'URL', html: 'HTML', w: 'Width', h: 'Height', kv: 'Key-values', lhs: 'Key (lhs)', op: 'Operator', rhs: 'Value (rhs)', yob: 'Year of birth' }[w] || w));
     const text = words.join(' ');
     return text.charAt(0).toUpperCase() + text.slice(1);
 }

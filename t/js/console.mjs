@@ -193,8 +193,10 @@ await inBrowser(t, async (browser) => {
     await page.locator(`#new-line-items-order_id option[value="${order}"]`).waitFor({ state: 'attached' });
     t.is(await page.locator('#new-line-items-order_id').inputValue(), order, 'a line item made from its order has the order chosen');
     t.is(await page.locator('#new-line-items-rate').getAttribute('max'), '999999', 'the rate field has the schema\'s bounds');
-    await fill(page, 'new-line-items', { name: `Spring LI ${run}`, type: 'STANDARD', cost_type: 'CPM', rate: '10000000',
-        targeting: JSON.stringify({ ad_units: { include: [site] } }) });
+    await fill(page, 'new-line-items', { name: `Spring LI ${run}`, type: 'STANDARD', cost_type: 'CPM', rate: '10000000' });
+    // the targeting builder: its ad units section, the site ticked
+    await page.locator('#new-line-items-targeting-ad_units > summary').click();
+    await page.locator('#new-line-items-targeting-ad_units-include').getByLabel(`Site ${run}`, { exact: true }).check();
     await page.getByRole('button', { name: 'Create line item' }).click();
     const rateError = page.locator('#new-line-items-rate-error');
     await rateError.waitFor();
@@ -357,8 +359,14 @@ await inBrowser(t, async (browser) => {
     t.is((await refreshed).status(), 200, 'a reload signs in silently with the refresh token');
     await page.locator('header .role').waitFor();
     t.is(await heading(page), 'Settings', '... back on the same page');
+    const held = await page.evaluate(() => sessionStorage.getItem('adserve.console.refresh'));
+    const loggedOut = page.waitForResponse((r) => r.url().endsWith('/api/auth/logout'));
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.locator('#email').waitFor();
+    t.is((await loggedOut).status(), 204, 'signing out posts the refresh token to /api/auth/logout');
+    const reuse = await fetch(`${BASE}/api/auth/refresh`, { method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ refresh_token: held }) });
+    t.is(reuse.status, 401, '... which revoked it server-side: it no longer refreshes');
     t.is(await page.evaluate(() => sessionStorage.length), 0, 'signing out forgets the session');
     await page.reload();
     await page.locator('#email').waitFor();

@@ -6,6 +6,7 @@ import { html } from '../html.js';
 import { api } from '../api.js';
 import { RESOURCES, apiPath } from '../resources.js';
 import { label } from '../schema.js';
+import { BatchBar } from './batch.js';
 
 const PAGE = 50;
 
@@ -24,12 +25,25 @@ export function ListPage({ res }) {
     const [q, setQ] = useState('');
     const [data, setData] = useState(null);
     const [error, setError] = useState(null);
+    const [selected, setSelected] = useState(new Set());
+    const [results, setResults] = useState({});       // a batch's answer, per row id
+    const [reload, setReload] = useState(0);
 
     useEffect(() => {
         const query = new URLSearchParams({ limit: PAGE, offset });
         if (q) query.set('q', q);
         api('GET', `${apiPath(res)}?${query}`).then(setData, (e) => setError(e.message));
-    }, [res, offset, q]);
+    }, [res, offset, q, reload]);
+    useEffect(() => { setSelected(new Set()); setResults({}); }, [res, offset, q]);
+
+    const batch = !!conf.batch;
+    const tick = (id, on) => setSelected((old) => {
+        const next = new Set(old);
+        if (on) next.add(id); else next.delete(id);
+        return next;
+    });
+    const all = data && data.items.length > 0 && data.items.every((i) => selected.has(i.id));
+    const nameOf = (item) => String(item[conf.columns[0]] ?? item.id);
 
     const first = conf.columns[0];
     return html`<h1 tabindex="-1">${conf.title}</h1>
@@ -43,12 +57,23 @@ export function ListPage({ res }) {
         </div>
         ${error && html`<p class="error" role="alert">${error}</p>`}
         ${!data && !error && html`<p role="status">Loading…</p>`}
-        ${data && html`<div class="table-wrap"><table>
+        ${data && batch && html`<${BatchBar} res=${res} conf=${conf} selected=${selected} items=${data.items}
+            onDone=${(byId) => { setResults(byId); setReload((n) => n + 1); }} />`}
+        ${data && html`<div class="table-wrap"><table class=${batch ? 'selectable' : undefined}>
             <caption>${data.total} ${data.total === 1 ? conf.one : conf.title.toLowerCase()}</caption>
-            <thead><tr>${conf.columns.map((c) => html`<th scope="col">${label(c)}</th>`)}</tr></thead>
-            <tbody>${data.items.map((item) => html`<tr key=${item.id}>
+            <thead><tr>
+                ${batch && html`<td class="pick"><input type="checkbox" id="pick-all" aria-label="Select every row on this page" checked=${all}
+                    onChange=${(e) => { const on = e.currentTarget.checked; setSelected(new Set(on ? data.items.map((i) => i.id) : [])); }} /></td>`}
+                ${conf.columns.map((c) => html`<th scope="col">${label(c)}</th>`)}
+                ${batch && Object.keys(results).length > 0 && html`<th scope="col">Result</th>`}
+            </tr></thead>
+            <tbody>${data.items.map((item) => html`<tr key=${item.id} data-id=${item.id}>
+                ${batch && html`<td class="pick"><input type="checkbox" aria-label=${`Select ${nameOf(item)}`} checked=${selected.has(item.id)}
+                    onChange=${(e) => tick(item.id, e.currentTarget.checked)} /></td>`}
                 <th scope="row"><${Link} href=${`/${res}/${item.id}`}><${Cell} value=${item[first] ?? item.id} /></${Link}></th>
                 ${conf.columns.slice(1).map((c) => html`<td><${Cell} value=${item[c]} /></td>`)}
+                ${batch && Object.keys(results).length > 0 && html`<td class=${results[item.id] ? (results[item.id].ok ? 'result notice' : 'result error') : 'result'}>
+                    ${results[item.id] ? results[item.id].text : ''}</td>`}
             </tr>`)}</tbody>
         </table></div>
         <div class="pager">

@@ -15,6 +15,7 @@ import { CreativePreview } from '../preview.js';
 import { Cell } from './list.js';
 import { TagSnippet } from './tag-snippet.js';
 import { TargetingValues } from './targeting-values.js';
+import { ExtEditor, PlacementEditors } from './ad-unit-forms.js';
 
 function useFields(path, method) {
     const [fields, setFields] = useState(null);
@@ -34,7 +35,7 @@ export function CreatePage({ res, prefill = {} }) {
     if (user.role === 'advertiser' && initial.advertiser_id === undefined) initial.advertiser_id = user.advertiser_id;
     return html`<h1 tabindex="-1">New ${conf.one}</h1>
         ${error && html`<p class="error" role="alert">${error}</p>`}
-        ${fields && html`<${SchemaForm} idPrefix=${`new-${res}`} fields=${fields.filter((f) => f.name !== 'approval')} initial=${initial}
+        ${fields && html`<${SchemaForm} idPrefix=${`new-${res}`} fields=${fields.filter((f) => f.name !== 'approval' && !(conf.omit || []).includes(f.name))} initial=${initial}
             loadOptions=${optionsLoader(user)} submitLabel=${`Create ${conf.one}`}
             onSubmit=${async (body) => {
                 const made = await api('POST', apiPath(res), body);
@@ -103,6 +104,11 @@ export function RecordPage({ res, id }) {
             setNotice({ ok: false, text: e.message });
         }
     };
+    const saved = (after, text) => {
+        setRecord(after);
+        setVersion((v) => v + 1);
+        setNotice({ ok: true, text });
+    };
     const next = transitionsFor(conf, record, user, machine);
     const staff = user.role !== 'advertiser';
     const title = record.name || record.email || record.code || record.id;
@@ -130,7 +136,7 @@ export function RecordPage({ res, id }) {
         ${res === 'targeting-keys' && html`<${TargetingValues} keyId=${id} />`}
         <section aria-labelledby="edit-h">
             <h2 id="edit-h">Edit</h2>
-            ${fields && html`<${SchemaForm} key=${version} idPrefix=${`edit-${res}`} edit fields=${fields.filter((f) => f.name !== conf.state && f.name !== 'approval')}
+            ${fields && html`<${SchemaForm} key=${version} idPrefix=${`edit-${res}`} edit fields=${fields.filter((f) => f.name !== conf.state && f.name !== 'approval' && !(conf.omit || []).includes(f.name))}
                 initial=${record} loadOptions=${optionsLoader(user)} submitLabel="Save changes"
                 onSubmit=${async (body) => {
                     const after = await api('PATCH', `${apiPath(res)}/${id}`, body);
@@ -139,6 +145,8 @@ export function RecordPage({ res, id }) {
                     setNotice({ ok: true, text: 'Saved.' });
                 }} />`}
         </section>
+        ${res === 'ad-units' && html`<${PlacementEditors} record=${record} version=${version} loadOptions=${optionsLoader(user)} onSaved=${saved} />`}
+        ${res === 'ad-units' && user.role === 'admin' && html`<${ExtEditor} record=${record} version=${version} loadOptions=${optionsLoader(user)} onSaved=${saved} />`}
         <section aria-labelledby="danger-h"><h2 id="danger-h">Delete</h2>
             <button type="button" class="danger" onClick=${remove}>Delete this ${conf.one}</button>
         </section>`;
