@@ -20,7 +20,8 @@
  *                     adserve_event_stream_max, adserve_event_ttl,
  *                     adserve_conversion_ttl, adserve_test_clock,
  *                     adserve_rec_snapshots, adserve_rec_services,
- *                     adserve_rec_timeout
+ *                     adserve_rec_timeout, adserve_rtb_location,
+ *                     adserve_notice_location
  * Directives (location): adserve_ad, adserve_vast, adserve_event, adserve_explain,
  *                        adserve_status, adserve_metrics
  */
@@ -163,6 +164,20 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
       offsetof(ngx_http_adserve_main_conf_t, rec_timeout),
       NULL },
 
+    { ngx_string("adserve_rtb_location"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, rtb_location),
+      NULL },
+
+    { ngx_string("adserve_notice_location"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, notice_location),
+      NULL },
+
     { ngx_string("adserve_event_buffer"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_num_slot,
@@ -245,7 +260,7 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
 
 
 static ngx_http_module_t  ngx_http_adserve_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_http_adserve_add_variables,        /* preconfiguration */
     ngx_http_adserve_init,                 /* postconfiguration */
 
     ngx_http_adserve_create_main_conf,     /* create main configuration */
@@ -463,6 +478,21 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
 
     if (amcf->rec_timeout < 1 || amcf->rec_timeout > 10000) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "adserve_rec_timeout must be between 1ms and 10s");
+        return NGX_CONF_ERROR;
+    }
+
+    /* external demand's locations (README "External demand") */
+    if (amcf->rtb_location.len == 0) {
+        ngx_str_set(&amcf->rtb_location, "/_adserve/rtb");
+    }
+
+    if (amcf->notice_location.len == 0) {
+        ngx_str_set(&amcf->notice_location, "/_adserve/notice");
+    }
+
+    if (amcf->rtb_location.data[0] != '/' || amcf->notice_location.data[0] != '/') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "adserve_rtb_location and adserve_notice_location must be paths");
         return NGX_CONF_ERROR;
     }
     ngx_conf_init_uint_value(amcf->event_buffer, 16384);

@@ -1091,11 +1091,14 @@ static int
 parse_settings(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 {
     const char  *url = get_str(o, "public_url");
+    const char  *cur = get_str(o, "currency");
     int          oom = 0;
 
     if (url != NULL && adserve_public_url_ok(url, strlen(url))) {
         p->u.settings.public_url = dup_str(sc, o, "public_url", &oom);
     }
+
+    p->u.settings.currency = cur != NULL ? adserve_vocab_str(adserve_currency_names, cur) : -1;
 
     return oom ? -1 : 0;
 }

@@ -225,6 +225,8 @@ typedef struct {
 typedef struct {
     const char     *public_url;       /* adserve_public_url_ok, or NULL:
                                        * adserve_public_url's */
+    int             currency;         /* adserve_currency_names; -1: the
+                                       * default */
 } adserve_parsed_settings_t;
 
 /* External demand (README "External demand"): parsed and kept by each

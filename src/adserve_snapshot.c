@@ -723,19 +723,28 @@ link_experiments(build_t *b, adserve_parsed_t **ps)
 
 
 /* The settings' public URL replaces adserve_public_url as the base of the
- * event URLs each unit renders (an ad unit's ext.public_url still wins). */
+ * event URLs each unit renders (an ad unit's ext.public_url still wins);
+ * their currency is the bids'. */
 static int
 link_settings(build_t *b, adserve_parsed_t **ps)
 {
-    uint32_t  i;
+    const char  *cur = ADSERVE_CURRENCY_DEFAULT;
+    uint32_t     i;
 
     for (i = 0; i < b->n[ADSERVE_KIND_SETTINGS]; i++) {
-        if (ps[i]->id != NULL && strcmp(ps[i]->id, ADSERVE_SETTINGS_ID) == 0
-            && ps[i]->u.settings.public_url != NULL)
-        {
+        if (ps[i]->id == NULL || strcmp(ps[i]->id, ADSERVE_SETTINGS_ID) != 0) {
+            continue;
+        }
+        if (ps[i]->u.settings.public_url != NULL) {
             b->public_url = ps[i]->u.settings.public_url;
         }
+        if (ps[i]->u.settings.currency >= 0) {
+            cur = adserve_currency_names[ps[i]->u.settings.currency];
+        }
     }
+
+    /* copied: a snapshot outlives a reload, this module's literals not */
+    snprintf(b->snap->currency, sizeof(b->snap->currency), "%s", cur);
 
     return 0;
 }

@@ -417,6 +417,7 @@ typedef struct adserve_snapshot_s {
     uint32_t        npop_contexts;    /* query, "all" aside: counted */
     adserve_source_t *sources;        /* external demand's usable sources */
     uint32_t        nsources;
+    char            currency[4];      /* the account's (ISO 4217): bids' */
     adserve_arena_t arena;
 } adserve_snapshot_t;
 

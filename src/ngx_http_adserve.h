@@ -289,6 +289,13 @@ typedef enum {
     NGX_HTTP_ADSERVE_M_CLICKS,              /* an item's click (items,
                                              * sources) */
     NGX_HTTP_ADSERVE_M_PASSBACKS,           /* passback answers (units) */
+    /* the auction's, per unit and source (ADSERVE_DIM_AD_SOURCE) */
+    NGX_HTTP_ADSERVE_M_BID_REQUESTS,
+    NGX_HTTP_ADSERVE_M_BIDS,
+    NGX_HTTP_ADSERVE_M_WINS,
+    NGX_HTTP_ADSERVE_M_TIMEOUTS,
+    NGX_HTTP_ADSERVE_M_ERRORS,
+    NGX_HTTP_ADSERVE_M_BLOCKED,
     NGX_HTTP_ADSERVE_M_COUNT
 } ngx_http_adserve_metric_e;
 
@@ -348,6 +355,7 @@ typedef struct ngx_http_adserve_main_conf_s  ngx_http_adserve_main_conf_t;
 /* ---- a serving request ------------------------------------------------- */
 
 typedef struct ngx_http_adserve_ctx_s  ngx_http_adserve_ctx_t;
+typedef struct ngx_http_adserve_auction_s  ngx_http_adserve_auction_t;
 
 /* cap reservations a request may ask for: the first choice's, then those
  * of the next choices when Redis refuses (the user's caps moved since
@@ -442,6 +450,8 @@ struct ngx_http_adserve_ctx_s {
     uint32_t               nsegments;
     unsigned               segments_known:1;  /* once the reply came */
     const char                    *late;          /* logged when it is late */
+    ngx_http_adserve_auction_t    *auction;       /* external demand's, once
+                                                   * its bids were asked for */
 };
 
 /* The ACTIVE ad unit of the request's path, in the current snapshot. */
@@ -486,6 +496,33 @@ void ngx_http_adserve_rec_click(ngx_http_request_t *r, const adserve_snapshot_t 
  * made. */
 ngx_int_t ngx_http_adserve_recsvc_call(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit);
+
+/* External demand (src/ngx_http_adserve_auction.c, README "External
+ * demand"). start: the unit's bid requests, sent in parallel as background
+ * subrequests to adserve_rtb_location; NGX_AGAIN while they are out
+ * (ctx->finish(r) answers when all are in or the longest tmax passed),
+ * NGX_DECLINED when no source was asked (shares, QPS limits). */
+ngx_int_t ngx_http_adserve_auction_start(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit);
+/* The best bid's price (CPM, adjusted) once the bids are judged against
+ * unit's blocks and floors (once: counted then), or -1 for none. */
+double ngx_http_adserve_auction_best(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit);
+/* The best bid as the answer (its nurl fired, the others' lurl), or, for
+ * lost, the direct ad won: every bid's lurl. */
+ngx_int_t ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit);
+void ngx_http_adserve_auction_lost(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx);
+/* A notice (nurl, lurl, burl): a GET to url, in the background, through
+ * adserve_notice_location; its answer is not read. */
+void ngx_http_adserve_notice(ngx_http_request_t *r, u_char *url, size_t len);
+/* What a subrequest to those locations reads as $adserve_rtb_url and
+ * $adserve_rtb_body (its module context). */
+typedef struct {
+    ngx_str_t   url;
+    ngx_str_t   body;
+} ngx_http_adserve_outbound_t;
+ngx_int_t ngx_http_adserve_add_variables(ngx_conf_t *cf);
 
 /* The user's recommendation history (src/ngx_http_adserve_history.c): read
  * as ngx_http_adserve_caps_read, into ctx->history; recorded after an
@@ -669,6 +706,8 @@ struct ngx_http_adserve_main_conf_s {
     ngx_str_t                   rec_snapshots; /* the snapshot fallbacks' folder */
     ngx_str_t                   rec_services;  /* target services' location prefix */
     ngx_msec_t                  rec_timeout;   /* a target service's deadline */
+    ngx_str_t                   rtb_location;  /* where bid requests go */
+    ngx_str_t                   notice_location;  /* and notices */
     ngx_str_t                   key_file;
     adserve_tokens_t           *tokens;
     ngx_http_adserve_loader_t  *loader;        /* per worker, from init_process */
@@ -700,6 +739,15 @@ time_t ngx_http_adserve_clock(void);
  * if it came in several); NGX_OK, or a status */
 ngx_int_t ngx_http_adserve_body(ngx_http_request_t *r, u_char **start,
     size_t *len);
+
+/* a request parked on a background subrequest (a target service, bids)
+ * or its deadline, woken: its answer, ctx->finish */
+void ngx_http_adserve_finish_posted(ngx_http_request_t *r);
+
+/* A subrequest of an ad request sends none of its body, nor announces
+ * its length: it inherits both, and a proxy would send the length with no
+ * body behind it (its peer waiting for the bytes until a timeout). */
+void ngx_http_adserve_no_body(ngx_http_request_t *sr);
 
 /* a GET (or HEAD) location's start: NGX_OK, or what to answer */
 ngx_int_t ngx_http_adserve_get_only(ngx_http_request_t *r);

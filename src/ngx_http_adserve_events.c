@@ -56,7 +56,7 @@
 #define NGX_HTTP_ADSERVE_BATCH_EVENTS   500
 #define NGX_HTTP_ADSERVE_BATCH_INCRS    2000
 #define NGX_HTTP_ADSERVE_EXTRA_INCRS    2              /* drops, after the fact */
-#define NGX_HTTP_ADSERVE_EVENT_ARGS     16
+#define NGX_HTTP_ADSERVE_EVENT_ARGS     17
 /* EVALSHA sha numkeys, then the batch's keys, then seq, stream_max, nincr,
  * nevents */
 #define NGX_HTTP_ADSERVE_CMD_ARGS       3
@@ -109,7 +109,7 @@
  *   seq, stream_max, nincr, nevents,
  *   nincr x (key, field, n):          HINCRBY KEYS[key] field n
  *   nevents x (type, ts, stats, seen, seen_expireat, rid, unit, li, cr,
- *              user, cost, price, value, spend, issued, variant)
+ *              user, cost, price, value, spend, issued, variant, source)
  * Counter increments come made in C ({u|li|cr}:{id}:{req|ads|opp} in an
  * hour's hash, {li}:{metric} in adserve:delivery, invalid:{type},
  * dropped:events, dropped:counters). Each raw event is deduplicated by its
@@ -130,7 +130,7 @@ static const char  ngx_http_adserve_flush_script[] =
     "local smax = ARGV[2]\n"
     "local ni = tonumber(ARGV[3])\n"
     "local ne = tonumber(ARGV[4])\n"
-    "if not seq or not ni or not ne or #ARGV ~= 4 + 3 * ni + 16 * ne then\n"
+    "if not seq or not ni or not ne or #ARGV ~= 4 + 3 * ni + 17 * ne then\n"
     "  return redis.error_reply('ERR adserve: malformed events batch')\n"
     "end\n"
     "local delivery, stream = KEYS[2], KEYS[3]\n"
@@ -162,7 +162,8 @@ static const char  ngx_http_adserve_flush_script[] =
     "  local unit, li, cr, user = ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9]\n"
     "  local cost, price, value, spend, issued, variant = ARGV[i + 10], ARGV[i + 11],\n"
     "    ARGV[i + 12], ARGV[i + 13], ARGV[i + 14], ARGV[i + 15]\n"
-    "  i = i + 16\n"
+    "  local source = ARGV[i + 16]\n"
+    "  i = i + 17\n"
     "  local added = check(redis.pcall('SADD', seen, rid))\n"
     "  if added == 1 then\n"
     "    if not expiring[seen] then\n"
@@ -173,6 +174,11 @@ static const char  ngx_http_adserve_flush_script[] =
     "    if variant ~= '' then\n"
     "      add(stats, '" ADSERVE_V_DIM_VARIANT "' .. variant .. ':' .. t, 1)\n"
     "    end\n"
+    /* an external win's: its unit's and source's, external demand alone */
+    "    local as = source ~= '' and '" ADSERVE_V_DIM_AD_SOURCE "' .. unit .. '/' .. source .. ':'\n"
+    "    if as then\n"
+    "      add(stats, as .. t, 1)\n"
+    "    end\n"
     /* a recommendation's token names no line item nor creative */
     "    if li ~= '' then\n"
     "      add(stats, '" ADSERVE_V_DIM_LINE_ITEM "' .. li .. ':' .. t, 1)\n"
@@ -182,6 +188,9 @@ static const char  ngx_http_adserve_flush_script[] =
     "    local n = tonumber(spend)\n"
     "    if n > 0 then\n"
     "      add(stats, '" ADSERVE_V_DIM_UNIT "' .. unit .. ':" ADSERVE_V_SPEND "', n)\n"
+    "      if as then\n"
+    "        add(stats, as .. '" ADSERVE_V_SPEND "', n)\n"
+    "      end\n"
     "      if li ~= '' then\n"
     "        add(stats, '" ADSERVE_V_DIM_LINE_ITEM "' .. li .. ':" ADSERVE_V_SPEND "', n)\n"
     "        add(stats, '" ADSERVE_V_DIM_CREATIVE "' .. cr .. ':" ADSERVE_V_SPEND "', n)\n"
@@ -207,7 +216,7 @@ static const char  ngx_http_adserve_flush_script[] =
     "      check(redis.pcall('XADD', stream, 'MAXLEN', '~', smax, '*',\n"
     "        'type', t, 'ts', ts, 'rid', rid, 'unit', unit, 'li', li, 'cr', cr,\n"
     "        'user', user, 'cost', cost, 'price', price, 'value', value,\n"
-    "        'issued', issued, 'variant', variant))\n"
+    "        'issued', issued, 'variant', variant, 'source', source))\n"
     "    end\n"
     "  elseif added == 0 then\n"
     "    add(stats, '" ADSERVE_FIELD_DUP "' .. t, 1)\n"
@@ -227,16 +236,20 @@ static const char  ngx_http_adserve_flush_script[] =
 /* the contract's metric of each of the worker's counts */
 static const adserve_metric_e  ngx_http_adserve_metrics[NGX_HTTP_ADSERVE_M_COUNT] = {
     ADSERVE_METRIC_REQ, ADSERVE_METRIC_ADS, ADSERVE_METRIC_OPP, ADSERVE_METRIC_SHOWN,
-    ADSERVE_METRIC_VIEW, ADSERVE_METRIC_CLK, ADSERVE_METRIC_PASSBACK
+    ADSERVE_METRIC_VIEW, ADSERVE_METRIC_CLK, ADSERVE_METRIC_PASSBACK,
+    ADSERVE_METRIC_BREQ, ADSERVE_METRIC_BIDS, ADSERVE_METRIC_WINS, ADSERVE_METRIC_TIMEOUTS,
+    ADSERVE_METRIC_ERRORS, ADSERVE_METRIC_BLOCKED
 };
 
 
 
 /* A counter: what the probe compares and what it adds to come first, in
- * one cache line; the id, compared only when the rest matched, after. */
+ * one cache line (64 bytes: 32-bit counts, which a flush drains every
+ * second; one that would wrap while Redis is away drops the count); the
+ * id, compared only when the rest matched, after. */
 typedef struct {
     uint64_t      hash;               /* of hour, dim and id, never 0 */
-    uint64_t      n[NGX_HTTP_ADSERVE_M_COUNT];
+    uint32_t      n[NGX_HTTP_ADSERVE_M_COUNT];
     uint32_t      hour;               /* unix time / 3600 */
     uint8_t       dim;
     uint8_t       len;
@@ -281,12 +294,14 @@ typedef struct {
     uint8_t       cr_len;
     uint16_t      user_len;
     uint8_t       variant_len;
+    uint8_t       source_len;
     u_char        rid[ADSERVE_TOKEN_NONCE];
     u_char        unit[ADSERVE_TOKEN_ID_MAX];
     u_char        li[ADSERVE_TOKEN_ID_MAX];
     u_char        cr[ADSERVE_TOKEN_ID_MAX];
     u_char        user[ADSERVE_TOKEN_USER_MAX];
     u_char        variant[ADSERVE_TOKEN_VARIANT_MAX];
+    u_char        source[ADSERVE_TOKEN_ID_MAX];     /* an external win's */
 } ngx_http_adserve_event_t;
 
 
@@ -374,6 +389,24 @@ ngx_http_adserve_counter_hash(uint64_t hash, uint32_t hour, ngx_uint_t dim)
 }
 
 
+/* counts that cannot be kept until a flush drains the table (it is full,
+ * or a count would wrap): counted as dropped, and said once */
+static void
+ngx_http_adserve_counts_dropped(ngx_http_adserve_events_t *ev, ngx_uint_t n)
+{
+    ev->dropped_counts += n;
+    ev->drop_counts_pending += n;
+
+    if (!ev->table_full) {
+        ev->table_full = 1;
+        ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "events: counter table full (%ui entries): "
+                      "dropping counts until a flush drains it",
+                      (ngx_uint_t) NGX_HTTP_ADSERVE_COUNTER_MAX);
+    }
+}
+
+
 static void
 ngx_http_adserve_counter_add(ngx_http_adserve_events_t *ev, time_t now,
     ngx_uint_t dim, const u_char *id, size_t len, uint64_t hash, ngx_uint_t m,
@@ -410,23 +443,17 @@ ngx_http_adserve_counter_add(ngx_http_adserve_events_t *ev, time_t now,
         if (c->hash == h && c->hour == hour && c->dim == dim && c->len == len
             && ngx_memcmp(c->id, id, len) == 0)
         {
-            c->n[m] += n;
+            if (n > UINT32_MAX - c->n[m]) {
+                ngx_http_adserve_counts_dropped(ev, n);
+                return;
+            }
+            c->n[m] += (uint32_t) n;
             return;
         }
     }
 
-    if (t->used >= NGX_HTTP_ADSERVE_COUNTER_MAX) {
-        /* until a flush drains the table: counted, and said once */
-        ev->dropped_counts += n;
-        ev->drop_counts_pending += n;
-
-        if (!ev->table_full) {
-            ev->table_full = 1;
-            ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                          NGX_HTTP_ADSERVE_LOG "events: counter table full (%ui entries): "
-                          "dropping counts until a flush drains it",
-                          (ngx_uint_t) NGX_HTTP_ADSERVE_COUNTER_MAX);
-        }
+    if (t->used >= NGX_HTTP_ADSERVE_COUNTER_MAX || n > UINT32_MAX) {
+        ngx_http_adserve_counts_dropped(ev, n);
         return;
     }
 
@@ -440,7 +467,7 @@ ngx_http_adserve_counter_add(ngx_http_adserve_events_t *ev, time_t now,
     c->len = (uint8_t) len;
     ngx_memcpy(c->id, id, len);
     ngx_memzero(c->n, sizeof(c->n));
-    c->n[m] = n;
+    c->n[m] = (uint32_t) n;
 }
 
 
@@ -561,6 +588,7 @@ ngx_http_adserve_track(ngx_http_adserve_events_t *ev,
         ngx_memcpy(e->variant, log->variant.data, n);
     }
     e->variant_len = (uint8_t) n;
+    ngx_http_adserve_copy_id(e->source, &e->source_len, &log->source);
 
     ev->queued++;
 
@@ -835,6 +863,7 @@ ngx_http_adserve_seal_event(ngx_http_adserve_seal_t *s,
                                              ngx_http_adserve_spend(e)));
     ngx_http_adserve_arg_made(s, ngx_sprintf(s->p, "%L", e->issued));
     ngx_http_adserve_arg(s, e->variant, e->variant_len);
+    ngx_http_adserve_arg(s, e->source, e->source_len);
 }
 
 

@@ -27,7 +27,6 @@ static ngx_int_t ngx_http_adserve_recsvc_done(ngx_http_request_t *sr, void *data
     ngx_int_t rc);
 static void ngx_http_adserve_recsvc_cleanup(void *data);
 static void ngx_http_adserve_recsvc_timeout(ngx_event_t *ev);
-static void ngx_http_adserve_recsvc_resume(ngx_http_request_t *r);
 
 
 /* "name=value&" with value escaped as a query argument */
@@ -114,7 +113,7 @@ ngx_http_adserve_recsvc_call(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     /* a GET (ngx_http_subrequest's method): the ad request's body is not
      * the service's business */
-    sr->request_body = NULL;
+    ngx_http_adserve_no_body(sr);
 
     cln->handler = ngx_http_adserve_recsvc_cleanup;
     cln->data = ctx;
@@ -212,7 +211,7 @@ ngx_http_adserve_recsvc_done(ngx_http_request_t *sr, void *data, ngx_int_t rc)
     }
 
     /* a background subrequest does not wake its parent: this does */
-    r->write_event_handler = ngx_http_adserve_recsvc_resume;
+    r->write_event_handler = ngx_http_adserve_finish_posted;
 
     if (ngx_http_post_request(r, NULL) != NGX_OK) {
         return NGX_ERROR;
@@ -234,20 +233,8 @@ ngx_http_adserve_recsvc_timeout(ngx_event_t *ev)
                   "as on a timeout");
 
     ctx->svc = NGX_HTTP_ADSERVE_SVC_TIMED_OUT;
-    ngx_http_adserve_recsvc_resume(r);
+    ngx_http_adserve_finish_posted(r);
     ngx_http_run_posted_requests(c);
-}
-
-
-static void
-ngx_http_adserve_recsvc_resume(ngx_http_request_t *r)
-{
-    ngx_http_adserve_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
-
-    r->write_event_handler = ngx_http_request_empty_handler;
-    ngx_http_finalize_request(r, ctx->finish(r));
 }
 
 

@@ -430,7 +430,83 @@ ngx_http_adserve_send_passback(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ct
 }
 
 
-/* The ad, or 204: serving's answer (ctx->answer). */
+/* Whether a bid at price (CPM) beats direct demand's choice c (NULL: none):
+ * SPONSORSHIP and STANDARD always win, PRICE_PRIORITY competes on eCPM
+ * (a tie keeps the direct ad), and HOUSE loses to any bid above the
+ * floor (the auction kept only those). */
+static ngx_uint_t
+ngx_http_adserve_bid_beats(ngx_http_request_t *r, const adserve_cand_t *c,
+    adserve_decision_t *d, double price)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_li_t            *li;
+
+    if (price < 0) {
+        return 0;
+    }
+
+    if (c == NULL) {
+        return 1;
+    }
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    li = &amcf->loader->snapshot->lis[c->li];
+
+    switch (li->tier) {
+    case ADSERVE_TIER_PRICE_PRIORITY:
+        return price > c->bid * d->paces[c->li].factor;
+    case ADSERVE_TIER_HOUSE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+
+/*
+ * External demand, for a unit with allocations: the direct choice is
+ * made dry (nothing counted, nothing reserved); unless a SPONSORSHIP or
+ * STANDARD line item would serve, the sources are asked (NGX_AGAIN: this
+ * answer runs again once their bids are in). Then the best bid's price,
+ * or -1 in *price; NGX_OK when the bid beats the direct choice and is
+ * served without reserving a capped line item's ad for nothing.
+ */
+static ngx_int_t
+ngx_http_adserve_external(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, adserve_decision_t *d, double *price)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    const adserve_cand_t          *c;
+    adserve_decision_t             dry;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    *price = -1;
+    if (unit->nallocs == 0) {
+        return NGX_DECLINED;
+    }
+
+    dry = *d;
+    dry.dry = 1;
+    c = adserve_decide(amcf->loader->snapshot, unit, &dry);
+
+    if (ctx->auction == NULL) {
+        if (c != NULL && amcf->loader->snapshot->lis[c->li].tier < ADSERVE_TIER_PRICE_PRIORITY) {
+            return NGX_DECLINED;
+        }
+
+        if (ngx_http_adserve_auction_start(r, ctx, unit) == NGX_AGAIN) {
+            return NGX_AGAIN;
+        }
+    }
+
+    *price = ngx_http_adserve_auction_best(r, ctx, unit);
+
+    return ngx_http_adserve_bid_beats(r, c, d, *price) ? NGX_OK : NGX_DECLINED;
+}
+
+
+/* The ad, a bid or 204: serving's answer (ctx->answer). */
 static ngx_int_t
 ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, adserve_decision_t *d)
@@ -438,6 +514,7 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     ngx_http_adserve_main_conf_t  *amcf;
     const adserve_cand_t          *c;
     ngx_int_t                      rc;
+    double                         price;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
 
@@ -445,10 +522,29 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
         return ngx_http_adserve_answer_rec(r, ctx, unit, d);
     }
 
+    rc = ngx_http_adserve_external(r, ctx, unit, d, &price);
+    if (rc == NGX_AGAIN) {
+        return NGX_AGAIN;
+    }
+
+    if (rc == NGX_OK) {
+        ngx_http_adserve_tally->ads[ADSERVE_FORMAT_DISPLAY]++;      /* a banner bid */
+        return ngx_http_adserve_auction_send(r, ctx, unit);
+    }
+
     c = ngx_http_adserve_choose(r, ctx, unit, d, &rc);
     if (rc == NGX_AGAIN) {
         return NGX_AGAIN;
     }
+
+    /* the choice made for real may differ from the dry one (a cap
+     * reservation refused): the bid may win after all */
+    if (ngx_http_adserve_bid_beats(r, c, d, price)) {
+        ngx_http_adserve_tally->ads[ADSERVE_FORMAT_DISPLAY]++;      /* a banner bid */
+        return ngx_http_adserve_auction_send(r, ctx, unit);
+    }
+
+    ngx_http_adserve_auction_lost(r, ctx);
 
     if (c == NULL) {
         ngx_http_adserve_tally->nobids[NGX_HTTP_ADSERVE_H_AD]++;

@@ -243,6 +243,38 @@ ngx_http_adserve_vast_error(ngx_http_request_t *r)
 }
 
 
+/* The request ids whose burl this worker fired lately (a direct-mapped
+ * set): a repeated impression (a reload, a retry) does not bill twice
+ * here; Redis deduplicates the count itself, after the fact. */
+#define NGX_HTTP_ADSERVE_BURLS_SEEN  4096
+
+static uint64_t  ngx_http_adserve_burls_seen[NGX_HTTP_ADSERVE_BURLS_SEEN];
+
+
+/* An external win's impression: its billing notice, once. */
+static void
+ngx_http_adserve_track_burl(ngx_http_request_t *r, const adserve_ad_log_t *log)
+{
+    uint64_t  h, *slot;
+    u_char   *url;
+
+    h = adserve_hash((const char *) log->request_id, ADSERVE_TOKEN_NONCE) | 1;
+    slot = &ngx_http_adserve_burls_seen[h % NGX_HTTP_ADSERVE_BURLS_SEEN];
+    if (*slot == h) {
+        return;
+    }
+
+    url = ngx_pnalloc(r->pool, log->burl.len);
+    if (url == NULL) {
+        return;
+    }
+
+    *slot = h;
+    ngx_memcpy(url, log->burl.data, log->burl.len);
+    ngx_http_adserve_notice(r, url, log->burl.len);
+}
+
+
 /* GET|HEAD .../impression and .../click */
 static ngx_int_t
 ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
@@ -284,11 +316,15 @@ ngx_http_adserve_track_get(ngx_http_request_t *r, adserve_event_e type)
     }
 
     /* an impression, or a video's event: counted, and nothing to show; a
-     * VAST error with its code, in the event's value */
-    if (type != ADSERVE_EVENT_CLICK) {
+     * VAST error with its code, in the event's value; an external win's
+     * click too: its markup carries its own landing page */
+    if (type != ADSERVE_EVENT_CLICK || log.source.len) {
         (void) ngx_http_adserve_track(amcf->events, type, &log, now,
                                       type == ADSERVE_EVENT_VIDEO + ADSERVE_VIDEO_ERROR
                                       ? ngx_http_adserve_vast_error(r) : 0);
+        if (type == ADSERVE_EVENT_IMPRESSION && log.burl.len) {
+            ngx_http_adserve_track_burl(r, &log);
+        }
         return ngx_http_adserve_track_send(r, NGX_HTTP_NO_CONTENT, NULL);
     }
 

@@ -247,3 +247,25 @@ ngx_http_adserve_elapsed_ms(const struct timespec *t0)
     return (double) (t1.tv_sec - t0->tv_sec) * 1000
            + (double) (t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
+
+
+void
+ngx_http_adserve_finish_posted(ngx_http_request_t *r)
+{
+    ngx_http_adserve_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
+
+    r->write_event_handler = ngx_http_request_empty_handler;
+    ngx_http_finalize_request(r, ctx->finish(r));
+}
+
+
+void
+ngx_http_adserve_no_body(ngx_http_request_t *sr)
+{
+    sr->request_body = NULL;
+    sr->headers_in.content_length = NULL;
+    sr->headers_in.content_length_n = -1;
+    sr->headers_in.chunked = 0;
+}

@@ -1,0 +1,920 @@
+
+/*
+ * External demand at serving (README "External demand"): an ad unit with
+ * allocations asks its sources for bids over OpenRTB 2.6, in parallel and
+ * without blocking, and the best bid competes with direct demand.
+ *
+ * Each bid request is a background subrequest, its answer kept in memory,
+ * to adserve_rtb_location, whose proxy_pass takes the source's endpoint
+ * from $adserve_rtb_url and its body from $adserve_rtb_body (both read
+ * from the subrequest's context, ngx_http_adserve_outbound_t). The request
+ * waits for the last answer or for the longest tmax of the sources asked,
+ * whichever comes first; a late answer is dropped (the request's pool
+ * lives until its subrequests end: nginx counts them). The bid request is
+ * the parts the build rendered (imp, site or app, bcat and badv) around
+ * what the ad request says (device.ua, user) and the floor.
+ *
+ * Bids are read by adserve_rtb_parse_response (bounded, fuzzed) and judged
+ * once, against the unit's blocks and floors as the current snapshot has
+ * them; the auction is first-price: the winner pays its bid, which
+ * ${AUCTION_PRICE} carries. Notices are GETs in the background through
+ * adserve_notice_location ($adserve_rtb_url again): nurl when a bid is
+ * served, lurl for the bids that lost (at most NOTICES_MAX a request), and
+ * burl with the impression (the token carries it, ngx_http_adserve_track).
+ */
+
+
+#include "ngx_http_adserve.h"
+
+
+#define NGX_HTTP_ADSERVE_NOTICES_MAX   8      /* lurls a request fires */
+#define NGX_HTTP_ADSERVE_NO_LOSS       -1     /* not told: no lurl */
+#define NGX_HTTP_ADSERVE_QPS_SLOTS     64     /* sources limited at once */
+
+typedef enum {
+    NGX_HTTP_ADSERVE_BIDDER_PENDING = 0,
+    NGX_HTTP_ADSERVE_BIDDER_ANSWERED,      /* resp holds its bids, or none */
+    NGX_HTTP_ADSERVE_BIDDER_FAILED,        /* down, an HTTP error, malformed */
+    NGX_HTTP_ADSERVE_BIDDER_LATE           /* not in by the deadline */
+} ngx_http_adserve_bidder_state_e;
+
+typedef struct {
+    ngx_http_adserve_outbound_t  out;     /* the subrequest's context */
+    ngx_http_adserve_auction_t  *auction;
+    adserve_str_t                source_id;
+    uint64_t                     source_hash;
+    adserve_str_t                counter_id;   /* "{unit}/{source}" */
+    uint64_t                     counter_hash;
+    ngx_uint_t                   state;
+    adserve_rtb_response_t      *resp;    /* NULL: no bid (204, empty) */
+    int16_t                      loss[ADSERVE_RTB_BIDS_MAX];
+} ngx_http_adserve_bidder_t;
+
+struct ngx_http_adserve_auction_s {
+    ngx_http_request_t          *request;
+    ngx_event_t                  timer;
+    ngx_uint_t                   pending;
+    unsigned                     waiting:1;
+    unsigned                     judged:1;
+    ngx_http_adserve_bidder_t   *bidders;
+    ngx_uint_t                   nbidders;
+    ngx_http_adserve_bidder_t   *win;     /* the best bid, once judged */
+    const adserve_rtb_bid_t     *bid;
+    double                       price;   /* its CPM, adjusted */
+    u_char                       id[32];  /* the bid request's id, hex */
+};
+
+
+/* A source's requests per second in this worker: its qps_limit shared
+ * among the workers. */
+typedef struct {
+    uint64_t    hash;
+    time_t      second;
+    ngx_uint_t  sent;
+} ngx_http_adserve_qps_t;
+
+static ngx_http_adserve_qps_t  ngx_http_adserve_qps[NGX_HTTP_ADSERVE_QPS_SLOTS];
+
+
+static ngx_int_t ngx_http_adserve_bid_done(ngx_http_request_t *sr, void *data, ngx_int_t rc);
+static void ngx_http_adserve_auction_timeout(ngx_event_t *ev);
+static void ngx_http_adserve_auction_cleanup(void *data);
+
+
+static ngx_uint_t
+ngx_http_adserve_qps_allows(ngx_http_request_t *r, const adserve_source_t *src)
+{
+    ngx_http_adserve_qps_t  *q;
+    ngx_core_conf_t         *ccf;
+    ngx_uint_t               limit;
+
+    if (src->qps_limit == 0) {
+        return 1;
+    }
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(ngx_cycle->conf_ctx, ngx_core_module);
+    limit = src->qps_limit / ccf->worker_processes;
+    limit += (limit == 0);
+
+    q = &ngx_http_adserve_qps[src->hash % NGX_HTTP_ADSERVE_QPS_SLOTS];
+    if (q->hash != src->hash || q->second != ngx_time()) {
+        q->hash = src->hash;
+        q->second = ngx_time();
+        q->sent = 0;
+    }
+
+    if (q->sent == limit) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       NGX_HTTP_ADSERVE_LOG "source %s over its QPS limit", src->id.data);
+        return 0;
+    }
+
+    q->sent++;
+
+    return 1;
+}
+
+
+static void
+ngx_http_adserve_count_source(ngx_http_request_t *r, ngx_http_adserve_bidder_t *b,
+    ngx_http_adserve_metric_e m, ngx_uint_t n)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_ctx_t        *ctx;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
+
+    ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_AD_SOURCE, &b->counter_id,
+                           b->counter_hash, m, n);
+}
+
+
+/* s, NUL-terminated, in the pool */
+static char *
+ngx_http_adserve_pool_str(ngx_pool_t *pool, const adserve_str_t *s)
+{
+    char  *p;
+
+    p = ngx_pnalloc(pool, s->len + 1);
+    if (p != NULL) {
+        ngx_memcpy(p, s->data, s->len);
+        p[s->len] = '\0';
+    }
+
+    return p;
+}
+
+
+/* The bid request to src for unit: the build's parts around this request's
+ * facts. */
+static ngx_int_t
+ngx_http_adserve_bid_request(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, const adserve_alloc_t *al, const adserve_source_t *src,
+    const adserve_str_t *place, const char *currency, ngx_str_t *out)
+{
+    ngx_http_adserve_auction_t  *a = ctx->auction;
+    const adserve_ad_request_t  *q = &ctx->req;
+    double                       floor;
+    size_t                       len;
+    u_char                      *p;
+
+    floor = ngx_max(src->floor, unit->floor);
+
+    len = sizeof("{\"id\":\"\",\"imp\":[,\"bidfloor\":,\"bidfloorcur\":\"\"}],"
+                 ",\"device\":{\"ua\":},\"user\":{\"id\":,\"yob\":,\"gender\":\"\"},"
+                 "\"at\":1,\"tmax\":,\"cur\":[\"\"]}")
+          + sizeof(a->id) + unit->rtb_imp.len + 32 + 8 + place->len
+          + 6 * q->ua.len + 6 * q->user_id.len + 2 * NGX_INT_T_LEN + al->blocks_json.len;
+
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = p;
+    p = ngx_sprintf(p, "{\"id\":\"%*s\",\"imp\":[%*s,\"bidfloor\":%.6f,\"bidfloorcur\":\"%s\"}],%*s",
+                    sizeof(a->id), a->id, unit->rtb_imp.len, unit->rtb_imp.data,
+                    floor, currency, place->len, place->data);
+
+    if (q->ua.len) {
+        p = ngx_cpymem(p, ",\"device\":{\"ua\":", sizeof(",\"device\":{\"ua\":") - 1);
+        p = ngx_http_adserve_json_str(p, &q->ua);
+        *p++ = '}';
+    }
+
+    if (q->user_id.len || q->yob || q->gender) {
+        p = ngx_cpymem(p, ",\"user\":{", sizeof(",\"user\":{") - 1);
+        if (q->user_id.len) {
+            p = ngx_cpymem(p, "\"id\":", sizeof("\"id\":") - 1);
+            p = ngx_http_adserve_json_str(p, &q->user_id);
+        }
+        if (q->yob) {
+            p = ngx_sprintf(p, "%s\"yob\":%d", q->user_id.len ? "," : "", q->yob);
+        }
+        if (q->gender) {
+            p = ngx_sprintf(p, "%s\"gender\":\"%c\"", (q->user_id.len || q->yob) ? "," : "",
+                            q->gender);
+        }
+        *p++ = '}';
+    }
+
+    p = ngx_sprintf(p, ",\"at\":1,\"tmax\":%uD,\"cur\":[\"%s\"]%*s}", src->tmax_ms, currency,
+                    al->blocks_json.len, al->blocks_json.data);
+    out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
+/* A subrequest to location, with o as what its variables read. */
+static ngx_int_t
+ngx_http_adserve_outbound(ngx_http_request_t *r, ngx_str_t *location,
+    ngx_http_adserve_outbound_t *o, ngx_http_post_subrequest_t *ps)
+{
+    ngx_http_request_t  *sr;
+
+    if (ngx_http_subrequest(r, location, NULL, &sr, ps,
+                            (ps ? NGX_HTTP_SUBREQUEST_IN_MEMORY : 0)
+                            | NGX_HTTP_SUBREQUEST_BACKGROUND)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_adserve_no_body(sr);
+    sr->header_only = (ps == NULL);        /* a notice's answer is not read */
+    ngx_http_set_ctx(sr, o, ngx_http_adserve_module);
+
+    return NGX_OK;
+}
+
+
+/* One source's bid request, sent: NGX_OK, or NGX_DECLINED when it was not
+ * (its share not drawn, its QPS used up), NGX_ERROR. */
+static ngx_int_t
+ngx_http_adserve_ask(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, const adserve_alloc_t *al, const adserve_str_t *place)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_auction_t    *a = ctx->auction;
+    ngx_http_adserve_bidder_t     *b;
+    ngx_http_post_subrequest_t    *ps;
+    const adserve_source_t        *src;
+    adserve_snapshot_t            *s;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    s = amcf->loader->snapshot;
+    src = &s->sources[al->source];
+
+    if ((double) (ngx_random() % 10000) >= al->share * 100
+        || !ngx_http_adserve_qps_allows(r, src))
+    {
+        return NGX_DECLINED;
+    }
+
+    b = &a->bidders[a->nbidders];
+    b->auction = a;
+    b->source_hash = src->hash;
+    b->counter_hash = al->counter_hash;
+
+    /* copies: a new snapshot may come while the bids are out */
+    b->source_id.data = ngx_http_adserve_pool_str(r->pool, &src->id);
+    b->source_id.len = src->id.len;
+    b->counter_id.data = ngx_http_adserve_pool_str(r->pool, &al->counter_id);
+    b->counter_id.len = al->counter_id.len;
+    b->out.url.data = (u_char *) ngx_http_adserve_pool_str(r->pool, &src->endpoint);
+    b->out.url.len = src->endpoint.len;
+    ps = ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t));
+
+    if (b->source_id.data == NULL || b->counter_id.data == NULL || b->out.url.data == NULL
+        || ps == NULL
+        || ngx_http_adserve_bid_request(r, ctx, unit, al, src, place, s->currency, &b->out.body)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ps->handler = ngx_http_adserve_bid_done;
+    ps->data = b;
+
+    if (ngx_http_adserve_outbound(r, &amcf->rtb_location, &b->out, ps) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   NGX_HTTP_ADSERVE_LOG "bid request to %V: %V", &b->out.url, &b->out.body);
+
+    ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_BID_REQUESTS, 1);
+    a->nbidders++;
+    a->pending++;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_adserve_auction_start(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_auction_t    *a;
+    const adserve_str_t           *place;
+    adserve_snapshot_t            *s;
+    ngx_pool_cleanup_t            *cln;
+    ngx_msec_t                     tmax = 0;
+    ngx_uint_t                     i;
+    uint32_t                       rnd[4];
+    int                            os;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    s = amcf->loader->snapshot;
+
+    a = ngx_pcalloc(r->pool, sizeof(ngx_http_adserve_auction_t)
+                             + unit->nallocs * sizeof(ngx_http_adserve_bidder_t));
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (a == NULL || cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    a->request = r;
+    a->bidders = (ngx_http_adserve_bidder_t *) (a + 1);
+    for (i = 0; i < 4; i++) {
+        rnd[i] = (uint32_t) ngx_random();
+    }
+    ngx_hex_dump(a->id, (u_char *) rnd, sizeof(a->id) / 2);
+    ctx->auction = a;
+
+    /* an app when the user agent says so, else the site */
+    os = unit->napp_keywords ? adserve_rtb_app_of(unit->app_keywords, unit->napp_keywords,
+                                                  ctx->req.ua.data, ctx->req.ua.len)
+                             : ADSERVE_RTB_SITE;
+    place = (os != ADSERVE_RTB_SITE && unit->rtb_app[os - 1].len) ? &unit->rtb_app[os - 1]
+                                                                 : &unit->rtb_site;
+
+    for (i = 0; i < unit->nallocs; i++) {
+        switch (ngx_http_adserve_ask(r, ctx, unit, &unit->allocs[i], place)) {
+        case NGX_OK:
+            tmax = ngx_max(tmax, s->sources[unit->allocs[i].source].tmax_ms);
+            break;
+        case NGX_DECLINED:
+            break;
+        default:
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          NGX_HTTP_ADSERVE_LOG "a bid request could not be made");
+            break;
+        }
+    }
+
+    cln->handler = ngx_http_adserve_auction_cleanup;
+    cln->data = a;
+
+    if (a->pending == 0) {
+        return NGX_DECLINED;
+    }
+
+    a->waiting = 1;
+    a->timer.handler = ngx_http_adserve_auction_timeout;
+    a->timer.data = a;
+    a->timer.log = r->connection->log;
+    ngx_add_timer(&a->timer, tmax);
+
+    return NGX_AGAIN;
+}
+
+
+/* The bids of a 200 answer, parsed in a copy in the main request's pool;
+ * NGX_ERROR when the answer is not a BidResponse. */
+static ngx_int_t
+ngx_http_adserve_bid_read(ngx_http_request_t *sr, ngx_http_adserve_bidder_t *b)
+{
+    ngx_http_request_t  *r = b->auction->request;
+    const char          *err;
+    ngx_buf_t           *buf;
+    u_char              *body;
+    size_t               len;
+
+    buf = sr->out ? sr->out->buf : NULL;
+    len = buf ? (size_t) (buf->last - buf->pos) : 0;
+
+    b->resp = ngx_palloc(r->pool, sizeof(adserve_rtb_response_t));
+    body = ngx_pnalloc(r->pool, len + 1);
+    if (b->resp == NULL || body == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (len) {
+        ngx_memcpy(body, buf->pos, len);
+    }
+
+    if (adserve_rtb_parse_response((char *) body, len, b->resp, &err) != 0) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "source %s answered no BidResponse: %s",
+                      b->source_id.data, err);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_adserve_auction_over(ngx_http_adserve_auction_t *a)
+{
+    ngx_http_request_t  *r = a->request;
+
+    a->waiting = 0;
+    if (a->timer.timer_set) {
+        ngx_del_timer(&a->timer);
+    }
+
+    /* a background subrequest does not wake its parent: this does */
+    r->write_event_handler = ngx_http_adserve_finish_posted;
+    (void) ngx_http_post_request(r, NULL);
+}
+
+
+static ngx_int_t
+ngx_http_adserve_bid_done(ngx_http_request_t *sr, void *data, ngx_int_t rc)
+{
+    ngx_http_adserve_bidder_t   *b = data;
+    ngx_http_adserve_auction_t  *a = b->auction;
+
+    if (!a->waiting || b->state != NGX_HTTP_ADSERVE_BIDDER_PENDING) {
+        return rc;                      /* late: counted as a timeout */
+    }
+
+    switch (sr->headers_out.status) {
+
+    case NGX_HTTP_NO_CONTENT:
+        b->state = NGX_HTTP_ADSERVE_BIDDER_ANSWERED;        /* no bid */
+        break;
+
+    case NGX_HTTP_OK:
+        b->state = ngx_http_adserve_bid_read(sr, b) == NGX_OK
+                   ? NGX_HTTP_ADSERVE_BIDDER_ANSWERED : NGX_HTTP_ADSERVE_BIDDER_FAILED;
+        break;
+
+    default:
+        ngx_log_error(NGX_LOG_INFO, a->request->connection->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "source %s answered %i", b->source_id.data,
+                      sr->headers_out.status ? (ngx_int_t) sr->headers_out.status : rc);
+        b->state = NGX_HTTP_ADSERVE_BIDDER_FAILED;
+        break;
+    }
+
+    if (--a->pending == 0) {
+        ngx_http_adserve_auction_over(a);
+    }
+
+    return rc;
+}
+
+
+static void
+ngx_http_adserve_auction_timeout(ngx_event_t *ev)
+{
+    ngx_http_adserve_auction_t  *a = ev->data;
+    ngx_http_request_t          *r = a->request;
+    ngx_connection_t            *c = r->connection;
+    ngx_uint_t                   i;
+
+    for (i = 0; i < a->nbidders; i++) {
+        if (a->bidders[i].state == NGX_HTTP_ADSERVE_BIDDER_PENDING) {
+            a->bidders[i].state = NGX_HTTP_ADSERVE_BIDDER_LATE;
+            ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                          NGX_HTTP_ADSERVE_LOG "source %s did not answer within its tmax",
+                          a->bidders[i].source_id.data);
+        }
+    }
+
+    a->waiting = 0;
+    ngx_http_adserve_finish_posted(r);
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* the request ended some other way: its deadline must not fire into a
+ * freed pool */
+static void
+ngx_http_adserve_auction_cleanup(void *data)
+{
+    ngx_http_adserve_auction_t  *a = data;
+
+    a->waiting = 0;
+    if (a->timer.timer_set) {
+        ngx_del_timer(&a->timer);
+    }
+}
+
+
+/* ---- judging ------------------------------------------------------------- */
+
+/* The unit's allocation of b's source in the current snapshot, or NULL
+ * (the unit or the source changed while the bids were out). */
+static const adserve_alloc_t *
+ngx_http_adserve_alloc_of(const adserve_snapshot_t *s, const adserve_unit_t *unit,
+    const ngx_http_adserve_bidder_t *b)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < unit->nallocs; i++) {
+        if (s->sources[unit->allocs[i].source].hash == b->source_hash) {
+            return &unit->allocs[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* Why a usable bid of b cannot win here: its loss reason (blocks counted),
+ * or ADSERVE_RTB_LOSS_WON when it may. */
+static int
+ngx_http_adserve_bid_check(ngx_http_request_t *r, ngx_http_adserve_bidder_t *b,
+    const adserve_rtb_bid_t *bid, const adserve_alloc_t *al, const adserve_source_t *src,
+    double floor, double *price)
+{
+    const adserve_rtb_block_t  *k;
+    adserve_str_t               seat;
+
+    seat = adserve_rtb_bid_seat(b->resp, bid);
+
+    if (adserve_rtb_bid_unusable(bid) != NULL
+        || bid->impid.len != 1 || bid->impid.data[0] != '1'
+        || (bid->mtype != 0 && bid->mtype != 1)
+        || (src->seat.len && (seat.len != src->seat.len
+                              || ngx_memcmp(seat.data, src->seat.data, seat.len) != 0)))
+    {
+        ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_ERRORS, 1);
+        return ADSERVE_RTB_LOSS_INVALID;
+    }
+
+    ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_BIDS, 1);
+
+    k = adserve_rtb_blocked(bid, al->blocks, al->nblocks);
+    if (k != NULL) {
+        ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_BLOCKED, 1);
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "a bid of source %s dropped: %s \"%*s\" is blocked",
+                      b->source_id.data, adserve_block_kind_names[k->kind], k->value.len,
+                      k->value.data);
+        return k->kind == ADSERVE_BLOCK_ADOMAIN ? ADSERVE_RTB_LOSS_ADVERTISER
+               : k->kind == ADSERVE_BLOCK_CRID ? ADSERVE_RTB_LOSS_DISAPPROVED
+               : ADSERVE_RTB_LOSS_CATEGORY;
+    }
+
+    *price = (double) bid->price_micros / 1e6 * src->adjustment;
+
+    return *price < floor ? ADSERVE_RTB_LOSS_BELOW_FLOOR : ADSERVE_RTB_LOSS_WON;
+}
+
+
+/* One source's answer, judged: its counts, and its best bid into a. */
+static void
+ngx_http_adserve_judge(ngx_http_request_t *r, const adserve_snapshot_t *s,
+    const adserve_unit_t *unit, ngx_http_adserve_bidder_t *b)
+{
+    ngx_http_adserve_auction_t  *a = b->auction;
+    const adserve_alloc_t       *al;
+    const adserve_source_t      *src;
+    const adserve_rtb_bid_t     *bid;
+    ngx_uint_t                   i;
+    double                       price = 0;
+    int                          loss;
+
+    for (i = 0; i < ADSERVE_RTB_BIDS_MAX; i++) {
+        b->loss[i] = NGX_HTTP_ADSERVE_NO_LOSS;
+    }
+
+    switch (b->state) {
+    case NGX_HTTP_ADSERVE_BIDDER_LATE:
+        ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_TIMEOUTS, 1);
+        return;
+    case NGX_HTTP_ADSERVE_BIDDER_FAILED:
+        ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_ERRORS, 1);
+        return;
+    default:
+        break;
+    }
+
+    al = ngx_http_adserve_alloc_of(s, unit, b);
+    if (b->resp == NULL || b->resp->nbids == 0 || al == NULL) {
+        return;
+    }
+    src = &s->sources[al->source];
+
+    /* a price in another currency cannot be compared */
+    if (b->resp->cur.len && (b->resp->cur.len != ngx_strlen(s->currency)
+                             || ngx_strncmp(b->resp->cur.data, s->currency,
+                                            b->resp->cur.len) != 0))
+    {
+        ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_ERRORS, b->resp->nbids);
+        return;
+    }
+
+    for (i = 0; i < b->resp->nbids; i++) {
+        bid = &b->resp->bids[i];
+        loss = ngx_http_adserve_bid_check(r, b, bid, al, src, ngx_max(src->floor, unit->floor),
+                                          &price);
+        b->loss[i] = (int16_t) loss;
+
+        if (loss != ADSERVE_RTB_LOSS_WON) {
+            continue;
+        }
+
+        if (a->bid != NULL && price <= a->price) {
+            b->loss[i] = ADSERVE_RTB_LOSS_HIGHER_BID;
+            continue;
+        }
+
+        if (a->bid != NULL) {
+            a->win->loss[a->bid - a->win->resp->bids] = ADSERVE_RTB_LOSS_HIGHER_BID;
+        }
+        a->win = b;
+        a->bid = bid;
+        a->price = price;
+    }
+}
+
+
+double
+ngx_http_adserve_auction_best(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_auction_t    *a = ctx->auction;
+    ngx_uint_t                     i;
+
+    if (a == NULL) {
+        return -1;
+    }
+
+    if (!a->judged) {
+        amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+        a->judged = 1;
+        for (i = 0; i < a->nbidders; i++) {
+            ngx_http_adserve_judge(r, amcf->loader->snapshot, unit, &a->bidders[i]);
+        }
+    }
+
+    return a->bid ? a->price : -1;
+}
+
+
+/* ---- notices and the answer --------------------------------------------- */
+
+/* url expanded with the macros of bid's auction into the pool (url 1) or
+ * as markup (url 0); NULL when it does not fit max bytes or out of memory. */
+static u_char *
+ngx_http_adserve_expand(ngx_http_request_t *r, const ngx_http_adserve_bidder_t *b,
+    const adserve_rtb_bid_t *bid, const adserve_str_t *text, int loss, int url, size_t max,
+    size_t *len)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_auction_t    *a = b->auction;
+    adserve_rtb_macros_t           m;
+    u_char                        *out;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    m.auction_id.data = (const char *) a->id;
+    m.auction_id.len = sizeof(a->id);
+    m.bid_id = bid->id;
+    m.imp_id = bid->impid;
+    m.seat_id = adserve_rtb_bid_seat(b->resp, bid);
+    m.currency.data = amcf->loader->snapshot->currency;
+    m.currency.len = ngx_strlen(m.currency.data);
+    m.price_micros = bid->price_micros;
+    m.loss = loss;
+
+    out = ngx_pnalloc(r->pool, max);
+    if (out == NULL) {
+        return NULL;
+    }
+
+    *len = adserve_rtb_expand((char *) out, max, text->data, text->len, &m, url);
+
+    return *len == (size_t) -1 ? NULL : out;
+}
+
+
+void
+ngx_http_adserve_notice(ngx_http_request_t *r, u_char *url, size_t len)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_outbound_t   *o;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    /* only an absolute http(s) URL: what else a bidder wrote is not sent */
+    if (!adserve_endpoint_url_ok((const char *) url, len)) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "a notice URL that is not one was not sent");
+        return;
+    }
+
+    o = ngx_pcalloc(r->pool, sizeof(ngx_http_adserve_outbound_t));
+    if (o == NULL) {
+        return;
+    }
+    o->url.data = url;
+    o->url.len = len;
+
+    if (ngx_http_adserve_outbound(r, &amcf->notice_location, o, NULL) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "a notice could not be sent");
+    }
+}
+
+
+/* every judged bid's lurl but the winner's, with its loss reason (a bid
+ * that could compete and did not win lost to a higher bid) */
+static void
+ngx_http_adserve_notify_losers(ngx_http_request_t *r, ngx_http_adserve_auction_t *a,
+    const adserve_rtb_bid_t *winner)
+{
+    ngx_http_adserve_bidder_t  *b;
+    const adserve_rtb_bid_t    *bid;
+    ngx_uint_t                  i, k, sent = 0;
+    u_char                     *url;
+    size_t                      len;
+    int                         loss;
+
+    for (i = 0; i < a->nbidders; i++) {
+        b = &a->bidders[i];
+        for (k = 0; b->resp && k < b->resp->nbids && sent < NGX_HTTP_ADSERVE_NOTICES_MAX; k++) {
+            bid = &b->resp->bids[k];
+            loss = b->loss[k];
+            if (bid == winner || loss == NGX_HTTP_ADSERVE_NO_LOSS || bid->lurl.len == 0) {
+                continue;
+            }
+            loss = loss == ADSERVE_RTB_LOSS_WON ? ADSERVE_RTB_LOSS_HIGHER_BID : loss;
+            url = ngx_http_adserve_expand(r, b, bid, &bid->lurl, loss, 1, ADSERVE_RTB_URL_MAX,
+                                          &len);
+            if (url != NULL) {
+                ngx_http_adserve_notice(r, url, len);
+                sent++;
+            }
+        }
+    }
+}
+
+
+void
+ngx_http_adserve_auction_lost(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
+{
+    if (ctx->auction != NULL && ctx->auction->judged) {
+        ngx_http_adserve_notify_losers(r, ctx->auction, NULL);
+    }
+}
+
+
+/* The token of the won bid: the external creative, its price, the source
+ * and the burl that its impression fires. */
+static size_t
+ngx_http_adserve_bid_token(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, u_char *creative, u_char *tok)
+{
+    ngx_http_adserve_auction_t  *a = ctx->auction;
+    const adserve_rtb_bid_t     *bid = a->bid;
+    adserve_ad_log_t             log;
+    u_char                      *burl;
+    size_t                       len = 0;
+
+    ngx_memzero(&log, sizeof(adserve_ad_log_t));
+    log.issued = ctx->now;
+    log.price_micros = (uint64_t) bid->price_micros;
+    log.cost_type = ADSERVE_COST_CPM;
+    log.ad_unit.data = unit->id;
+    log.ad_unit.len = unit->id_len;
+    log.creative.data = (const char *) creative;
+    log.creative.len = ADSERVE_UUID_LEN;
+    log.user = ctx->req.user_id;
+    ngx_http_adserve_seal_variant(&log, unit);
+    log.source = a->win->source_id;
+
+    burl = bid->burl.len ? ngx_http_adserve_expand(r, a->win, bid, &bid->burl,
+                                                   ADSERVE_RTB_LOSS_WON, 1,
+                                                   ADSERVE_TOKEN_BURL_MAX, &len)
+                         : NULL;
+    if (bid->burl.len && burl == NULL) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "source %s: a burl over %d bytes is not kept",
+                      a->win->source_id.data, ADSERVE_TOKEN_BURL_MAX);
+    }
+    log.burl.data = (const char *) burl;
+    log.burl.len = burl ? len : 0;
+
+    return ngx_http_adserve_encode(r, &log, tok);
+}
+
+
+ngx_int_t
+ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit)
+{
+    static const char              head[] = ADSERVE_RESPONSE_HEAD "{\"id\":\"";
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_auction_t    *a = ctx->auction;
+    const adserve_rtb_bid_t       *bid = a->bid;
+    adserve_str_t                  adm;
+    u_char                        *body, *p, *nurl, tok[ADSERVE_TOKEN_MAX];
+    u_char                         creative[ADSERVE_UUID_LEN + 1];
+    size_t                         n, len;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    adserve_external_creative_id(a->win->source_id.data, a->win->source_id.len,
+                                 bid->crid.data, bid->crid.len, (char *) creative);
+
+    n = ngx_http_adserve_bid_token(r, ctx, unit, creative, tok);
+    if (n == 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the markup's macros filled (a win pixel's price), else as it came */
+    adm.data = (const char *) ngx_http_adserve_expand(r, a->win, bid, &bid->adm,
+                                                      ADSERVE_RTB_LOSS_WON, 0,
+                                                      bid->adm.len + 1024, &len);
+    adm.len = adm.data ? len : 0;
+    if (adm.data == NULL) {
+        adm = bid->adm;
+    }
+
+    body = ngx_pnalloc(r->pool, sizeof(head) + ADSERVE_UUID_LEN
+                                + sizeof("\",\"display\":{\"w\":,\"h\":,\"adm\":}")
+                                + 2 * NGX_INT_T_LEN + 6 * adm.len
+                                + unit->impression_prefix.len + unit->click_prefix.len
+                                + 3 * n + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(body, head, sizeof(head) - 1);
+    p = ngx_cpymem(p, creative, ADSERVE_UUID_LEN);
+    p = ngx_sprintf(p, "\",\"display\":{\"w\":%d,\"h\":%d,\"adm\":",
+                    bid->w ? bid->w : unit->bid_w, bid->h ? bid->h : unit->bid_h);
+    p = ngx_http_adserve_json_str(p, &adm);
+    *p++ = '}';
+    p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, unit->click_prefix.data, unit->click_prefix.len);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+
+    ngx_http_adserve_count_source(r, a->win, NGX_HTTP_ADSERVE_M_WINS, 1);
+    ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,
+                           &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
+                           NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_count_variant(amcf->events, ctx->now, unit, NGX_HTTP_ADSERVE_M_ADS, 1);
+
+    if (bid->nurl.len) {
+        nurl = ngx_http_adserve_expand(r, a->win, bid, &bid->nurl, ADSERVE_RTB_LOSS_WON, 1,
+                                       ADSERVE_RTB_URL_MAX, &len);
+        if (nurl != NULL) {
+            ngx_http_adserve_notice(r, nurl, len);
+        }
+    }
+    ngx_http_adserve_notify_losers(r, a, bid);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   NGX_HTTP_ADSERVE_LOG "a bid of source %s won at %.6f",
+                   a->win->source_id.data, a->price);
+
+    return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
+}
+
+
+/* ---- variables ----------------------------------------------------------- */
+
+static ngx_int_t
+ngx_http_adserve_outbound_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_http_adserve_outbound_t  *o;
+    ngx_str_t                    *s;
+
+    /* only the subrequests this module makes carry an outbound context */
+    o = r != r->main ? ngx_http_get_module_ctx(r, ngx_http_adserve_module) : NULL;
+    if (o == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    s = (ngx_str_t *) ((u_char *) o + data);
+    v->data = s->data;
+    v->len = s->len;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_adserve_add_variables(ngx_conf_t *cf)
+{
+    static ngx_http_variable_t  vars[] = {
+        { ngx_string("adserve_rtb_url"), NULL, ngx_http_adserve_outbound_variable,
+          offsetof(ngx_http_adserve_outbound_t, url), NGX_HTTP_VAR_NOCACHEABLE, 0 },
+        { ngx_string("adserve_rtb_body"), NULL, ngx_http_adserve_outbound_variable,
+          offsetof(ngx_http_adserve_outbound_t, body), NGX_HTTP_VAR_NOCACHEABLE, 0 },
+        ngx_http_null_variable
+    };
+    ngx_http_variable_t  *v, *var;
+
+    for (v = vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}

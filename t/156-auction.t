@@ -1,0 +1,248 @@
+# External demand at serving (issue 15, README "External demand"): an ad
+# unit with allocations asks its ad sources for bids over OpenRTB 2.6
+# (nginx subrequests, in parallel, within tmax), against the reference
+# bidder (scripts/rtb-bidder). Checked here: every field of the bid request
+# as the bidder received it; a bid against HOUSE, SPONSORSHIP and
+# PRICE_PRIORITY line items; the floors; nurl with the price filled, lurl
+# with the loss reason, burl on the impression (once); a source that times
+# out, is down, errs or answers garbage; blocked adomain, crid and
+# category; app inference from a user agent keyword; the per-source
+# counters, and metric_mode hiding them from an audience.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use HTTP::Tiny;
+use JSON::PP;
+use Time::HiRes qw(time sleep);
+use Adserve::Test;
+
+my $t = Adserve::Test->new;
+my $J = JSON::PP->new->canonical;
+my $http = HTTP::Tiny->new(timeout => 5, keep_alive => 1);
+
+# ---- two reference bidders, and a port where nothing listens ----------------------
+my ($port_a, $port_b, $port_down) = Adserve::Test::free_ports(3);
+my @bidders;
+for my $b ([ $port_a, 2.5, 'seat-a' ], [ $port_b, 1.0, 'seat-b' ]) {
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        exec "$FindBin::Bin/../scripts/rtb-bidder", '--port', $b->[0], '--quiet', '--price', $b->[1],
+             '--seat', $b->[2];
+        die "exec: $!";
+    }
+    push @bidders, $pid;
+}
+END { kill 'TERM', @bidders if @bidders }
+
+sub bidder {
+    my ($port, $method, $path, $body) = @_;
+    my $res = $http->request($method, "http://127.0.0.1:$port$path",
+                             defined $body ? { content => $J->encode($body) } : {});
+    return length($res->{content} // '') ? eval { $J->decode($res->{content}) } : undef;
+}
+for my $port ($port_a, $port_b) {
+    ok($t->wait_until(5, sub { defined bidder($port, 'GET', '/requests') }), "bidder on $port listens");
+}
+sub reset_bidders {
+    for my $port ($port_a, $port_b) {
+        bidder($port, 'POST', '/reset');
+        bidder($port, 'POST', '/behaviour', { mode => 'bid', latency_ms => 0, adomain => 'bidder.example',
+                                              crid => 'rtb-creative-1', cat => 'IAB1' });
+    }
+}
+sub notices { my ($port, $kind) = @_; [ grep { !$kind || $_->{kind} eq $kind } @{ bidder($port, 'GET', '/notices') // [] } ] }
+
+# ---- inventory -----------------------------------------------------------------------
+my $UA = 'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 Chrome/120 Mobile';
+my $unit = $t->created('/api/ad-units', {
+    code => "rtb-$$", name => 'Auctioned', status => 'ACTIVE', gpid => '/1234/home/top',
+    ad_unit_sizes => [ { w => 300, h => 250 }, { w => 320, h => 50 } ],
+    ext => { bcat => [ 'IAB25' ], target_ecpm => 0.8,
+             publisher => { id => 'pub-1', name => 'Example News', domain => 'news.example',
+                            page => 'https://news.example/front', seller_id => 'seller-9' },
+             implicit_app_inference => { android_bundle => 'com.example.news', app_name => 'News',
+                                         ua_keywords => [ 'NewsApp' ] } } });
+my $src_a = $t->created('/api/ad-sources', { name => 'Bidder A', endpoint_url => "http://127.0.0.1:$port_a/openrtb2/auction",
+                                             tmax_ms => 150, floor => 0.5, seat => 'seat-a' });
+my $alloc_a = $t->created('/api/allocations', { ad_source_id => $src_a->{id}, target => 'ad_unit',
+                                               target_id => $unit->{id}, share => 100 });
+$t->created('/api/blocked-creatives', { kind => 'adomain', value => 'blocked.example' });
+reset_bidders();
+ok($t->wait_until(10, sub { $t->workers_at($t->revision) }), 'every worker serves the unit and its allocation');
+
+my $body = { version => '0.1.0', user => { id => 'user-42', yob => 1990, gender => 'F' }, device => { ua => 'Mozilla/5.0 (X11; Linux x86_64)' } };
+my $res = $t->ad($unit->{id}, $body);
+is($res->{status}, 200, 'an allocated unit that no line item fills: the bid serves (200)');
+my $ad = $res->{json}{ad} // {};
+is_deeply($ad->{display}, { w => 300, h => 250, adm => '<div class="rtb-ad">a reference bid</div>' },
+          '... as ad.display: the bid\'s markup at its size');
+like($ad->{id}, qr/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, '... ad.id: the external creative\'s id');
+like($ad->{impression_url}, qr{/app/v0/event/impression\?ad_log=}, '... an impression URL');
+ok($res->{json}{ext}{ad_log}, '... and an ad_log');
+
+# ---- the bid request, as the bidder received it ----------------------------------------
+my ($req) = @{ bidder($port_a, 'GET', '/requests') };
+like($req->{id}, qr/^[0-9a-f]{32}$/, 'bid request: an id');
+my $imp = $req->{imp}[0] // {};
+is($imp->{tagid}, $unit->{id}, 'imp.tagid: the unit');
+is_deeply($imp->{banner}{format}, [ { w => 300, h => 250 }, { w => 320, h => 50 } ], 'imp.banner.format: its sizes');
+is($imp->{ext}{gpid}, '/1234/home/top', 'imp.ext.gpid');
+is($imp->{bidfloor}, 0.8, 'imp.bidfloor: the larger of the source\'s floor (0.5) and the unit\'s target_ecpm (0.8)');
+is($imp->{bidfloorcur}, 'USD', 'imp.bidfloorcur: the account currency');
+ok(exists $imp->{instl}, 'imp.instl');
+is_deeply($req->{site}{publisher}{id}, 'pub-1', 'site.publisher from PublisherSettings');
+is($req->{site}{domain}, 'news.example', 'site.domain');
+ok(!$req->{app}, 'no app: the user agent names none of the keywords');
+is($req->{device}{ua}, 'Mozilla/5.0 (X11; Linux x86_64)', 'device.ua');
+is_deeply($req->{user}, { id => 'user-42', yob => 1990, gender => 'F' }, 'user: id, yob, gender');
+is($req->{tmax}, 150, 'tmax: the source\'s');
+is_deeply($req->{cur}, [ 'USD' ], 'cur');
+is($req->{at}, 1, 'at: first price');
+is_deeply($req->{bcat}, [ 'IAB25' ], 'bcat: the unit\'s ext.bcat');
+is_deeply($req->{badv}, [ 'blocked.example' ], 'badv: the blocked adomains');
+
+# ---- notices: nurl now, burl with the impression -------------------------------------------
+my $win;
+ok($t->wait_until(5, sub { ($win) = @{ notices($port_a, 'win') }; $win }), 'nurl fired');
+is_deeply([ @{ $win->{query} }{qw(PRICE CUR IMP_ID SEAT_ID AUCTION_ID)} ], [ '2.5', 'USD', '1', 'seat-a', $req->{id} ],
+          '... with ${AUCTION_PRICE} and the other macros filled');
+is(scalar @{ notices($port_a, 'bill') }, 0, 'no burl before the impression');
+is($http->get($ad->{impression_url})->{status}, 204, 'the impression: 204');
+my $bill;
+ok($t->wait_until(5, sub { ($bill) = @{ notices($port_a, 'bill') }; $bill }), 'burl fired on the impression');
+is($bill->{query}{PRICE}, '2.5', '... with the price');
+$http->get($ad->{impression_url});
+sleep 0.3;
+is(scalar @{ notices($port_a, 'bill') }, 1, 'the same impression again: burl not fired twice');
+is($http->get($ad->{click_url})->{status}, 204, 'a click on an external ad: counted, 204 (its markup lands)');
+
+# ---- against direct demand -----------------------------------------------------------------
+sub direct {
+    my (%li) = @_;
+    my $c = $t->chain(unit => { id => $unit->{id}, %{ $t->api('GET', "/api/ad-units/$unit->{id}")->{json} } },
+                      line_item => { %li });
+    $t->wait_until(10, sub { $t->workers_at($c->{rev}) });
+    return $c;
+}
+sub pause { $t->put(line_items => { %{ $_[0]{records}{line_items} }, status => 'PAUSED' }); $t->wait_until(10, sub { $t->workers_at($t->revision) }) }
+sub served_by {
+    my $r = $t->ad($unit->{id}, $body);
+    return 'none' if $r->{status} == 204;
+    return ($r->{json}{ad}{display}{adm} // '') =~ /rtb-ad/ ? 'bid' : 'direct';
+}
+
+my $house = direct(type => 'HOUSE', rate => 0.1, priority => 16);
+is(served_by(), 'bid', 'a HOUSE line item loses to a bid above the floor');
+pause($house);
+reset_bidders();
+my $spon = direct(type => 'SPONSORSHIP', rate => 0.1, priority => 4);
+is(served_by(), 'direct', 'a SPONSORSHIP line item wins');
+is(scalar @{ bidder($port_a, 'GET', '/requests') }, 0, '... and no bid is even asked for');
+pause($spon);
+my $pp = direct(type => 'PRICE_PRIORITY', rate => 3, priority => 12);
+reset_bidders();
+is(served_by(), 'direct', 'PRICE_PRIORITY at 3 CPM beats a bid of 2.5');
+my $loss;
+ok($t->wait_until(5, sub { ($loss) = @{ notices($port_a, 'loss') }; $loss }), '... the bid\'s lurl fired');
+is($loss->{query}{LOSS}, '102', '... lost to a higher bid (102)');
+pause($pp);
+$pp = direct(type => 'PRICE_PRIORITY', rate => 2, priority => 12);
+is(served_by(), 'bid', 'PRICE_PRIORITY at 2 CPM loses to 2.5');
+pause($pp);
+
+# ---- two sources: the higher bid wins ------------------------------------------------------
+my $src_b = $t->created('/api/ad-sources', { name => 'Bidder B', endpoint_url => "http://127.0.0.1:$port_b/openrtb2/auction",
+                                             tmax_ms => 150 });
+$t->created('/api/allocations', { ad_source_id => $src_b->{id}, target => 'ad_unit', target_id => $unit->{id}, share => 100 });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+reset_bidders();
+is(served_by(), 'bid', 'two sources asked: a bid serves');
+is(scalar @{ bidder($port_b, 'GET', '/requests') }, 1, '... the second source was asked too');
+ok($t->wait_until(5, sub { @{ notices($port_a, 'win') } && @{ notices($port_b, 'loss') } }),
+   '... the higher (A, 2.5) won, the lower (B, 1.0) got its lurl');
+is((notices($port_b, 'loss')->[0] // {})->{query}{LOSS}, '102', '... with 102');
+
+# ---- floors -------------------------------------------------------------------------------
+$t->api('PATCH', "/api/ad-sources/$src_b->{id}", json => { enabled => JSON::PP::false });
+$t->api('PATCH', "/api/ad-sources/$src_a->{id}", json => { floor => 3 });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+reset_bidders();
+is(served_by(), 'none', 'a source floor of 3 over the bidder\'s 2.5: no bid, 204');
+is(bidder($port_a, 'GET', '/requests')->[0]{imp}[0]{bidfloor}, 3, '... bidfloor 3 was sent');
+$t->api('PATCH', "/api/ad-sources/$src_a->{id}", json => { floor => 1.5, bid_adjustment => 0.5 });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+reset_bidders();
+is(served_by(), 'none', 'a bid of 2.5 adjusted by 0.5 (1.25) under the floor of 1.5: dropped by adserve');
+ok($t->wait_until(5, sub { @{ notices($port_a, 'loss') } }), '... its lurl fired');
+is((notices($port_a, 'loss')->[0] // {})->{query}{LOSS}, '100', '... below the floor (100)');
+$t->api('PATCH', "/api/ad-sources/$src_a->{id}", json => { floor => 0.5, bid_adjustment => undef });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+
+# ---- blocks -------------------------------------------------------------------------------
+reset_bidders();
+bidder($port_a, 'POST', '/behaviour', { adomain => 'ads.blocked.example' });
+is(served_by(), 'none', 'a bid whose adomain is under a blocked domain: dropped, 204');
+ok($t->wait_until(5, sub { @{ notices($port_a, 'loss') } }) && notices($port_a, 'loss')->[0]{query}{LOSS} eq '205',
+   '... lurl with 205 (advertiser exclusions)');
+my $crid_block = $t->created('/api/blocked-creatives', { kind => 'crid', value => 'bad-crid', ad_source_id => $src_a->{id} });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+reset_bidders();
+bidder($port_a, 'POST', '/behaviour', { crid => 'bad-crid' });
+is(served_by(), 'none', 'a bid whose crid is blocked for its source: dropped');
+reset_bidders();
+bidder($port_a, 'POST', '/behaviour', { cat => 'IAB25-3' });
+is(served_by(), 'none', 'a bid in a subcategory of the unit\'s bcat: dropped');
+reset_bidders();
+is(served_by(), 'bid', 'an unblocked bid serves again');
+
+# ---- sources that fail ---------------------------------------------------------------------
+reset_bidders();
+bidder($port_a, 'POST', '/behaviour', { latency_ms => 2000 });
+my $t0 = time;
+my $r = $t->ad($unit->{id}, $body);
+my $took = (time - $t0) * 1000;
+is($r->{status}, 204, 'a source that answers after its tmax: 204 (nothing else fills)');
+diag(sprintf 'answered in %.0f ms with a tmax of 150 ms', $took);
+cmp_ok($took, '<', 1000, '... at its deadline, long before the bidder answers (2 s)');
+reset_bidders();
+for my $mode (qw(malformed error)) {
+    bidder($port_a, 'POST', '/behaviour', { mode => $mode });
+    is($t->ad($unit->{id}, $body)->{status}, 204, "a source in mode $mode: 204, the request unharmed");
+}
+reset_bidders();
+$t->api('PATCH', "/api/ad-sources/$src_a->{id}", json => { endpoint_url => "http://127.0.0.1:$port_down/openrtb2/auction" });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+is($t->ad($unit->{id}, $body)->{status}, 204, 'a source that is down: 204');
+$t->api('PATCH', "/api/ad-sources/$src_a->{id}", json => { endpoint_url => "http://127.0.0.1:$port_a/openrtb2/auction" });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+
+# ---- app inference ---------------------------------------------------------------------------
+reset_bidders();
+is($t->ad($unit->{id}, { %$body, device => { ua => "$UA NewsApp/3.1" } })->{status}, 200, 'a request from the app\'s user agent');
+($req) = @{ bidder($port_a, 'GET', '/requests') };
+is($req->{app}{bundle}, 'com.example.news', '... the bid request names the app by its Android bundle');
+is($req->{app}{publisher}{id}, 'pub-1', '... with the publisher');
+ok(!$req->{site}, '... and no site');
+
+# ---- the counters, and metric_mode ----------------------------------------------------------
+ok($t->wait_until(10, sub { $t->stat_sum("as:$unit->{id}/$src_a->{id}:wins") >= 1 }), 'the counters reach Redis');
+my %as = map { $_ => $t->stat_sum("as:$unit->{id}/$src_a->{id}:$_") } qw(breq bids wins timeouts errors blocked imp spend);
+cmp_ok($as{breq}, '>=', 15, "bid requests counted ($as{breq})");
+cmp_ok($as{wins}, '>=', 5, "wins ($as{wins})");
+cmp_ok($as{timeouts}, '>=', 1, "timeouts ($as{timeouts})");
+cmp_ok($as{errors}, '>=', 3, "errors: malformed, 500, down ($as{errors})");
+cmp_ok($as{blocked}, '>=', 3, "blocked: adomain, crid, category ($as{blocked})");
+is($as{imp}, 1, 'one impression, counted once');
+is($as{spend}, 2500, '... its revenue: 2.5 CPM = 2500 micros');
+my $rows = $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}")->{json}{rows} // [];
+is(scalar(@$rows), 1, '/api/metrics group_by=ad_source: the source\'s row');
+is($rows->[0]{wins}, $as{wins}, '... its wins');
+$t->api('PATCH', "/api/ad-units/$unit->{id}", json => { ext => { %{ $t->api('GET', "/api/ad-units/$unit->{id}")->{json}{ext} }, metric_mode => 'external_only' } });
+is(scalar @{ $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}")->{json}{rows} // [] }, 0,
+   'the unit made external_only: its figures left out of the internal report');
+is(scalar @{ $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}&audience=external")->{json}{rows} // [] }, 1,
+   '... and shown in the external one');
+
+done_testing;
