@@ -30,6 +30,8 @@
 #define NGX_HTTP_ADSERVE_NOTICES_MAX   8      /* lurls a request fires */
 #define NGX_HTTP_ADSERVE_NO_LOSS       -1     /* not told: no lurl */
 #define NGX_HTTP_ADSERVE_QPS_SLOTS     64     /* sources limited at once */
+#define NGX_HTTP_ADSERVE_SEEN_SLOTS    1024   /* external creatives recorded */
+#define NGX_HTTP_ADSERVE_SEEN_EVERY    60     /* seconds: last_seen's grain */
 
 typedef enum {
     NGX_HTTP_ADSERVE_BIDDER_PENDING = 0,
@@ -74,6 +76,32 @@ typedef struct {
 } ngx_http_adserve_qps_t;
 
 static ngx_http_adserve_qps_t  ngx_http_adserve_qps[NGX_HTTP_ADSERVE_QPS_SLOTS];
+
+
+/* The external creatives this worker recorded lately, and when: a
+ * creative that keeps winning is written once a minute, not once a win. */
+typedef struct {
+    uint64_t    hash;
+    time_t      at;
+} ngx_http_adserve_seen_t;
+
+static ngx_http_adserve_seen_t  ngx_http_adserve_seen[NGX_HTTP_ADSERVE_SEEN_SLOTS];
+
+/* HSET of the record, first_seen kept from the one it replaces (several
+ * nodes write one record: the latest write wins the rest). KEYS[1]
+ * adserve:external_creatives; ARGV: the id, the record. */
+static const char  ngx_http_adserve_seen_script[] =
+    "local old = redis.call('HGET', KEYS[1], ARGV[1])\n"
+    "local rec = ARGV[2]\n"
+    "if old then\n"
+    "  local ok, o = pcall(cjson.decode, old)\n"
+    "  if ok and type(o) == 'table' and type(o.first_seen) == 'string' then\n"
+    "    local n = cjson.decode(rec)\n"
+    "    n.first_seen = o.first_seen\n"
+    "    rec = cjson.encode(n)\n"
+    "  end\n"
+    "end\n"
+    "return redis.call('HSET', KEYS[1], ARGV[1], rec)\n";
 
 
 static ngx_int_t ngx_http_adserve_bid_done(ngx_http_request_t *sr, void *data, ngx_int_t rc);
@@ -790,6 +818,113 @@ ngx_http_adserve_bid_token(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 }
 
 
+/* ,"name":["v",...] of a bid's list */
+static u_char *
+ngx_http_adserve_json_list(u_char *p, const char *name, const adserve_str_t *v, ngx_uint_t n)
+{
+    ngx_uint_t  i;
+
+    p = ngx_sprintf(p, ",\"%s\":[", name);
+    for (i = 0; i < n; i++) {
+        if (i) {
+            *p++ = ',';
+        }
+        p = ngx_http_adserve_json_str(p, &v[i]);
+    }
+    *p++ = ']';
+
+    return p;
+}
+
+
+/* The won bid's creative into adserve:external_creatives (README
+ * "External demand"), for operators to review and block: at most once a
+ * minute per creative and worker, in the background. */
+static void
+ngx_http_adserve_record_creative(ngx_http_request_t *r, ngx_http_adserve_auction_t *a,
+    const u_char *id, time_t now)
+{
+    const adserve_rtb_bid_t  *bid = a->bid;
+    ngx_http_adserve_seen_t  *seen;
+    adserve_str_t             sample, v;
+    const char               *argv[6];
+    size_t                    argvlen[6], len;
+    uint64_t                  h;
+    ngx_tm_t                  tm;
+    u_char                   *rec, *p, when[sizeof("2026-01-01T00:00:00Z")];
+    ngx_uint_t                i;
+
+    h = adserve_hash((const char *) id, ADSERVE_UUID_LEN);
+    seen = &ngx_http_adserve_seen[h % NGX_HTTP_ADSERVE_SEEN_SLOTS];
+    if (seen->hash == h && now - seen->at < NGX_HTTP_ADSERVE_SEEN_EVERY && now >= seen->at) {
+        return;
+    }
+
+    /* a sample of the markup, cut before a character, not inside one */
+    sample = bid->adm;
+    if (sample.len > ADSERVE_MARKUP_SAMPLE_MAX) {
+        sample.len = ADSERVE_MARKUP_SAMPLE_MAX;
+        while (sample.len && (sample.data[sample.len] & 0xC0) == 0x80) {
+            sample.len--;
+        }
+    }
+
+    len = sizeof("{\"id\":,\"ad_source_id\":,\"crid\":,\"adomain\":[],\"cat\":[],"
+                 "\"w\":,\"h\":,\"markup_sample\":,\"first_seen\":\"\",\"last_seen\":\"\"}")
+          + 6 * (ADSERVE_UUID_LEN + a->win->source_id.len + bid->crid.len + sample.len)
+          + 2 * sizeof(when) + 2 * NGX_INT_T_LEN;
+    for (i = 0; i < bid->nadomain; i++) {
+        len += 6 * bid->adomain[i].len + 3;
+    }
+    for (i = 0; i < bid->ncat; i++) {
+        len += 6 * bid->cat[i].len + 3;
+    }
+
+    rec = ngx_pnalloc(r->pool, len);
+    if (rec == NULL) {
+        return;
+    }
+
+    ngx_gmtime(now, &tm);
+    (void) ngx_sprintf(when, "%4d-%02d-%02dT%02d:%02d:%02dZ", tm.ngx_tm_year, tm.ngx_tm_mon,
+                       tm.ngx_tm_mday, tm.ngx_tm_hour, tm.ngx_tm_min, tm.ngx_tm_sec);
+
+    v.data = (const char *) id;
+    v.len = ADSERVE_UUID_LEN;
+    p = ngx_cpymem(rec, "{\"id\":", sizeof("{\"id\":") - 1);
+    p = ngx_http_adserve_json_str(p, &v);
+    p = ngx_cpymem(p, ",\"ad_source_id\":", sizeof(",\"ad_source_id\":") - 1);
+    p = ngx_http_adserve_json_str(p, &a->win->source_id);
+    p = ngx_cpymem(p, ",\"crid\":", sizeof(",\"crid\":") - 1);
+    p = ngx_http_adserve_json_str(p, &bid->crid);
+    p = ngx_http_adserve_json_list(p, "adomain", bid->adomain, bid->nadomain);
+    p = ngx_http_adserve_json_list(p, "cat", bid->cat, bid->ncat);
+    p = ngx_sprintf(p, bid->w ? ",\"w\":%d" : ",\"w\":null", bid->w);
+    p = ngx_sprintf(p, bid->h ? ",\"h\":%d" : ",\"h\":null", bid->h);
+    p = ngx_cpymem(p, ",\"markup_sample\":", sizeof(",\"markup_sample\":") - 1);
+    p = ngx_http_adserve_json_str(p, &sample);
+    p = ngx_sprintf(p, ",\"first_seen\":\"%s\",\"last_seen\":\"%s\"}", when, when);
+
+    argv[0] = "EVAL";
+    argv[1] = ngx_http_adserve_seen_script;
+    argv[2] = "1";
+    argv[3] = ADSERVE_KEY_EXTERNAL_CREATIVES;
+    argv[4] = (const char *) id;
+    argv[5] = (const char *) rec;
+    argvlen[0] = sizeof("EVAL") - 1;
+    argvlen[1] = sizeof(ngx_http_adserve_seen_script) - 1;
+    argvlen[2] = 1;
+    argvlen[3] = sizeof(ADSERVE_KEY_EXTERNAL_CREATIVES) - 1;
+    argvlen[4] = ADSERVE_UUID_LEN;
+    argvlen[5] = p - rec;
+
+    if (ngx_http_adserve_user_write(6, argv, argvlen, NULL, NULL) == NGX_OK) {
+        seen->hash = h;
+        seen->at = now;
+    }
+}
+
+
 ngx_int_t
 ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit)
@@ -859,6 +994,7 @@ ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
         }
     }
     ngx_http_adserve_notify_losers(r, a, bid);
+    ngx_http_adserve_record_creative(r, a, creative, ctx->now);
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    NGX_HTTP_ADSERVE_LOG "a bid of source %s won at %.6f",

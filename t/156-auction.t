@@ -18,7 +18,7 @@ use JSON::PP;
 use Time::HiRes qw(time sleep);
 use Adserve::Test;
 
-my $t = Adserve::Test->new;
+my $t = Adserve::Test->new(test_clock => 1);
 my $J = JSON::PP->new->canonical;
 my $http = HTTP::Tiny->new(timeout => 5, keep_alive => 1);
 
@@ -229,20 +229,59 @@ ok(!$req->{site}, '... and no site');
 # ---- the counters, and metric_mode ----------------------------------------------------------
 ok($t->wait_until(10, sub { $t->stat_sum("as:$unit->{id}/$src_a->{id}:wins") >= 1 }), 'the counters reach Redis');
 my %as = map { $_ => $t->stat_sum("as:$unit->{id}/$src_a->{id}:$_") } qw(breq bids wins timeouts errors blocked imp spend);
-cmp_ok($as{breq}, '>=', 15, "bid requests counted ($as{breq})");
+cmp_ok($as{breq}, '>=', 10, "bid requests counted ($as{breq})");
 cmp_ok($as{wins}, '>=', 5, "wins ($as{wins})");
 cmp_ok($as{timeouts}, '>=', 1, "timeouts ($as{timeouts})");
 cmp_ok($as{errors}, '>=', 3, "errors: malformed, 500, down ($as{errors})");
 cmp_ok($as{blocked}, '>=', 3, "blocked: adomain, crid, category ($as{blocked})");
 is($as{imp}, 1, 'one impression, counted once');
 is($as{spend}, 2500, '... its revenue: 2.5 CPM = 2500 micros');
-my $rows = $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}")->{json}{rows} // [];
+my $rows;
+$t->wait_until(5, sub {
+    $rows = $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}")->{json}{rows} // [];
+    @$rows && $rows->[0]{wins} == $t->stat_sum("as:$unit->{id}/$src_a->{id}:wins") });
 is(scalar(@$rows), 1, '/api/metrics group_by=ad_source: the source\'s row');
-is($rows->[0]{wins}, $as{wins}, '... its wins');
+is($rows->[0]{wins}, $t->stat_sum("as:$unit->{id}/$src_a->{id}:wins"), '... its wins, as counted');
+is($rows->[0]{revenue}, 0.0025, '... its revenue: one impression at 2.5 CPM');
 $t->api('PATCH', "/api/ad-units/$unit->{id}", json => { ext => { %{ $t->api('GET', "/api/ad-units/$unit->{id}")->{json}{ext} }, metric_mode => 'external_only' } });
 is(scalar @{ $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}")->{json}{rows} // [] }, 0,
    'the unit made external_only: its figures left out of the internal report');
 is(scalar @{ $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}&audience=external")->{json}{rows} // [] }, 1,
    '... and shown in the external one');
+
+# ---- external creatives: recorded, reviewed, blocked -----------------------------------------
+my $ext;
+ok($t->wait_until(5, sub { $ext = eval { $J->decode($t->redis('HGET', 'adserve:external_creatives', $ad->{id}) // '') } }),
+   'the winning creative is recorded in adserve:external_creatives');
+is_deeply({ map { $_ => $ext->{$_} } qw(id ad_source_id crid adomain cat w h markup_sample) },
+          { id => $ad->{id}, ad_source_id => $src_a->{id}, crid => 'rtb-creative-1', adomain => [ 'bidder.example' ],
+            cat => [ 'IAB1' ], w => 300, h => 250, markup_sample => '<div class="rtb-ad">a reference bid</div>' },
+          '... its source, crid, adomain, cat, size and markup');
+like($ext->{first_seen}, qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/, '... first seen (RFC 3339)');
+my $listed = $t->api('GET', "/api/external-creatives?ad_source_id=$src_a->{id}")->{json};
+ok((grep { $_->{id} eq $ad->{id} } @{ $listed->{data} // $listed->{items} // (ref $listed eq 'ARRAY' ? $listed : []) }),
+   'an operator lists it in /api/external-creatives');
+$t->redis('HSET', 'adserve:external_creatives', $ad->{id}, $J->encode({ %$ext, first_seen => '2020-01-01T00:00:00Z' }));
+is($t->api('POST', "/api/external-creatives/$ad->{id}/block", json => { kind => 'crid' })->{status}, 201,
+   '... and blocks its crid');
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+reset_bidders();
+is(served_by(), 'none', 'its next bid is dropped');
+reset_bidders();
+bidder($port_a, 'POST', '/behaviour', { crid => 'rtb-creative-2' });
+my $r2 = $t->ad($unit->{id}, $body);
+is(($r2->{json}{ad}{display}{adm} // '') =~ /rtb-ad/ ? 'bid' : 'none', 'bid', 'another creative of the source serves');
+my $id2 = $r2->{json}{ad}{id} // '';
+ok($t->wait_until(5, sub { $t->redis('HGET', 'adserve:external_creatives', $id2) }), '... and is recorded');
+my $rec2 = $J->decode($t->redis('HGET', 'adserve:external_creatives', $id2));
+$t->redis('HSET', 'adserve:external_creatives', $id2, $J->encode({ %$rec2, first_seen => '2020-01-01T00:00:00Z' }));
+# two hours on (the test clock): past the minute that a worker writes a creative at most once in
+my $later = int(time) + 7200;
+for (1 .. 4) { $t->ad($unit->{id}, $body, headers => { 'X-Adserve-Clock' => $later }) }
+my $again;
+ok($t->wait_until(5, sub { $again = eval { $J->decode($t->redis('HGET', 'adserve:external_creatives', $id2)) };
+                           $again && $again->{last_seen} ne $rec2->{last_seen} }), 'it wins again later: written again');
+is($again->{first_seen}, '2020-01-01T00:00:00Z', '... its first_seen kept, last_seen moved on')
+    or diag explain $again;
 
 done_testing;
