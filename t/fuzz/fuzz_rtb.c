@@ -1,12 +1,46 @@
 /* libFuzzer: an OpenRTB bidder's BidResponse, as the module reads it from a
  * source it does not control: the strict scanner with the bid response's
- * grammar, then what an auction asks of each bid. */
+ * grammar, then what an auction asks of each bid: its blocks, and its
+ * notices and markup with the macros filled (exactly sized room, which
+ * the expansion must never pass). */
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "adserve_contract.h"
 #include "adserve_rtb.h"
+
+
+static const adserve_rtb_block_t  blocks[] = {
+    { ADSERVE_BLOCK_ADOMAIN, { "example.com", 11 } },
+    { ADSERVE_BLOCK_CRID, { "c", 1 } },
+    { ADSERVE_BLOCK_CAT, { "IAB7", 4 } },
+};
+
+
+/* s with the macros filled into a buffer of exactly room bytes */
+static void
+expand(const adserve_str_t *s, const adserve_rtb_bid_t *b, size_t room, int url)
+{
+    adserve_rtb_macros_t  m = {
+        .auction_id = { "0123456789abcdef", 16 }, .bid_id = b->id, .imp_id = b->impid,
+        .seat_id = b->crid, .currency = { "USD", 3 }, .price_micros = b->price_micros,
+        .loss = 102,
+    };
+    char                 *out;
+    size_t                n;
+
+    out = malloc(room ? room : 1);
+    if (out == NULL) {
+        return;
+    }
+    n = adserve_rtb_expand(out, room, s->data, s->len, &m, url);
+    if (n != (size_t) -1 && n > room) {
+        abort();
+    }
+    free(out);
+}
 
 
 int
@@ -28,6 +62,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (adserve_rtb_parse_response(buf, size, &r, &err) == 0) {
         for (i = 0; i < r.nbids; i++) {
             (void) adserve_rtb_bid_unusable(&r.bids[i]);
+            (void) adserve_rtb_blocked(&r.bids[i], blocks, 3);
+            expand(&r.bids[i].nurl, &r.bids[i], ADSERVE_RTB_URL_MAX, 1);
+            expand(&r.bids[i].lurl, &r.bids[i], r.bids[i].lurl.len, 1);
+            expand(&r.bids[i].adm, &r.bids[i], r.bids[i].adm.len + 64, 0);
             seat = adserve_rtb_bid_seat(&r, &r.bids[i]);
             /* every string kept lies inside the input */
             if ((seat.data != NULL && (seat.data < buf || seat.data + seat.len > buf + size))
