@@ -133,7 +133,7 @@ export function RecordPage({ res, id }) {
         </section>`}
         ${conf.preview && html`<section aria-labelledby="preview-h"><h2 id="preview-h">Preview</h2><${CreativePreview} creative=${record} /></section>`}
         ${res === 'orders' && html`<${Children} title="Line items" res="line-items" field="order_id" id=${id} columns=${['name', 'status']} />`}
-        ${res === 'line-items' && html`<${LineItemDelivery} key=${version} lineItem=${record} />`}
+        ${res === 'line-items' && html`<${LineItemDelivery} key=${`${record.id}-${version}`} lineItem=${record} />`}
         ${res === 'ad-sources' && html`<${SourceOverTime} sourceId=${id} />`}
         ${res === 'line-items' && html`<${Children} title="Creatives (LICAs)" res="licas" field="line_item_id" id=${id} columns=${['creative_id', 'status']} />`}
         ${res === 'ad-units' && html`<${TagSnippet} adUnitId=${id} />`}
