@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tap } from './lib/tap.mjs';
 import { BASE, OUT, api, inBrowser } from './lib/stack.mjs';
-import { axeViolations, consolePage, go, heading, signIn } from './lib/console.mjs';
+import { axeViolations, consolePage, go, signIn } from './lib/console.mjs';
 
 const t = tap();
 const run = Date.now().toString(36);
@@ -38,6 +38,8 @@ async function audit(page, name) {
     t.isDeep(await axeViolations(page), [], `axe-core: no serious or critical violation on ${name}`);
 }
 const shot = (page, name) => page.screenshot({ path: `${OUT}/${name}.png`, fullPage: true });
+// a long page's part: the section alone
+const part = (page, selector, name) => page.locator(selector).first().screenshot({ path: `${OUT}/${name}.png` });
 async function narrow(page, name) {
     const wide = await page.evaluate(() => document.documentElement.scrollWidth);
     t.cmp(wide, '<=', 390, `at 390 px, ${name} does not scroll sideways (${wide} px)`);
@@ -111,7 +113,7 @@ await inBrowser(t, async (browser) => {
 
     // ---- A: hour by hour -------------------------------------------------------
     await go(page, `#/line-items/${liA.id}`);
-    await heading(page);
+    await page.locator('main h1', { hasText: liA.name }).waitFor();
     const sectionA = page.locator('section.line-item-delivery');
     await sectionA.locator('figure canvas').first().waitFor();
     t.is(await sectionA.getAttribute('data-granularity'), 'hour', 'a two-day flight is drawn hour by hour');
@@ -140,14 +142,14 @@ await inBrowser(t, async (browser) => {
     t.ok(nowRow && Number(nowRow.delivered) === 380 && Math.abs(Number(nowRow.pace) - pace(4800, a0, aEnd, Date.parse(nowRow.time))) <= 1,
          `now: 380 delivered (this hour's counted) and the pace floor(4800 × elapsed) (${nowRow && nowRow.pace})`);
     t.like(await sectionA.locator('.summary').innerText(), /380 of 4,800 impressions delivered \(7\.9 %\)/, 'the summary says delivered of the goal');
+    await part(page, 'section.line-item-delivery', 'line-item-delivery');
     await page.locator('section.line-item-delivery details summary').click();
-    await audit(page, "a line item's delivery chart");
-    await shot(page, 'line-item-delivery');
+    await audit(page, "a line item's delivery chart, its table open");
 
     // ---- B: day by day, clicks ---------------------------------------------------
     await go(page, `#/line-items/${liB.id}`);
-    await heading(page);
-    await page.locator('section.line-item-delivery figure canvas').first().waitFor();
+    await page.locator('main h1', { hasText: liB.name }).waitFor();
+    await page.locator('section.line-item-delivery[data-granularity=day] figure canvas').first().waitFor();
     t.is(await page.locator('section.line-item-delivery').getAttribute('data-granularity'), 'day', 'a ten-day flight is drawn day by day');
     t.is(await page.locator('section.line-item-delivery').getAttribute('data-goal-metric'), 'clicks', '... its clicks, by its goal');
     const byTimeB = Object.fromEntries((await tableRows(page, 'delivery-table')).map((r) => [r.time, r]));
@@ -207,7 +209,7 @@ await inBrowser(t, async (browser) => {
 
     // over time: one figure per source and hour
     await page.selectOption('#sources-metric', 'bid_requests');
-    await page.locator('#sources-over-time-table').waitFor({ state: 'attached' });
+    await page.locator('#sources-over-time-table caption', { hasText: 'Bid requests' }).waitFor({ state: 'attached' });
     const head = await page.locator('#sources-over-time-table thead th').evaluateAll((ths) => ths.map((th) => th.dataset.id || null));
     const hourRow = (await tableRows(page, 'sources-over-time-table')).find((r) => r.time === iso(thisHour));
     const at = (id) => hourRow.cells[head.indexOf(id) - 1];
@@ -220,15 +222,17 @@ await inBrowser(t, async (browser) => {
     const m = (await api('GET', `/api/metrics?group_by=ad_source&granularity=hour&from=${iso(thisHour)}&to=${iso(thisHour + HOUR)}`)).rows;
     t.is(m.find((r) => r.ad_source_id === srcA.id).win_rate, 0.25, "... as the API's row says");
     await page.locator('#pacing-chart-of').selectOption(liA.id);
-    await page.locator('#dashboard-delivery-table').waitFor({ state: 'attached' });
-    t.is((await tableRows(page, 'dashboard-delivery-table')).find((r) => r.time === iso(a0 + 6 * HOUR)).pace, '600',
+    // B's chart (the first by name) gives way to A's: an hour of A's flight is a row
+    const sixHours = page.locator(`#dashboard-delivery-table tr[data-time="${iso(a0 + 6 * HOUR)}"]`);
+    await sixHours.waitFor({ state: 'attached' });
+    t.is(await sixHours.getAttribute('data-pace'), '600',
          "the dashboard draws a pacing line item's delivery chart, chosen in a select");
     await audit(page, 'the dashboard');
     await shot(page, 'dashboard-charts');
 
     // ---- an ad source's page ------------------------------------------------------------
     await page.locator('#ad-sources-table').getByRole('link', { name: `Bidder A ${run}` }).click();
-    await heading(page);
+    await page.locator('main h1', { hasText: `Bidder A ${run}` }).waitFor();
     await page.locator('#source-figures-table').waitFor({ state: 'attached' });
     const srcRow = (await tableRows(page, 'source-figures-table')).find((r) => r.time === iso(thisHour));
     t.isDeep(srcRow.cells, ['100', '40', '10', '5', '2', '1', '8', '0.01', '25.00 %'],
@@ -238,7 +242,7 @@ await inBrowser(t, async (browser) => {
     const dayRow = (await tableRows(page, 'source-figures-table')).find((r) => r.time === iso(today));
     t.isDeep(dayRow.cells.slice(0, 3), ['100', '40', '10'], '... and day by day');
     await audit(page, "an ad source's page");
-    await shot(page, 'ad-source');
+    await part(page, 'section.source-figures', 'ad-source');
 
     // ---- at 390 px ------------------------------------------------------------------------
     const phone = await consolePage(browser, { width: 390, height: 844 });
@@ -249,10 +253,11 @@ await inBrowser(t, async (browser) => {
     await narrow(page, 'the dashboard');
     await audit(page, 'the dashboard at 390 px');
     await go(page, `#/line-items/${liA.id}`);
+    await page.locator('main h1', { hasText: liA.name }).waitFor();
     await page.locator('section.line-item-delivery figure canvas').first().waitFor();
     await narrow(page, "a line item's delivery chart");
     await audit(page, "a line item's page at 390 px");
-    await shot(page, 'phone-line-item-delivery');
+    await part(page, 'section.line-item-delivery', 'phone-line-item-delivery');
 
     // ---- the advertiser: its pacing and charts, no ad source ---------------------------------------
     const buyer = await consolePage(browser);
@@ -268,12 +273,14 @@ await inBrowser(t, async (browser) => {
     t.isDeep(await page.locator('#traffic-table thead th').allTextContents(), ['Hour', 'ads', 'impressions', 'clicks', 'CTR'],
              '... its traffic without requests nor fill rate');
     await go(page, `#/ad-sources/${srcA.id}`);
-    t.is(await heading(page), 'Not available', "an ad source's page by URL: not available");
+    await page.locator('main h1', { hasText: 'Not available' }).waitFor();
+    t.ok(true, "an ad source's page by URL: not available");
     const token = (await (await fetch(`${BASE}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' },
                                                                  body: JSON.stringify({ email: BUYER[0], password: BUYER[1] }) })).json()).access_token;
     const refused = await fetch(`${BASE}/api/metrics?group_by=ad_source`, { headers: { authorization: `Bearer ${token}` } });
     t.is(refused.status, 403, '... and the API refuses it the per-source metrics (403)');
     await go(page, `#/line-items/${liA.id}`);
+    await page.locator('main h1', { hasText: liA.name }).waitFor();
     await page.locator('section.line-item-delivery figure canvas').first().waitFor();
     t.is((await tableRows(page, 'delivery-table')).find((r) => r.time === iso(a0 + 6 * HOUR)).delivered, '300',
          'the advertiser sees its line item delivery chart');
