@@ -73,6 +73,12 @@ const liB = await api('POST', '/api/line-items', {
     order_id: order.id, name: `Daily ${run}`, type: 'STANDARD', cost_type: 'CPC', rate: 0.5,
     start_at: iso(b0), end_at: iso(bEnd), goal: { type: 'CLICKS', units: 1000 }, delivery: 'EVEN',
 });
+// C: ASAP, a goal and a flight: no pacing line; D: neither goal nor flight
+const liC = await api('POST', '/api/line-items', {
+    order_id: order.id, name: `Asap ${run}`, type: 'STANDARD', cost_type: 'CPM', rate: 1,
+    start_at: iso(a0), end_at: iso(aEnd), goal: { type: 'IMPRESSIONS', units: 100 }, delivery: 'ASAP',
+});
+const liD = await api('POST', '/api/line-items', { order_id: order.id, name: `Open ${run}`, type: 'STANDARD', cost_type: 'CPM', rate: 1 });
 for (const li of [liA, liB]) await api('PATCH', `/api/line-items/${li.id}`, { status: 'ACTIVE' });
 
 // delivery: {ms of the hour: n}; an hour before A's flight does not count
@@ -161,6 +167,22 @@ await inBrowser(t, async (browser) => {
     t.is(apiB.reduce((s, r) => s + r.clicks, 0), 22, "the API's rows hold the 22 clicks written");
     const lastPast = Object.values(byTimeB).filter((r) => r.delivered !== '').pop();
     t.is(Number(lastPast.delivered), 22, '... and the last point before now shows them all');
+
+    // ---- C and D: no pacing line ------------------------------------------------------
+    await go(page, `#/line-items/${liC.id}`);
+    await page.locator('main h1', { hasText: liC.name }).waitFor();
+    await page.locator('section.line-item-delivery figure canvas').first().waitFor();
+    t.like(await page.locator('section.line-item-delivery .summary').innerText(), /0 of 100 impressions delivered.*no pacing line \(delivery ASAP\)/s,
+           'an ASAP line item: delivered against its goal, no pacing line, saying why');
+    t.isDeep(await page.locator('#delivery-table thead th').allTextContents(), ['Time', 'In the period', 'Delivered so far', 'Goal'],
+             '... and its table has no pace');
+    await go(page, `#/line-items/${liD.id}`);
+    await page.locator('main h1', { hasText: liD.name }).waitFor();
+    await page.locator('section.line-item-delivery figure canvas').first().waitFor();
+    t.like(await page.locator('section.line-item-delivery .summary').innerText(), /0 impressions delivered; no goal/,
+           'a line item without goal nor flight: its impressions since it was made, no goal');
+    t.isDeep(await page.locator('#delivery-table thead th').allTextContents(), ['Time', 'In the period', 'Delivered so far'],
+             '... its table neither pace nor goal');
 
     // ---- the dashboard ---------------------------------------------------------------
     // the page's own answer: expected_now and projected_end move with the clock
