@@ -33,6 +33,7 @@ const MENU = [
     ['ad-units', '/ad-units', 'Ad units'],
     ['placements', '/placements', 'Placements'],
     ['targeting-keys', '/targeting-keys', 'Targeting keys'],
+    ['ad-sources', '/ad-sources', 'Ad sources'],
     ['explain', '/explain', 'Explainer'],
     ['users', '/users', 'Users'],
     ['audit', '/audit', 'Audit log'],

@@ -32,6 +32,9 @@ export const RESOURCES = {
     },
     users: { title: 'Users', one: 'user', columns: ['email', 'role', 'advertiser_id'] },
     placements: { title: 'Placements', one: 'placement', columns: ['name', 'ad_unit_ids'] },
+    'ad-sources': {
+        title: 'Ad sources', one: 'ad source', columns: ['name', 'endpoint_url', 'enabled'],
+    },
     'targeting-keys': {
         title: 'Targeting keys', one: 'targeting key', columns: ['name', 'type', 'description'],
         api: '/api/custom-targeting/keys',

@@ -9,9 +9,9 @@ export const useSession = () => useContext(Session);
 // what each role may open; the API refuses the rest whatever the console shows
 const AREAS = {
     admin: ['dashboard', 'advertisers', 'orders', 'line-items', 'creatives', 'licas', 'approvals',
-            'ad-units', 'placements', 'targeting-keys', 'explain', 'users', 'audit', 'settings'],
+            'ad-units', 'placements', 'targeting-keys', 'ad-sources', 'explain', 'users', 'audit', 'settings'],
     operator: ['dashboard', 'advertisers', 'orders', 'line-items', 'creatives', 'licas', 'approvals',
-               'ad-units', 'placements', 'targeting-keys', 'explain', 'settings'],
+               'ad-units', 'placements', 'targeting-keys', 'ad-sources', 'explain', 'settings'],
     advertiser: ['dashboard', 'orders', 'line-items', 'creatives', 'licas', 'settings'],
 };
 

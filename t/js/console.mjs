@@ -71,7 +71,7 @@ await inBrowser(t, async (browser) => {
     await signIn(page, ...ADMIN);
     t.is(await page.locator('header .role').innerText(), 'admin', 'the admin signs in with the keyboard; the role is shown');
     t.isDeep(await menu(page), ['Dashboard', 'Advertisers', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Approvals',
-                                'Ad units', 'Placements', 'Targeting keys', 'Explainer', 'Users', 'Audit log', 'Settings'],
+                                'Ad units', 'Placements', 'Targeting keys', 'Ad sources', 'Explainer', 'Users', 'Audit log', 'Settings'],
              '... and every menu');
     await page.locator('figure.delivery canvas').first().waitFor();
     t.ok(true, 'the dashboard draws its chart');
@@ -176,7 +176,7 @@ await inBrowser(t, async (browser) => {
     await signIn(page, ...OPERATOR);
     t.is(await page.locator('header .role').innerText(), 'operator', 'the operator signs in; the role is shown');
     t.isDeep(await menu(page), ['Dashboard', 'Advertisers', 'Orders', 'Line items', 'Creatives', 'LICAs', 'Approvals',
-                                'Ad units', 'Placements', 'Targeting keys', 'Explainer', 'Settings'],
+                                'Ad units', 'Placements', 'Targeting keys', 'Ad sources', 'Explainer', 'Settings'],
              '... with every menu but users and the audit log');
     await go(page, '#/users');
     t.is(await heading(page), 'Not available', '... and the users page by URL says it is not available');
