@@ -978,9 +978,33 @@ block_names(const char *want, const char *id, size_t len)
 }
 
 
+/* Whether a block's ad unit (NULL: any) is u or one of its ancestors: a
+ * block holds on the unit it names and every unit under it. */
+static int
+block_covers(build_t *b, const char *want, const unit_rec_t *u)
+{
+    uint32_t  k, depth;
+
+    if (want == NULL || strcmp(want, u->id) == 0) {
+        return 1;
+    }
+
+    for (k = u->parent, depth = 0; k != NONE && depth < b->n[ADSERVE_KIND_AD_UNITS];
+         k = b->units[k].parent, depth++)
+    {
+        if (strcmp(want, b->units[k].id) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 /* What the bids of unit u from a's source are checked against: the unit's
- * bcat as categories, and the blocked creatives that name the unit or
- * none and the source or none; and its bid requests' bcat and badv. */
+ * bcat as categories, and the blocked creatives that name the unit (or an
+ * ancestor) or none and the source or none; and its bid requests' bcat and
+ * badv. */
 static int
 alloc_blocks(build_t *b, const unit_rec_t *u, adserve_alloc_t *a)
 {
@@ -1006,7 +1030,7 @@ alloc_blocks(build_t *b, const unit_rec_t *u, adserve_alloc_t *a)
     for (i = 0; i < nb; i++) {
         p = &b->block_ps[i]->u.block;
         if (p->kind < 0 || p->value == NULL
-            || !block_names(p->ad_unit_id, u->id, strlen(u->id))
+            || !block_covers(b, p->ad_unit_id, u)
             || !block_names(p->ad_source_id, src->id.data, src->id.len))
         {
             continue;

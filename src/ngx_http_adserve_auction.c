@@ -193,7 +193,8 @@ ngx_http_adserve_bid_request(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
                  ",\"device\":{\"ua\":},\"user\":{\"id\":,\"yob\":,\"gender\":\"\"},"
                  "\"at\":1,\"tmax\":,\"cur\":[\"\"]}")
           + sizeof(a->id) + unit->rtb_imp.len + 32 + 8 + place->len
-          + 6 * q->ua.len + 6 * q->user_id.len + 2 * NGX_INT_T_LEN + al->blocks_json.len;
+          + 6 * q->ua.len + 6 * q->user_id.len + 2 * NGX_INT_T_LEN + al->blocks_json.len
+          + sizeof(",\"wseat\":[]") + 6 * src->seat.len;
 
     p = ngx_pnalloc(r->pool, len);
     if (p == NULL) {
@@ -225,6 +226,13 @@ ngx_http_adserve_bid_request(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
                             q->gender);
         }
         *p++ = '}';
+    }
+
+    /* a source of one seat: the bids of others are dropped */
+    if (src->seat.len) {
+        p = ngx_cpymem(p, ",\"wseat\":[", sizeof(",\"wseat\":[") - 1);
+        p = ngx_http_adserve_json_str(p, &src->seat);
+        *p++ = ']';
     }
 
     p = ngx_sprintf(p, ",\"at\":1,\"tmax\":%uD,\"cur\":[\"%s\"]%*s}", src->tmax_ms, currency,

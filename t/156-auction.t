@@ -100,6 +100,7 @@ is_deeply($req->{user}, { id => 'user-42', yob => 1990, gender => 'F' }, 'user: 
 is($req->{tmax}, 150, 'tmax: the source\'s');
 is_deeply($req->{cur}, [ 'USD' ], 'cur');
 is($req->{at}, 1, 'at: first price');
+is_deeply($req->{wseat}, [ 'seat-a' ], 'wseat: the source\'s seat');
 is_deeply($req->{bcat}, [ 'IAB25' ], 'bcat: the unit\'s ext.bcat');
 is_deeply($req->{badv}, [ 'blocked.example' ], 'badv: the blocked adomains');
 

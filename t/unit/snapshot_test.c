@@ -2565,7 +2565,12 @@ static void test_allocations(void) {
               BLOCK("{'id':'b1','kind':'adomain','value':'bad.example','ad_unit_id':null,'ad_source_id':null}"),
               BLOCK("{'id':'b2','kind':'crid','value':'c-7','ad_unit_id':null,'ad_source_id':'s2'}"),
               BLOCK("{'id':'b3','kind':'cat','value':'IAB7','ad_unit_id':'u2','ad_source_id':null}"),
-              BLOCK("{'id':'b4','kind':'nonsense','value':'x'}"));
+              BLOCK("{'id':'b4','kind':'nonsense','value':'x'}"),
+              UNIT("{'id':'u3','status':'ACTIVE','parent_id':'u2'}"),
+              ALLOC("{'id':'a4','ad_source_id':'s1','target':'ad_unit','target_id':'u3','share':100}"));
+    const adserve_unit_t *u3 = unit(s, "u3");
+    ok(u3 && u3->nallocs == 1 && u3->allocs[0].nblocks == 2,
+       "blocks: a block of a unit holds under it (u3 under u2: the global block and u2's category)");
     const adserve_unit_t *u1 = unit(s, "u1"), *u2 = unit(s, "u2");
     ok(u1 && u1->nallocs == 2 && u2 && u2->nallocs == 1, "blocks: two units, three allocations");
     if (u1 && u1->nallocs == 2 && u2 && u2->nallocs == 1) {
