@@ -219,6 +219,18 @@ is($t->ad($unit->{id}, $body)->{status}, 204, 'a source that is down: 204');
 $t->api('PATCH', "/api/ad-sources/$src_a->{id}", json => { endpoint_url => "http://127.0.0.1:$port_a/openrtb2/auction" });
 $t->wait_until(10, sub { $t->workers_at($t->revision) });
 
+# ---- QPS limit: 2 a second for the node, shared by its two workers ---------------------------------
+$t->api('PATCH', "/api/ad-sources/$src_a->{id}", json => { qps_limit => 2 });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+reset_bidders();
+my %answers;
+$answers{ $t->ad($unit->{id}, $body)->{status} }++ for 1 .. 12;
+my $sent = scalar @{ bidder($port_a, 'GET', '/requests') };
+ok($sent >= 1 && $sent <= 4, "qps_limit 2: $sent of 12 quick requests asked the source (2 a second, 4 if they crossed one)");
+is(($answers{200} // 0) + ($answers{204} // 0), 12, '... the others answered without it (' . ($answers{204} // 0) . ' 204s)');
+$t->api('PATCH', "/api/ad-sources/$src_a->{id}", json => { qps_limit => undef });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+
 # ---- app inference ---------------------------------------------------------------------------
 reset_bidders();
 is($t->ad($unit->{id}, { %$body, device => { ua => "$UA NewsApp/3.1" } })->{status}, 200, 'a request from the app\'s user agent');
