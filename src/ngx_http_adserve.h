@@ -475,6 +475,11 @@ ngx_int_t ngx_http_adserve_vast_handler(ngx_http_request_t *r);
 /* Seals log (its fields set) into tok (ADSERVE_TOKEN_MAX bytes): the
  * token's length, or 0 (logged). */
 size_t ngx_http_adserve_encode(ngx_http_request_t *r, adserve_ad_log_t *log, u_char *tok);
+/* The end of an ad's 200 body after its format member: the unit's event
+ * URLs and the ext around the token (n bytes), and its length. */
+u_char *ngx_http_adserve_ad_tail(u_char *p, const adserve_unit_t *unit, const u_char *tok,
+    size_t n);
+size_t ngx_http_adserve_ad_tail_len(const adserve_unit_t *unit, size_t n);
 /* The token names the variant of an experiment that served it, if any,
  * and no external win (direct demand, a recommendation). */
 void ngx_http_adserve_seal_variant(adserve_ad_log_t *log, const adserve_unit_t *unit);

@@ -967,9 +967,8 @@ ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
 
     body = ngx_pnalloc(r->pool, sizeof(head) + ADSERVE_UUID_LEN
                                 + sizeof("\",\"display\":{\"w\":,\"h\":,\"adm\":}")
-                                + 2 * NGX_INT_T_LEN + 6 * adm.len
-                                + unit->impression_prefix.len + unit->click_prefix.len
-                                + 3 * n + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL));
+                                + 2 * NGX_INT_T_LEN + 6 * adm.len + 2
+                                + ngx_http_adserve_ad_tail_len(unit, n));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -980,13 +979,7 @@ ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
                     bid->w ? bid->w : unit->bid_w, bid->h ? bid->h : unit->bid_h);
     p = ngx_http_adserve_json_str(p, &adm);
     *p++ = '}';
-    p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
-    p = ngx_cpymem(p, tok, n);
-    p = ngx_cpymem(p, unit->click_prefix.data, unit->click_prefix.len);
-    p = ngx_cpymem(p, tok, n);
-    p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
-    p = ngx_cpymem(p, tok, n);
-    p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+    p = ngx_http_adserve_ad_tail(p, unit, tok, n);
 
     ngx_http_adserve_count_source(r, a->win, NGX_HTTP_ADSERVE_M_WINS, 1);
     ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,

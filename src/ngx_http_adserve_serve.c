@@ -206,6 +206,28 @@ ngx_http_adserve_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 }
 
 
+size_t
+ngx_http_adserve_ad_tail_len(const adserve_unit_t *unit, size_t n)
+{
+    return unit->impression_prefix.len + unit->click_prefix.len + 3 * n
+           + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL) - 1;
+}
+
+
+u_char *
+ngx_http_adserve_ad_tail(u_char *p, const adserve_unit_t *unit, const u_char *tok, size_t n)
+{
+    p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, unit->click_prefix.data, unit->click_prefix.len);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
+    p = ngx_cpymem(p, tok, n);
+
+    return ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+}
+
+
 /* Copies the rendered response around a fresh ad_log token: the body is
  * the creative's head (a video's or a native ad's with its splices
  * filled), the unit's impression URL, the token, the unit's click URL, the
@@ -230,9 +252,8 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     bases[1] = unit->url_base_json;
     room = c->splices * (ngx_max(bases[0].len, bases[1].len) + ADSERVE_SPLICE_PATH_MAX + n);
 
-    body = ngx_pnalloc(r->pool, c->response_head_len + room + unit->impression_prefix.len
-                                + unit->click_prefix.len + 3 * n
-                                + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL));
+    body = ngx_pnalloc(r->pool, c->response_head_len + room
+                                + ngx_http_adserve_ad_tail_len(unit, n));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -245,13 +266,7 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
                                     c->response_head_len, bases, tok, n);
     }
 
-    p = ngx_cpymem(p, unit->impression_prefix.data, unit->impression_prefix.len);
-    p = ngx_cpymem(p, tok, n);
-    p = ngx_cpymem(p, unit->click_prefix.data, unit->click_prefix.len);
-    p = ngx_cpymem(p, tok, n);
-    p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
-    p = ngx_cpymem(p, tok, n);
-    p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);
+    p = ngx_http_adserve_ad_tail(p, unit, tok, n);
 
     ngx_http_adserve_served(r, ctx, unit, c);
 
