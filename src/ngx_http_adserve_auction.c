@@ -112,9 +112,9 @@ static void ngx_http_adserve_auction_cleanup(void *data);
 static ngx_uint_t
 ngx_http_adserve_qps_allows(ngx_http_request_t *r, const adserve_source_t *src)
 {
-    ngx_http_adserve_qps_t  *q;
+    ngx_http_adserve_qps_t  *q, *o;
     ngx_core_conf_t         *ccf;
-    ngx_uint_t               limit;
+    ngx_uint_t               limit, i;
 
     if (src->qps_limit == 0) {
         return 1;
@@ -124,7 +124,20 @@ ngx_http_adserve_qps_allows(ngx_http_request_t *r, const adserve_source_t *src)
     limit = src->qps_limit / ccf->worker_processes;
     limit += (limit == 0);
 
-    q = &ngx_http_adserve_qps[src->hash % NGX_HTTP_ADSERVE_QPS_SLOTS];
+    /* its slot among 4 in a row, else the stalest of them: two sources
+     * limited at once do not reset each other's count */
+    q = NULL;
+    for (i = 0; i < 4; i++) {
+        o = &ngx_http_adserve_qps[(src->hash + i) % NGX_HTTP_ADSERVE_QPS_SLOTS];
+        if (o->hash == src->hash) {
+            q = o;
+            break;
+        }
+        if (q == NULL || o->second < q->second) {
+            q = o;
+        }
+    }
+
     if (q->hash != src->hash || q->second != ngx_time()) {
         q->hash = src->hash;
         q->second = ngx_time();
