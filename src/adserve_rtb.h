@@ -133,6 +133,7 @@ char *adserve_rtb_render_blocks(const adserve_rtb_block_t *blocks, size_t n, siz
 #define ADSERVE_RTB_LOSS_BELOW_FLOOR     100
 #define ADSERVE_RTB_LOSS_HIGHER_BID      102
 #define ADSERVE_RTB_LOSS_DISAPPROVED     202  /* its crid is blocked */
+#define ADSERVE_RTB_LOSS_FORMAT          204  /* not a format asked for here */
 #define ADSERVE_RTB_LOSS_ADVERTISER      205  /* its adomain is blocked */
 #define ADSERVE_RTB_LOSS_CATEGORY        209
 

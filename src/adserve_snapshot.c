@@ -1122,6 +1122,7 @@ unit_allocs(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 
     out->allocs = v;
     out->nallocs = (uint8_t) n;
+    out->formats = (uint8_t) u->p->formats;
 
     if (u->p->nsizes > 0) {
         out->bid_w = (uint16_t) u->p->sizes[0].w;

@@ -309,6 +309,8 @@ typedef struct adserve_unit_s {
     uint8_t         napp_keywords;
     uint16_t        bid_w, bid_h;       /* a bid's size when it has none:
                                          * the unit's first size, or 0 */
+    uint8_t         formats;            /* 1 << adserve_format_e it serves:
+                                         * the bids it takes */
 } adserve_unit_t;
 
 /* A catalog item, for a recommendation's answer and its clicks. */

@@ -340,3 +340,41 @@ adserve_splice_path(int kind, char *buf)
 
     return n > 0 && n < ADSERVE_SPLICE_PATH_MAX ? (size_t) n : 0;
 }
+
+
+/* the end of an opening tag <name ...> at p (after "<name"), or NULL: a
+ * self-closed one holds nothing, and "<InLineX" is another element */
+static const char *
+tag_end(const char *p, const char *end)
+{
+    if (p == end || (*p != '>' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')) {
+        return NULL;
+    }
+
+    p = memchr(p, '>', (size_t) (end - p));
+
+    return p != NULL && p[-1] != '/' ? p + 1 : NULL;
+}
+
+
+long
+adserve_vast_impression_at(const char *vast, size_t len)
+{
+    static const char *const  names[] = { "<InLine", "<Wrapper" };
+    const char               *end = vast + len, *p, *t;
+    size_t                    i, n;
+
+    for (p = vast; p < end && (p = memchr(p, '<', (size_t) (end - p))) != NULL; p++) {
+        for (i = 0; i < 2; i++) {
+            n = strlen(names[i]);
+            if ((size_t) (end - p) > n && memcmp(p, names[i], n) == 0) {
+                t = tag_end(p + n, end);
+                if (t != NULL) {
+                    return (long) (t - vast);
+                }
+            }
+        }
+    }
+
+    return -1;
+}

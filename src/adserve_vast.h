@@ -59,4 +59,10 @@ void adserve_splice_put(adserve_jsonw_t *w, int kind, unsigned *n);
  * length returned; 0 for an unknown kind. */
 size_t adserve_splice_path(int kind, char *buf);
 
+/* Where an Impression of ours goes in a VAST from outside (a bid's
+ * markup): just after the opening tag of its first InLine or Wrapper ad.
+ * The offset, or -1 when the text has neither (not a VAST whose
+ * impressions could be counted here). */
+long adserve_vast_impression_at(const char *vast, size_t len);
+
 #endif

@@ -475,6 +475,8 @@ ngx_int_t ngx_http_adserve_vast_handler(ngx_http_request_t *r);
 /* Seals log (its fields set) into tok (ADSERVE_TOKEN_MAX bytes): the
  * token's length, or 0 (logged). */
 size_t ngx_http_adserve_encode(ngx_http_request_t *r, adserve_ad_log_t *log, u_char *tok);
+/* The path a splice of kind writes (adserve_splice_path), made once. */
+const ngx_str_t *ngx_http_adserve_splice_path(ngx_uint_t kind);
 /* The end of an ad's 200 body after its format member: the unit's event
  * URLs and the ext around the token (n bytes), and its length. */
 u_char *ngx_http_adserve_ad_tail(u_char *p, const adserve_unit_t *unit, const u_char *tok,

@@ -561,9 +561,10 @@ ngx_http_adserve_alloc_of(const adserve_snapshot_t *s, const adserve_unit_t *uni
  * or ADSERVE_RTB_LOSS_WON when it may. */
 static int
 ngx_http_adserve_bid_check(ngx_http_request_t *r, ngx_http_adserve_bidder_t *b,
-    const adserve_rtb_bid_t *bid, const adserve_alloc_t *al, const adserve_source_t *src,
-    double floor, double *price)
+    const adserve_rtb_bid_t *bid, const adserve_unit_t *unit, const adserve_alloc_t *al,
+    const adserve_source_t *src, ngx_uint_t vast, double *price)
 {
+    double                      floor = ngx_max(src->floor, unit->floor);
     const adserve_rtb_block_t  *k;
     adserve_str_t               seat;
 
@@ -571,15 +572,23 @@ ngx_http_adserve_bid_check(ngx_http_request_t *r, ngx_http_adserve_bidder_t *b,
 
     if (adserve_rtb_bid_unusable(bid) != NULL
         || bid->impid.len != 1 || bid->impid.data[0] != '1'
-        || (bid->mtype != 0 && bid->mtype != 1)
         || (src->seat.len && (seat.len != src->seat.len
-                              || ngx_memcmp(seat.data, src->seat.data, seat.len) != 0)))
+                              || ngx_memcmp(seat.data, src->seat.data, seat.len) != 0))
+        || (bid->mtype == 2 && adserve_vast_impression_at(bid->adm.data, bid->adm.len) < 0))
     {
         ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_ERRORS, 1);
         return ADSERVE_RTB_LOSS_INVALID;
     }
 
     ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_BIDS, 1);
+
+    /* a banner (mtype 1, or none said) for an ad request, a video (2) for
+     * a unit with a player; a VAST request takes videos alone */
+    if (bid->mtype == 2 ? !(unit->formats & (1 << ADSERVE_FORMAT_VIDEO))
+                        : (bid->mtype > 1 || vast))
+    {
+        return ADSERVE_RTB_LOSS_FORMAT;
+    }
 
     k = adserve_rtb_blocked(bid, al->blocks, al->nblocks);
     if (k != NULL) {
@@ -602,7 +611,7 @@ ngx_http_adserve_bid_check(ngx_http_request_t *r, ngx_http_adserve_bidder_t *b,
 /* One source's answer, judged: its counts, and its best bid into a. */
 static void
 ngx_http_adserve_judge(ngx_http_request_t *r, const adserve_snapshot_t *s,
-    const adserve_unit_t *unit, ngx_http_adserve_bidder_t *b)
+    const adserve_unit_t *unit, ngx_http_adserve_bidder_t *b, ngx_uint_t vast)
 {
     ngx_http_adserve_auction_t  *a = b->auction;
     const adserve_alloc_t       *al;
@@ -644,8 +653,7 @@ ngx_http_adserve_judge(ngx_http_request_t *r, const adserve_snapshot_t *s,
 
     for (i = 0; i < b->resp->nbids; i++) {
         bid = &b->resp->bids[i];
-        loss = ngx_http_adserve_bid_check(r, b, bid, al, src, ngx_max(src->floor, unit->floor),
-                                          &price);
+        loss = ngx_http_adserve_bid_check(r, b, bid, unit, al, src, vast, &price);
         b->loss[i] = (int16_t) loss;
 
         if (loss != ADSERVE_RTB_LOSS_WON) {
@@ -683,7 +691,7 @@ ngx_http_adserve_auction_best(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
         amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
         a->judged = 1;
         for (i = 0; i < a->nbidders; i++) {
-            ngx_http_adserve_judge(r, amcf->loader->snapshot, unit, &a->bidders[i]);
+            ngx_http_adserve_judge(r, amcf->loader->snapshot, unit, &a->bidders[i], ctx->vast);
         }
     }
 
@@ -946,20 +954,94 @@ ngx_http_adserve_record_creative(ngx_http_request_t *r, ngx_http_adserve_auction
 }
 
 
+/* A video bid's VAST: its markup with our Impression (the unit's base,
+ * the impression's path, the token) just inside its InLine or Wrapper, so
+ * that the player's impression is counted here and fires the burl. */
+static ngx_int_t
+ngx_http_adserve_bid_vast(ngx_http_request_t *r, const adserve_unit_t *unit,
+    adserve_str_t *adm, const u_char *tok, size_t n)
+{
+    static const char  open[] = "<Impression id=\"adserve\">";
+    static const char  close[] = "</Impression>";
+    const ngx_str_t   *path = ngx_http_adserve_splice_path(ADSERVE_SPLICE_IMPRESSION);
+    long               at;
+    u_char            *v, *p;
+
+    at = adserve_vast_impression_at(adm->data, adm->len);
+    if (at < 0) {
+        return NGX_ERROR;               /* its macros filled, it is not one */
+    }
+
+    v = ngx_pnalloc(r->pool, adm->len + sizeof(open) + sizeof(close) + unit->vast_base.len
+                             + path->len + n);
+    if (v == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(v, adm->data, at);
+    p = ngx_cpymem(p, open, sizeof(open) - 1);
+    p = ngx_cpymem(p, unit->vast_base.data, unit->vast_base.len);
+    p = ngx_cpymem(p, path->data, path->len);
+    p = ngx_cpymem(p, tok, n);
+    p = ngx_cpymem(p, close, sizeof(close) - 1);
+    p = ngx_cpymem(p, adm->data + at, adm->len - at);
+
+    adm->data = (const char *) v;
+    adm->len = p - v;
+
+    return NGX_OK;
+}
+
+
+/* What serving the won bid costs: the counts, its nurl, the others'
+ * lurls, and its creative recorded. */
+static void
+ngx_http_adserve_bid_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const adserve_unit_t *unit, const u_char *creative)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+    ngx_http_adserve_auction_t    *a = ctx->auction;
+    const adserve_rtb_bid_t       *bid = a->bid;
+    u_char                        *nurl;
+    size_t                         len;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    ngx_http_adserve_count_source(r, a->win, NGX_HTTP_ADSERVE_M_WINS, 1);
+    ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,
+                           &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
+                           NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_count_variant(amcf->events, ctx->now, unit, NGX_HTTP_ADSERVE_M_ADS, 1);
+    ngx_http_adserve_tally->ads[bid->mtype == 2 ? ADSERVE_FORMAT_VIDEO : ADSERVE_FORMAT_DISPLAY]++;
+
+    if (bid->nurl.len) {
+        nurl = ngx_http_adserve_expand(r, a->win, bid, &bid->nurl, ADSERVE_RTB_LOSS_WON, 1,
+                                       ADSERVE_RTB_URL_MAX, &len);
+        if (nurl != NULL) {
+            ngx_http_adserve_notice(r, nurl, len);
+        }
+    }
+    ngx_http_adserve_notify_losers(r, a, bid);
+    ngx_http_adserve_record_creative(r, a, creative, ctx->now);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   NGX_HTTP_ADSERVE_LOG "a bid of source %s won at %.6f",
+                   a->win->source_id.data, a->price);
+}
+
+
 ngx_int_t
 ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit)
 {
     static const char              head[] = ADSERVE_RESPONSE_HEAD "{\"id\":\"";
-    ngx_http_adserve_main_conf_t  *amcf;
     ngx_http_adserve_auction_t    *a = ctx->auction;
     const adserve_rtb_bid_t       *bid = a->bid;
     adserve_str_t                  adm;
-    u_char                        *body, *p, *nurl, tok[ADSERVE_TOKEN_MAX];
+    u_char                        *body, *p, tok[ADSERVE_TOKEN_MAX];
     u_char                         creative[ADSERVE_UUID_LEN + 1];
     size_t                         n, len;
-
-    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+    ngx_uint_t                     video = (bid->mtype == 2);
 
     adserve_external_creative_id(a->win->source_id.data, a->win->source_id.len,
                                  bid->crid.data, bid->crid.len, (char *) creative);
@@ -978,6 +1060,17 @@ ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
         adm = bid->adm;
     }
 
+    if (video && ngx_http_adserve_bid_vast(r, unit, &adm, tok, n) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_http_adserve_bid_served(r, ctx, unit, creative);
+
+    /* GET /app/v0/vast: the document itself */
+    if (ctx->vast) {
+        return ngx_http_adserve_send_xml(r, (u_char *) adm.data, adm.len);
+    }
+
     body = ngx_pnalloc(r->pool, sizeof(head) + ADSERVE_UUID_LEN
                                 + sizeof("\",\"display\":{\"w\":,\"h\":,\"adm\":}")
                                 + 2 * NGX_INT_T_LEN + 6 * adm.len + 2
@@ -988,31 +1081,12 @@ ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
 
     p = ngx_cpymem(body, head, sizeof(head) - 1);
     p = ngx_cpymem(p, creative, ADSERVE_UUID_LEN);
-    p = ngx_sprintf(p, "\",\"display\":{\"w\":%d,\"h\":%d,\"adm\":",
+    p = ngx_sprintf(p, video ? "\",\"video\":{\"w\":%d,\"h\":%d,\"vast\":"
+                             : "\",\"display\":{\"w\":%d,\"h\":%d,\"adm\":",
                     bid->w ? bid->w : unit->bid_w, bid->h ? bid->h : unit->bid_h);
     p = ngx_http_adserve_json_str(p, &adm);
     *p++ = '}';
     p = ngx_http_adserve_ad_tail(p, unit, tok, n);
-
-    ngx_http_adserve_count_source(r, a->win, NGX_HTTP_ADSERVE_M_WINS, 1);
-    ngx_http_adserve_count(amcf->events, ctx->now, ADSERVE_DIM_UNIT,
-                           &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
-                           NGX_HTTP_ADSERVE_M_ADS, 1);
-    ngx_http_adserve_count_variant(amcf->events, ctx->now, unit, NGX_HTTP_ADSERVE_M_ADS, 1);
-
-    if (bid->nurl.len) {
-        nurl = ngx_http_adserve_expand(r, a->win, bid, &bid->nurl, ADSERVE_RTB_LOSS_WON, 1,
-                                       ADSERVE_RTB_URL_MAX, &len);
-        if (nurl != NULL) {
-            ngx_http_adserve_notice(r, nurl, len);
-        }
-    }
-    ngx_http_adserve_notify_losers(r, a, bid);
-    ngx_http_adserve_record_creative(r, a, creative, ctx->now);
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   NGX_HTTP_ADSERVE_LOG "a bid of source %s won at %.6f",
-                   a->win->source_id.data, a->price);
 
     return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
 }

@@ -75,6 +75,13 @@ ngx_http_adserve_splice_init(void)
 }
 
 
+const ngx_str_t *
+ngx_http_adserve_splice_path(ngx_uint_t kind)
+{
+    return &ngx_http_adserve_splice_paths[kind & 0xff];
+}
+
+
 /* The rendered text with each splice filled: the base, the splice's path,
  * the token. bases[1] is for splices in JSON text (ADSERVE_SPLICE_JSON),
  * bases[0] for the others. */
@@ -543,7 +550,6 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     }
 
     if (rc == NGX_OK) {
-        ngx_http_adserve_tally->ads[ADSERVE_FORMAT_DISPLAY]++;      /* a banner bid */
         return ngx_http_adserve_auction_send(r, ctx, unit);
     }
 
@@ -555,7 +561,6 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     /* the choice made for real may differ from the dry one (a cap
      * reservation refused): the bid may win after all */
     if (ngx_http_adserve_bid_beats(r, c, d, price)) {
-        ngx_http_adserve_tally->ads[ADSERVE_FORMAT_DISPLAY]++;      /* a banner bid */
         return ngx_http_adserve_auction_send(r, ctx, unit);
     }
 
@@ -587,6 +592,7 @@ ngx_http_adserve_answer_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_cand_t          *c;
     adserve_snapshot_t            *s;
     ngx_int_t                      rc;
+    double                         price;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
     s = amcf->loader->snapshot;
@@ -594,10 +600,29 @@ ngx_http_adserve_answer_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     /* a recommendation unit serves no ad, a VAST included */
     d->video_only = 1;
     rc = NGX_OK;    /* a recommendation unit's: no choice made */
+    price = -1;
+
+    if (!unit->rec) {
+        rc = ngx_http_adserve_external(r, ctx, unit, d, &price);
+        if (rc == NGX_AGAIN) {
+            return NGX_AGAIN;
+        }
+
+        if (rc == NGX_OK) {
+            return ngx_http_adserve_auction_send(r, ctx, unit);
+        }
+    }
+
     c = unit->rec ? NULL : ngx_http_adserve_choose(r, ctx, unit, d, &rc);
     if (rc == NGX_AGAIN) {
         return NGX_AGAIN;
     }
+
+    if (ngx_http_adserve_bid_beats(r, c, d, price)) {
+        return ngx_http_adserve_auction_send(r, ctx, unit);
+    }
+
+    ngx_http_adserve_auction_lost(r, ctx);
 
     cr = c ? adserve_snapshot_creative(s, c->creative_id.data, c->creative_id.len)
            : NULL;

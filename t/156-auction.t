@@ -240,7 +240,10 @@ is($req->{app}{publisher}{id}, 'pub-1', '... with the publisher');
 ok(!$req->{site}, '... and no site');
 
 # ---- the counters, and metric_mode ----------------------------------------------------------
-ok($t->wait_until(10, sub { $t->stat_sum("as:$unit->{id}/$src_a->{id}:wins") >= 1 }), 'the counters reach Redis');
+# every worker flushes its counts each second: wait until what this test did is all there
+my $as = sub { $t->stat_sum("as:$unit->{id}/$src_a->{id}:$_[0]") };
+ok($t->wait_until(10, sub { $as->('wins') >= 5 && $as->('timeouts') >= 1 && $as->('errors') >= 3
+                            && $as->('blocked') >= 3 && $as->('imp') >= 1 }), 'the counters reach Redis');
 my %as = map { $_ => $t->stat_sum("as:$unit->{id}/$src_a->{id}:$_") } qw(breq bids wins timeouts errors blocked imp spend);
 cmp_ok($as{breq}, '>=', 10, "bid requests counted ($as{breq})");
 cmp_ok($as{wins}, '>=', 5, "wins ($as{wins})");
@@ -296,5 +299,32 @@ ok($t->wait_until(5, sub { $again = eval { $J->decode($t->redis('HGET', 'adserve
                            $again && $again->{last_seen} ne $rec2->{last_seen} }), 'it wins again later: written again');
 is($again->{first_seen}, '2020-01-01T00:00:00Z', '... its first_seen kept, last_seen moved on')
     or diag explain $again;
+
+# ---- a video unit: a video bid, with our impression in its VAST ---------------------------------
+my $vunit = $t->created('/api/ad-units', { code => "rtb-video-$$", name => 'Video auctioned', status => 'ACTIVE',
+    ext => { video => { enabled => 1 } }, video => { w => 640, h => 360, mindur => 5, maxdur => 30, mime => ['video/mp4'] } });
+my $src_v = $t->created('/api/ad-sources', { name => 'Video bidder', endpoint_url => "http://127.0.0.1:$port_b/openrtb2/auction",
+                                             tmax_ms => 150, formats => [ 'display', 'video' ] });
+$t->created('/api/allocations', { ad_source_id => $src_v->{id}, target => 'ad_unit', target_id => $vunit->{id}, share => 100 });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+reset_bidders();
+$res = $t->ad($vunit->{id}, $body);
+is($res->{status}, 200, 'a video unit: the video bid serves');
+my $vast = $res->{json}{ad}{video}{vast} // '';
+is_deeply([ @{ $res->{json}{ad}{video} // {} }{qw(w h)} ], [ 640, 360 ], '... as ad.video at the unit\'s player size');
+like($vast, qr{<InLine><Impression id="adserve">http://[^<]+/app/v0/event/impression\?ad_log=[A-Za-z0-9_-]+</Impression><AdSystem>rtb-bidder},
+     '... its VAST with our Impression first inside the InLine');
+like($vast, qr{/notice/vast-imp}, '... and the bidder\'s own impression kept');
+ok(bidder($port_b, 'GET', '/requests')->[0]{imp}[0]{video}, '... the bid request had a video object');
+reset_bidders();
+my $xml = $t->request('GET', "/app/v0/vast/$vunit->{id}?uid=viewer-1");
+is($xml->{status}, 200, 'GET /app/v0/vast: the video bid as the player\'s VAST');
+like($xml->{headers}{'content-type'}, qr{^application/xml}, '... XML');
+my ($imp_url) = ($xml->{content} // '') =~ m{<Impression id="adserve">([^<]+)</Impression>};
+ok($imp_url, '... with our impression');
+is(bidder($port_b, 'GET', '/requests')->[0]{user}{id}, 'viewer-1', '... the player\'s uid as user.id');
+is($http->get($imp_url =~ s/&amp;/&/gr)->{status}, 204, 'the player fires it: 204');
+ok($t->wait_until(5, sub { @{ notices($port_b, 'bill') } }), '... and the video bid\'s burl is fired');
+$res = $t->ad($unit->{id}, $body);
 
 done_testing;

@@ -10,6 +10,7 @@
 
 #include "adserve_contract.h"
 #include "adserve_rtb.h"
+#include "adserve_vast.h"
 
 
 static const adserve_rtb_block_t  blocks[] = {
@@ -66,6 +67,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             expand(&r.bids[i].nurl, &r.bids[i], ADSERVE_RTB_URL_MAX, 1);
             expand(&r.bids[i].lurl, &r.bids[i], r.bids[i].lurl.len, 1);
             expand(&r.bids[i].adm, &r.bids[i], r.bids[i].adm.len + 64, 0);
+            if (adserve_vast_impression_at(r.bids[i].adm.data ? r.bids[i].adm.data : "",
+                                           r.bids[i].adm.len)
+                > (long) r.bids[i].adm.len)
+            {
+                abort();
+            }
             seat = adserve_rtb_bid_seat(&r, &r.bids[i]);
             /* every string kept lies inside the input */
             if ((seat.data != NULL && (seat.data < buf || seat.data + seat.len > buf + size))

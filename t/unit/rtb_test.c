@@ -7,6 +7,7 @@
 
 #include "adserve_contract.h"
 #include "adserve_rtb.h"
+#include "adserve_vast.h"
 #include "tap.h"
 
 #include <cjson/cJSON.h>
@@ -448,6 +449,29 @@ static void test_macros(void) {
 }
 
 
+/* ---- a video bid's VAST ------------------------------------------------ */
+
+static long at(const char *vast) {
+    return adserve_vast_impression_at(vast, strlen(vast));
+}
+
+static void test_vast_impression(void) {
+    is_int(at("<VAST version=\"4.2\"><Ad id=\"1\"><InLine><AdSystem>x</AdSystem></InLine></Ad></VAST>"),
+           (long) strlen("<VAST version=\"4.2\"><Ad id=\"1\"><InLine>"), "vast: just after <InLine>");
+    is_int(at("<VAST><Ad><InLine\n  >x</InLine></Ad></VAST>"), (long) strlen("<VAST><Ad><InLine\n  >"),
+           "vast: an opening tag with white space");
+    is_int(at("<VAST><Ad><Wrapper><VASTAdTagURI>u</VASTAdTagURI></Wrapper></Ad></VAST>"),
+           (long) strlen("<VAST><Ad><Wrapper>"), "vast: or a Wrapper");
+    is_int(at("<VAST><Ad><InLineX>x</InLineX><InLine>y</InLine></Ad></VAST>"),
+           (long) strlen("<VAST><Ad><InLineX>x</InLineX><InLine>"), "vast: another element's name skipped");
+    is_int(at("<VAST><Ad><InLine/></Ad></VAST>"), -1, "vast: a self-closed InLine holds nothing");
+    is_int(at("<VAST version=\"4.2\"/>"), -1, "vast: an empty VAST: none");
+    is_int(at("<div>banner</div>"), -1, "vast: not a VAST");
+    is_int(at("<InLine"), -1, "vast: cut short");
+    is_int(at(""), -1, "vast: nothing");
+}
+
+
 int main(void) {
     test_reference_bidder();
     test_prices();
@@ -459,6 +483,7 @@ int main(void) {
     test_place();
     test_blocks();
     test_macros();
+    test_vast_impression();
     free(held);
     return done_testing();
 }
