@@ -440,6 +440,7 @@ ngx_http_adserve_bid_read(ngx_http_request_t *sr, ngx_http_adserve_bidder_t *b)
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       NGX_HTTP_ADSERVE_LOG "source %s answered no BidResponse: %s",
                       b->source_id.data, err);
+        b->resp = NULL;                 /* what was read of it is no bid */
         return NGX_ERROR;
     }
 
