@@ -269,6 +269,9 @@ fields_string(adserve_js_scanner_t *s, int f)
     }
 
     v->end = (uint32_t) s->pos;
+    /* every escape decodes shorter than it is written; a raw NUL is not
+     * JSON */
+    v->plain = n + 2 == v->end - v->start;
 
     return ADSERVE_JS_OK;
 }
@@ -480,13 +483,34 @@ adserve_fields_len(const adserve_fields_t *fl, adserve_fl_e f)
 
 
 const char *
+adserve_fields_plain(const adserve_fields_t *fl, adserve_fl_e f, size_t *len)
+{
+    if (fl->v[f].type != ADSERVE_FV_STRING || !fl->v[f].plain) {
+        return NULL;
+    }
+
+    *len = fl->v[f].end - fl->v[f].start - 2;
+
+    return fl->text + fl->v[f].start + 1;
+}
+
+
+const char *
 adserve_fields_str(const adserve_fields_t *fl, adserve_fl_e f, char *dst)
 {
     adserve_js_scanner_t  s;
+    const char           *plain;
     size_t                n;
 
     if (fl->v[f].type != ADSERVE_FV_STRING) {
         return NULL;
+    }
+
+    plain = adserve_fields_plain(fl, f, &n);
+    if (plain != NULL) {
+        memcpy(dst, plain, n);
+        dst[n] = '\0';
+        return dst;
     }
 
     memset(&s, 0, sizeof(s));

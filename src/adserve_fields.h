@@ -80,6 +80,8 @@ typedef enum {
 typedef struct {
     uint32_t        type;             /* adserve_fv_e */
     uint32_t        start, end;       /* its text: text[start..end) */
+    uint32_t        plain;            /* STRING: without escapes, so its
+                                       * text between the quotes */
     double          num;              /* NUMBER: its value */
 } adserve_fv_t;
 
@@ -129,6 +131,10 @@ const adserve_fl_list_t *adserve_fields_list(const adserve_fields_t *fl, adserve
  * NUL), or NULL when it is not a string. dst must have room for
  * adserve_fields_len(fl, f) bytes. */
 const char *adserve_fields_str(const adserve_fields_t *fl, adserve_fl_e f, char *dst);
+
+/* Member f, a string without escapes: its bytes in the text, *len of
+ * them (no NUL among them); NULL when it is not such a string. */
+const char *adserve_fields_plain(const adserve_fields_t *fl, adserve_fl_e f, size_t *len);
 
 /* Room enough for member f decoded, with its NUL. */
 size_t adserve_fields_len(const adserve_fields_t *fl, adserve_fl_e f);

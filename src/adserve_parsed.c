@@ -1273,7 +1273,13 @@ fl_dup(scratch_t *sc, const adserve_fields_t *fl, adserve_fl_e f)
 static int
 fl_vocab(scratch_t *sc, const adserve_fields_t *fl, adserve_fl_e f, const char *const *names)
 {
-    return adserve_vocab_str(names, fl_tmp(sc, fl, f));
+    const char  *s;
+    size_t       len;
+
+    /* most are: read where they are */
+    s = adserve_fields_plain(fl, f, &len);
+
+    return s != NULL ? adserve_vocab(names, s, len) : adserve_vocab_str(names, fl_tmp(sc, fl, f));
 }
 
 
