@@ -448,8 +448,12 @@ static int parse_member(scanner *s, int depth, int in) {
     if (peek(s) != ':') return fail_here(s, "expected ':' after object key");
     s->pos++;
     skip_ws(s);
-    f = lookup_key(s->g, in, key, klen);
-    if (f != ADSERVE_JS_NONE) s->g->reset(s, f);
+    if (s->g->key != NULL) {
+        f = in == ADSERVE_JS_OTHER ? ADSERVE_JS_NONE : s->g->key(s, in, key, klen);
+    } else {
+        f = lookup_key(s->g, in, key, klen);
+        if (f != ADSERVE_JS_NONE) s->g->reset(s, f);
+    }
     return parse_value(s, depth, f);
 }
 
@@ -514,7 +518,15 @@ static int parse_number_value(scanner *s, int f) {
     long v = -1;    /* quiets a false maybe-uninitialized at -O1 */
 
     if (scan_number(s, &v) == JS_ERR) return JS_ERR;
+    if (s->g->number_max != 0 && s->pos - start > s->g->number_max)
+        return fail(s, start, "number too long");
     if (f != ADSERVE_JS_NONE) s->g->number(s, f, start, v);
+    return JS_OK;
+}
+
+static int parse_literal_value(scanner *s, int f, const char *word, size_t len) {
+    if (scan_literal(s, word, len) == JS_ERR) return JS_ERR;
+    if (f != ADSERVE_JS_NONE && s->g->literal) s->g->literal(s, f, word[0]);
     return JS_OK;
 }
 
@@ -530,9 +542,9 @@ static int parse_value(scanner *s, int depth, int f) {
     case '{': return parse_object_value(s, depth, f);
     case '[': return parse_array(s, depth + 1, f);
     case '"': return parse_string_value(s, f);
-    case 't': return scan_literal(s, "true", 4);
-    case 'f': return scan_literal(s, "false", 5);
-    case 'n': return scan_literal(s, "null", 4);
+    case 't': return parse_literal_value(s, f, "true", 4);
+    case 'f': return parse_literal_value(s, f, "false", 5);
+    case 'n': return parse_literal_value(s, f, "null", 4);
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
         return parse_number_value(s, f);
@@ -646,7 +658,8 @@ static void request_object_done(scanner *s, int f, size_t start) {
 
 static const adserve_js_grammar_t request_grammar = {
     known_keys, sizeof(known_keys) / sizeof(known_keys[0]),
-    request_reset, request_string, request_number, request_object, request_object_done, NULL
+    request_reset, request_string, request_number, request_object, request_object_done, NULL,
+    NULL, NULL, 0
 };
 
 /* ------------------------------- API ----------------------------------- */

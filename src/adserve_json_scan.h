@@ -1,6 +1,7 @@
 /* adserve_json_scan.h -- the strict scanner's core, shared by the documents
  * it reads (adserve_json.c: ad requests; adserve_rtb.c: OpenRTB bid
- * responses). Internal to those files: not an API of the engine.
+ * responses; adserve_fields.c: the records of the hot kinds). Internal to
+ * those files: not an API of the engine.
  *
  * The core validates any RFC 8259 document whose top-level value is an
  * object, in one pass, without allocating, its recursion bounded by
@@ -23,8 +24,9 @@
 #define ADSERVE_JS_NONE   0
 
 /* Keys are decoded into a buffer this big: a longer key is not a known
- * one. Holds the longest name of every grammar. */
-#define ADSERVE_JS_KEY_MAX  8
+ * one. Holds the longest name of every grammar ("frequency_caps"), and
+ * one byte more: a key that ends at a NUL is told from a longer one. */
+#define ADSERVE_JS_KEY_MAX  16
 
 typedef struct adserve_js_scanner_s  adserve_js_scanner_t;
 
@@ -54,6 +56,18 @@ typedef struct {
     void  (*object_done)(adserve_js_scanner_t *s, int f, size_t start);
     /* the field of each element of an array a field holds (NULL: none) */
     int   (*element)(int f);
+    /* NULL, or what decides the field of each key of an object of a known
+     * kind instead of keys and reset: key holds the first min(len,
+     * ADSERVE_JS_KEY_MAX) bytes of the decoded key, len its full length;
+     * s->pos is on the value */
+    int   (*key)(adserve_js_scanner_t *s, int in, const char *key, size_t len);
+    /* NULL, or told of a true, false or null ('t', 'f', 'n') that a known
+     * field holds */
+    void  (*literal)(adserve_js_scanner_t *s, int f, int c);
+    /* a number longer than this many bytes, anywhere, fails the scan (0:
+     * no limit): cJSON refuses those, and a reader that must agree with it
+     * does too */
+    size_t       number_max;
 } adserve_js_grammar_t;
 
 struct adserve_js_scanner_s {

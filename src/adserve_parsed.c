@@ -1,7 +1,12 @@
 /*
  * Parsing one record of the data contract (adserve_parsed.h).
  *
- * The JSON document is parsed, read into a scratch block and deleted at
+ * Line items, creatives and LICAs, most of a large inventory, are read by
+ * the strict scanner (adserve_fields.h) straight into the parse; the rules
+ * of what a record means are the same functions for both readers (li_goal,
+ * li_cap, li_active, creative_format, lica_weight, render_display). The
+ * other kinds, and the records the scanner does not read, go through cJSON:
+ * the JSON document is parsed, read into a scratch block and deleted at
  * once: cJSON's many small allocations are reused record after record,
  * instead of a whole inventory's worth of them living until a build ends.
  * The scratch block is then copied into one allocation of the exact size,
@@ -20,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "adserve_experiment.h"
+#include "adserve_fields.h"
 #include "adserve_jsonw.h"
 #include "adserve_vast.h"
 #include "adserve_parsed.h"
@@ -566,6 +572,63 @@ parse_order(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 }
 
 
+/* ---- a line item's rules, whichever reader read its record ---- */
+
+/* An impression goal of units: 1 when it is one the API would take (its
+ * type is read then) */
+static int
+li_goal(adserve_parsed_li_t *li, double units)
+{
+    if (units >= 1 && units <= 1e15) {
+        li->goal = (uint64_t) units;
+        return 1;
+    }
+
+    return 0;
+}
+
+
+static int
+li_delivery(int delivery)
+{
+    return delivery == ADSERVE_DELIVERY_ASAP ? ADSERVE_DELIVERY_ASAP : ADSERVE_DELIVERY_EVEN;
+}
+
+
+/* One element of frequency_caps: kept when the API would take it */
+static void
+li_cap(adserve_parsed_li_t *li, double max, double sec)
+{
+    if (li->ncaps < ADSERVE_CAPS_MAX && max >= 1 && max <= 1e6
+        && sec >= 1 && sec <= 31536000)
+    {
+        li->caps[li->ncaps].max = (uint32_t) max;
+        li->caps[li->ncaps].seconds = (uint32_t) sec;
+        if (li->caps[li->ncaps].seconds > li->max_cap) {
+            li->max_cap = li->caps[li->ncaps].seconds;
+        }
+        li->ncaps++;
+    }
+}
+
+
+/* A record with no approval at all: not even an unknown one (-1) */
+#define APPROVAL_NONE  -2
+
+/* Whether it may serve, its order aside. Reviewed: an advertiser's line
+ * item waits for an operator's APPROVED; a record with no approval at all
+ * predates reviews (or a tool wrote it) and serves as before. */
+static int
+li_active(const adserve_parsed_li_t *li, int status, int approval, int bad_flight)
+{
+    return status == ADSERVE_LI_ACTIVE
+           && (approval == APPROVAL_NONE || approval == ADSERVE_APPROVAL_APPROVED)
+           && li->tier >= 0 && li->cost_type >= 0
+           && li->rate >= 0 && li->rate <= ADSERVE_COST_MAX
+           && !bad_flight && li->start < li->end;
+}
+
+
 /* goal, delivery and frequency caps; what the API refuses is ignored */
 static void
 parse_delivery(adserve_parsed_li_t *li, const cJSON *o)
@@ -578,15 +641,13 @@ parse_delivery(adserve_parsed_li_t *li, const cJSON *o)
     units = get_num(goal, "units", 0);
 
     li->goal_type = ADSERVE_GOAL_NONE;
-    if (units >= 1 && units <= 1e15) {
-        li->goal = (uint64_t) units;
+    if (li_goal(li, units)) {
         n = adserve_vocab_str(adserve_goal_names, get_str(goal, "type"));
         li->goal_type = n < 0 ? ADSERVE_GOAL_NONE : n;
     }
 
-    li->delivery = adserve_vocab_str(adserve_delivery_names, get_str(o, "delivery"))
-                   == ADSERVE_DELIVERY_ASAP ? ADSERVE_DELIVERY_ASAP
-                                            : ADSERVE_DELIVERY_EVEN;
+    li->delivery = li_delivery(adserve_vocab_str(adserve_delivery_names,
+                                                 get_str(o, "delivery")));
 
     caps = cJSON_GetObjectItemCaseSensitive(o, "frequency_caps");
     if (!cJSON_IsArray(caps)) {
@@ -596,17 +657,7 @@ parse_delivery(adserve_parsed_li_t *li, const cJSON *o)
     cJSON_ArrayForEach(it, caps) {
         max = get_num(it, "max", 0);
         sec = get_num(it, "seconds", 0);
-
-        if (li->ncaps < ADSERVE_CAPS_MAX && max >= 1 && max <= 1e6
-            && sec >= 1 && sec <= 31536000)
-        {
-            li->caps[li->ncaps].max = (uint32_t) max;
-            li->caps[li->ncaps].seconds = (uint32_t) sec;
-            if (li->caps[li->ncaps].seconds > li->max_cap) {
-                li->max_cap = li->caps[li->ncaps].seconds;
-            }
-            li->ncaps++;
-        }
+        li_cap(li, max, sec);
     }
 }
 
@@ -616,15 +667,12 @@ parse_delivery(adserve_parsed_li_t *li, const cJSON *o)
  * a rule with something in it is kept for each build to compile into its
  * snapshot. */
 static int
-parse_rule(adserve_parsed_li_t *li, cJSON *o)
+parse_rule(adserve_parsed_li_t *li, cJSON *tg)
 {
     adserve_arena_t            arena;
     adserve_target_builder_t   tb;
     const adserve_target_t    *t;
-    cJSON                     *tg;
     int                        rc;
-
-    tg = cJSON_GetObjectItemCaseSensitive(o, "targeting");
 
     adserve_arena_init(&arena, 1024);
     adserve_target_builder_init(&tb, &arena);
@@ -660,7 +708,8 @@ static int
 parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 {
     adserve_parsed_li_t  *li = &p->u.li;
-    const cJSON          *tg, *units;
+    const cJSON          *units;
+    cJSON                *tg;
     const char           *t;
     int                   bad_flight, oom = 0;
 
@@ -677,17 +726,11 @@ parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     t = get_str(o, "end_at");
     bad_flight |= t != NULL && adserve_parse_time(t, &li->end) != 0;
 
-    /* reviewed: an advertiser's line item waits for an operator's
-     * APPROVED; a record with no approval at all predates reviews (or a
-     * tool wrote it) and serves as before */
     t = get_str(o, "approval");
-    li->active = adserve_vocab_str(adserve_li_status_names, get_str(o, "status"))
-                 == ADSERVE_LI_ACTIVE
-                 && (t == NULL
-                     || adserve_vocab_str(adserve_approval_names, t) == ADSERVE_APPROVAL_APPROVED)
-                 && li->tier >= 0 && li->cost_type >= 0
-                 && li->rate >= 0 && li->rate <= ADSERVE_COST_MAX
-                 && !bad_flight && li->start < li->end;
+    li->active = li_active(li, adserve_vocab_str(adserve_li_status_names, get_str(o, "status")),
+                           t == NULL ? APPROVAL_NONE
+                                     : adserve_vocab_str(adserve_approval_names, t),
+                           bad_flight);
 
     li->order_id = dup_str(sc, o, "order_id", &oom);
     li->order_hash = hash_of(li->order_id);
@@ -702,7 +745,7 @@ parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
                          cJSON_GetObjectItemCaseSensitive(tg, "placements"), &oom);
 
     /* only a line item that could serve needs its rule */
-    if (oom || (li->active && parse_rule(li, o) != 0)) {
+    if (oom || (li->active && parse_rule(li, tg) != 0)) {
         return -1;
     }
 
@@ -714,13 +757,10 @@ parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
  * on reuses the text. NULL when it cannot be rendered (its type lacks its
  * field), or out of memory. */
 static char *
-render_display(const cJSON *o, int ctype, const char *id, adserve_size_t size)
+render_display(int ctype, const char *img, const char *html, const char *id,
+    adserve_size_t size)
 {
     adserve_jsonw_t  w;
-    const char      *img, *html;
-
-    img = get_str(o, "image_url");
-    html = get_str(o, "html");
 
     if (!(ctype == ADSERVE_CREATIVE_IMAGE && img != NULL)
         && !(ctype == ADSERVE_CREATIVE_HTML && html != NULL))
@@ -840,6 +880,15 @@ parse_native(scratch_t *sc, const cJSON *o, adserve_parsed_t *p, int *oom)
 
 
 static int
+creative_format(int ctype)
+{
+    return ctype == ADSERVE_CREATIVE_VIDEO ? ADSERVE_FORMAT_VIDEO
+           : ctype == ADSERVE_CREATIVE_NATIVE ? ADSERVE_FORMAT_NATIVE
+           : ADSERVE_FORMAT_DISPLAY;
+}
+
+
+static int
 parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 {
     adserve_parsed_creative_t  *c = &p->u.creative;
@@ -857,9 +906,7 @@ parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 
     ctype = adserve_vocab_str(adserve_creative_type_names, get_str(o, "type"));
     c->interstitial = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "interstitial"));
-    c->format = ctype == ADSERVE_CREATIVE_VIDEO ? ADSERVE_FORMAT_VIDEO
-                : ctype == ADSERVE_CREATIVE_NATIVE ? ADSERVE_FORMAT_NATIVE
-                : ADSERVE_FORMAT_DISPLAY;
+    c->format = creative_format(ctype);
 
     /* a creative that cannot be rendered can never serve */
     if (adserve_vocab_str(adserve_approval_names, get_str(o, "approval"))
@@ -874,7 +921,8 @@ parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     }
 
     ad = c->format == ADSERVE_FORMAT_VIDEO ? render_video(sc, o, p, &oom)
-                                           : render_display(o, ctype, p->id, c->size);
+                                           : render_display(ctype, get_str(o, "image_url"),
+                                                            get_str(o, "html"), p->id, c->size);
     if (ad == NULL) {
         return oom ? -1 : 0;
     }
@@ -885,6 +933,15 @@ parse_creative(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     c->approved = !oom;
 
     return c->ad_json && !oom ? 0 : -1;
+}
+
+
+static void
+lica_weight(adserve_parsed_lica_t *l, int status, double w)
+{
+    if (status == ADSERVE_LICA_ACTIVE && w >= 1) {
+        l->weight = w > 1000000 ? 1000000 : (uint32_t) w;
+    }
 }
 
 
@@ -900,11 +957,7 @@ parse_lica(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     l->line_item_hash = hash_of(l->line_item_id);
     l->creative_hash = hash_of(l->creative_id);
 
-    if (adserve_vocab_str(adserve_lica_status_names, get_str(o, "status"))
-        == ADSERVE_LICA_ACTIVE && w >= 1)
-    {
-        l->weight = w > 1000000 ? 1000000 : (uint32_t) w;
-    }
+    lica_weight(l, adserve_vocab_str(adserve_lica_status_names, get_str(o, "status")), w);
 
     return oom ? -1 : 0;
 }
@@ -1186,6 +1239,238 @@ parse_block(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
 }
 
 
+/* ---- the hot kinds, read without a document (adserve_fields.h) -------- */
+
+/* Member f as a string, decoded into sc's free room: gone with the next
+ * allocation. NULL when it is not a string (or sc is full). */
+static const char *
+fl_tmp(scratch_t *sc, const adserve_fields_t *fl, adserve_fl_e f)
+{
+    if (fl->v[f].type != ADSERVE_FV_STRING) {
+        return NULL;
+    }
+
+    if (sc->cap - sc->used < adserve_fields_len(fl, f)) {
+        sc->full = 1;
+        return NULL;
+    }
+
+    return adserve_fields_str(fl, f, sc->base + sc->used);
+}
+
+
+/* Member f as a string, kept, as dup_str keeps it. */
+static const char *
+fl_dup(scratch_t *sc, const adserve_fields_t *fl, adserve_fl_e f)
+{
+    const char  *s = fl_tmp(sc, fl, f);
+
+    if (s != NULL) {
+        sc->used += strlen(s) + 1;
+    }
+
+    return s;
+}
+
+
+static int
+fl_vocab(scratch_t *sc, const adserve_fields_t *fl, adserve_fl_e f, const char *const *names)
+{
+    const char  *s;
+    size_t       len;
+
+    /* most are: read where they are */
+    s = adserve_fields_plain(fl, f, &len);
+
+    return s != NULL ? adserve_vocab(names, s, len) : adserve_vocab_str(names, fl_tmp(sc, fl, f));
+}
+
+
+/* A string list, its strings already in the sink. */
+static adserve_strs_t
+fl_strs(scratch_t *sc, const adserve_fields_t *fl, adserve_fl_e f, const char *sink)
+{
+    const adserve_fl_list_t  *l = adserve_fields_list(fl, f);
+    adserve_strs_t            s = { NULL, 0 };
+    const char               *at;
+
+    if (l->n == 0) {
+        return s;
+    }
+
+    s.v = s_alloc(sc, l->n * sizeof(char *));
+    if (s.v == NULL) {
+        return s;
+    }
+
+    for (at = sink + l->off; s.n < l->n; at += strlen(at) + 1) {
+        s.v[s.n++] = at;
+    }
+
+    return s;
+}
+
+
+/* The rule of an active line item, as parse_rule has it from the document:
+ * targeting with no member but ad_units and placements (which the build
+ * resolves) compiles to nothing, and is not parsed; any other is parsed
+ * alone, from its own text. 1 when the record is cJSON's to parse. */
+static int
+fl_rule(adserve_parsed_li_t *li, const adserve_fields_t *fl)
+{
+    const adserve_fv_t  *v = &fl->v[ADSERVE_FL_TARGETING];
+    cJSON               *tg;
+
+    if (v->type == ADSERVE_FV_ABSENT || v->type == ADSERVE_FV_NULL
+        || (v->type == ADSERVE_FV_OBJECT && !fl->tg_other))
+    {
+        li->rule = ADSERVE_RULE_NONE;
+        return 0;
+    }
+
+    /* not an object: malformed, but the compiler says so */
+    if (v->type != ADSERVE_FV_OBJECT) {
+        return 1;
+    }
+
+    tg = cJSON_ParseWithLength(fl->text + v->start, v->end - v->start);
+    if (tg == NULL) {
+        return -1;                   /* it scanned: only memory can fail */
+    }
+
+    if (parse_rule(li, tg) != 0) {
+        cJSON_Delete(tg);
+        return -1;
+    }
+
+    /* what parse_doc does with the document's: the rule outlives it, and
+     * the build resolves ad_units and placements itself */
+    if (li->targeting != NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(tg, "ad_units");
+        cJSON_DeleteItemFromObjectCaseSensitive(tg, "placements");
+
+    } else {
+        cJSON_Delete(tg);
+    }
+
+    return 0;
+}
+
+
+static int
+fl_li(scratch_t *sc, adserve_parsed_t *p, const adserve_fields_t *fl, const char *sink)
+{
+    adserve_parsed_li_t  *li = &p->u.li;
+    const char           *t;
+    uint32_t              i;
+    int                   bad_flight, approval, n;
+
+    li->tier = fl_vocab(sc, fl, ADSERVE_FL_TYPE, adserve_tier_names);
+    li->priority = clamp_int(adserve_fields_num(fl, ADSERVE_FL_PRIORITY, 8), 1, 16);
+    li->cost_type = fl_vocab(sc, fl, ADSERVE_FL_COST_TYPE, adserve_cost_names);
+    li->rate = adserve_fields_num(fl, ADSERVE_FL_RATE, 0);
+
+    li->goal_type = ADSERVE_GOAL_NONE;
+    if (li_goal(li, adserve_fields_num(fl, ADSERVE_FL_GOAL_UNITS, 0))) {
+        n = fl_vocab(sc, fl, ADSERVE_FL_GOAL_TYPE, adserve_goal_names);
+        li->goal_type = n < 0 ? ADSERVE_GOAL_NONE : n;
+    }
+    li->delivery = li_delivery(fl_vocab(sc, fl, ADSERVE_FL_DELIVERY, adserve_delivery_names));
+
+    for (i = 0; i < fl->ncaps; i++) {
+        li_cap(li, fl->caps[i][0], fl->caps[i][1]);
+    }
+
+    li->start = INT64_MIN;
+    li->end = INT64_MAX;
+    t = fl_tmp(sc, fl, ADSERVE_FL_START_AT);
+    bad_flight = t != NULL && adserve_parse_time(t, &li->start) != 0;
+    t = fl_tmp(sc, fl, ADSERVE_FL_END_AT);
+    bad_flight |= t != NULL && adserve_parse_time(t, &li->end) != 0;
+
+    approval = fl->v[ADSERVE_FL_APPROVAL].type == ADSERVE_FV_STRING
+               ? fl_vocab(sc, fl, ADSERVE_FL_APPROVAL, adserve_approval_names)
+               : APPROVAL_NONE;
+    li->active = li_active(li, fl_vocab(sc, fl, ADSERVE_FL_STATUS, adserve_li_status_names),
+                           approval, bad_flight);
+
+    li->order_id = fl_dup(sc, fl, ADSERVE_FL_ORDER_ID);
+    li->order_hash = hash_of(li->order_id);
+
+    li->include = fl_strs(sc, fl, ADSERVE_FL_INCLUDE, sink);
+    li->exclude = fl_strs(sc, fl, ADSERVE_FL_EXCLUDE, sink);
+    li->placements = fl_strs(sc, fl, ADSERVE_FL_PLACEMENTS, sink);
+
+    /* only a line item that could serve needs its rule; a scratch block
+     * too small is tried again, the rule with it */
+    return sc->full || !li->active ? 0 : fl_rule(li, fl);
+}
+
+
+static int
+fl_creative(scratch_t *sc, adserve_parsed_t *p, const adserve_fields_t *fl, const char *sink)
+{
+    adserve_parsed_creative_t  *c = &p->u.creative;
+    const char                 *img, *html;
+    char                       *ad;
+    int                         ctype;
+
+    c->size.w = adserve_fields_num(fl, ADSERVE_FL_W, -1);
+    c->size.h = adserve_fields_num(fl, ADSERVE_FL_H, -1);
+    c->categories = fl_strs(sc, fl, ADSERVE_FL_CATEGORIES, sink);
+    c->landing_url = fl_dup(sc, fl, ADSERVE_FL_LANDING_URL);
+
+    ctype = fl_vocab(sc, fl, ADSERVE_FL_TYPE, adserve_creative_type_names);
+    c->interstitial = fl->v[ADSERVE_FL_INTERSTITIAL].type == ADSERVE_FV_TRUE;
+    c->format = creative_format(ctype);
+
+    if (fl_vocab(sc, fl, ADSERVE_FL_APPROVAL, adserve_approval_names)
+        != ADSERVE_APPROVAL_APPROVED)
+    {
+        return 0;
+    }
+
+    /* a video's VAST and a native's assets read the document: rare */
+    if (c->format != ADSERVE_FORMAT_DISPLAY) {
+        return 1;
+    }
+
+    /* one of them at most, each in sc's free room */
+    img = ctype == ADSERVE_CREATIVE_IMAGE ? fl_tmp(sc, fl, ADSERVE_FL_IMAGE_URL) : NULL;
+    html = ctype == ADSERVE_CREATIVE_HTML ? fl_tmp(sc, fl, ADSERVE_FL_HTML) : NULL;
+
+    ad = render_display(ctype, img, html, p->id, c->size);
+    if (ad == NULL) {
+        return 0;
+    }
+
+    c->ad_json_len = strlen(ad);
+    c->ad_json = s_dup(sc, ad, c->ad_json_len);
+    free(ad);
+    c->approved = c->ad_json != NULL;
+
+    return 0;
+}
+
+
+static int
+fl_lica(scratch_t *sc, adserve_parsed_t *p, const adserve_fields_t *fl, const char *sink)
+{
+    adserve_parsed_lica_t  *l = &p->u.lica;
+
+    (void) sink;
+
+    l->line_item_id = fl_dup(sc, fl, ADSERVE_FL_LINE_ITEM_ID);
+    l->creative_id = fl_dup(sc, fl, ADSERVE_FL_CREATIVE_ID);
+    l->line_item_hash = hash_of(l->line_item_id);
+    l->creative_hash = hash_of(l->creative_id);
+    lica_weight(l, fl_vocab(sc, fl, ADSERVE_FL_STATUS, adserve_lica_status_names),
+                adserve_fields_num(fl, ADSERVE_FL_WEIGHT, 1));
+
+    return 0;
+}
+
+
 /* ---- one record -------------------------------------------------------- */
 
 /* One record: a JSON value and nothing after it but white space. */
@@ -1213,6 +1498,27 @@ parse_json(const char *text, size_t len)
 }
 
 
+/* A parse is as long as its own kind's member of the union: a LICA's is a
+ * fifth of a line item's. */
+static size_t
+parse_size(adserve_kind_e kind)
+{
+    static const size_t  sizes[ADSERVE_KIND_COUNT] = {
+        sizeof(adserve_parsed_unit_t), sizeof(adserve_parsed_placement_t),
+        sizeof(adserve_parsed_order_t), sizeof(adserve_parsed_li_t),
+        sizeof(adserve_parsed_creative_t), sizeof(adserve_parsed_lica_t),
+        sizeof(adserve_parsed_style_t), sizeof(adserve_parsed_unit_style_t),
+        sizeof(adserve_parsed_item_t), sizeof(adserve_parsed_pool_t),
+        sizeof(adserve_parsed_pool_t), sizeof(adserve_parsed_pool_t),
+        sizeof(adserve_parsed_experiment_t), sizeof(adserve_parsed_settings_t),
+        sizeof(adserve_parsed_source_t), sizeof(adserve_parsed_allocation_t),
+        sizeof(adserve_parsed_block_t)
+    };
+
+    return offsetof(adserve_parsed_t, u) + sizes[kind];
+}
+
+
 typedef int (*parse_kind_pt)(scratch_t *sc, adserve_parsed_t *p, cJSON *o);
 
 /* Parses o into sc: 0, 1 when sc was too small, -1 out of memory. */
@@ -1225,22 +1531,9 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
         parse_item, parse_pool, parse_popular, parse_pool, parse_experiment,
         parse_settings, parse_source, parse_allocation, parse_block
     };
-    /* a parse is as long as its own kind's member of the union: a LICA's
-     * is a fifth of a line item's */
-    static const size_t  sizes[ADSERVE_KIND_COUNT] = {
-        sizeof(adserve_parsed_unit_t), sizeof(adserve_parsed_placement_t),
-        sizeof(adserve_parsed_order_t), sizeof(adserve_parsed_li_t),
-        sizeof(adserve_parsed_creative_t), sizeof(adserve_parsed_lica_t),
-        sizeof(adserve_parsed_style_t), sizeof(adserve_parsed_unit_style_t),
-        sizeof(adserve_parsed_item_t), sizeof(adserve_parsed_pool_t),
-        sizeof(adserve_parsed_pool_t), sizeof(adserve_parsed_pool_t),
-        sizeof(adserve_parsed_experiment_t), sizeof(adserve_parsed_settings_t),
-        sizeof(adserve_parsed_source_t), sizeof(adserve_parsed_allocation_t),
-        sizeof(adserve_parsed_block_t)
-    };
     adserve_parsed_t  *p;
     const char        *id;
-    size_t             size = offsetof(adserve_parsed_t, u) + sizes[kind];
+    size_t             size = parse_size(kind);
     int                oom = 0, rc;
 
     p = s_alloc(sc, size);
@@ -1265,6 +1558,69 @@ parse_into(scratch_t *sc, adserve_kind_e kind, cJSON *o, adserve_parsed_t **out)
     rc = oom ? 0 : parsers[kind](sc, p, o);
 
     return sc->full ? 1 : (oom || rc != 0) ? -1 : 0;
+}
+
+
+typedef int (*fl_kind_pt)(scratch_t *sc, adserve_parsed_t *p, const adserve_fields_t *fl,
+    const char *sink);
+
+/* Reads a record of a hot kind into sc: 0, 1 when sc was too small, -1 out
+ * of memory, 2 when the record is cJSON's to parse. */
+static int
+fl_into(scratch_t *sc, adserve_kind_e kind, const char *text, size_t len,
+    adserve_parsed_t **out)
+{
+    adserve_fields_t   fl;
+    adserve_parsed_t  *p;
+    const char        *id, *sink;
+    size_t             size = parse_size(kind);
+    int                rc;
+
+    p = s_alloc(sc, size);
+    if (p == NULL) {
+        return 1;
+    }
+    memset(p, 0, size);
+    p->kind = kind;
+    *out = p;
+
+    /* the lists' strings go to sc's free room, and stay */
+    rc = adserve_fields_scan(&fl, kind, text, len, sc->base + sc->used, sc->cap - sc->used);
+    if (rc != 0) {
+        return rc < 0 ? 2 : 1;
+    }
+    sink = sc->base + sc->used;
+    sc->used += fl.sink_used;
+
+    /* as parse_into: a record without a usable id is its kind alone */
+    id = fl_dup(sc, &fl, ADSERVE_FL_ID);
+    if (id == NULL || strlen(id) > ADSERVE_TOKEN_ID_MAX) {
+        sc->used = (size_t) ((char *) p - sc->base) + size;
+        return sc->full ? 1 : 0;
+    }
+
+    p->id = id;
+    p->id_len = strlen(id);
+    p->id_hash = adserve_hash(id, p->id_len);
+
+    rc = kind == ADSERVE_KIND_LINE_ITEMS ? fl_li(sc, p, &fl, sink)
+         : kind == ADSERVE_KIND_CREATIVES ? fl_creative(sc, p, &fl, sink)
+         : fl_lica(sc, p, &fl, sink);
+
+    if (rc == 0 && sc->full) {
+        rc = 1;
+
+    } else if (rc == 1) {
+        rc = 2;
+    }
+
+    /* a rule parsed in a block that is not the parse's goes with it */
+    if (rc != 0 && kind == ADSERVE_KIND_LINE_ITEMS) {
+        cJSON_Delete(p->u.li.targeting);
+        p->u.li.targeting = NULL;
+    }
+
+    return rc;
 }
 
 
@@ -1487,8 +1843,76 @@ parse_doc(adserve_kind_e kind, cJSON *o, size_t len)
 }
 
 
+/* The parse of a record of a hot kind read without a document; *dom when
+ * it is cJSON's to parse. */
+static adserve_parsed_t *
+parse_fields(adserve_kind_e kind, const char *text, size_t len, int *dom)
+{
+    /* most records' scratch: on the stack, one allocation fewer a record */
+    _Alignas(16) char  stack[4096];
+    scratch_t          sc;
+    adserve_parsed_t  *p = NULL, *out = NULL;
+    int                rc;
+
+    sc.cap = sizeof(adserve_parsed_t) + 2 * len + 256;
+
+    for ( ;; ) {
+        sc.base = sc.cap <= sizeof(stack) ? stack : malloc(sc.cap);
+        sc.used = 0;
+        sc.full = 0;
+        if (sc.base == NULL) {
+            break;
+        }
+
+        rc = fl_into(&sc, kind, text, len, &p);
+
+        if (rc == 1 && sc.cap < SIZE_MAX / 4) {
+            if (sc.base != stack) {
+                free(sc.base);
+            }
+            sc.cap *= 4;
+            continue;
+        }
+
+        *dom = rc == 2;
+
+        if (rc == 0 && (out = malloc(sc.used)) != NULL) {
+            memcpy(out, sc.base, sc.used);
+            move_parse(out, (uintptr_t) out - (uintptr_t) sc.base);
+
+        } else if (rc == 0 && kind == ADSERVE_KIND_LINE_ITEMS) {
+            cJSON_Delete(p->u.li.targeting);
+        }
+
+        if (sc.base != stack) {
+            free(sc.base);
+        }
+        break;
+    }
+
+    return out;
+}
+
+
 adserve_parsed_t *
 adserve_parse(adserve_kind_e kind, const char *text, size_t len)
+{
+    adserve_parsed_t  *p;
+    int                dom = 0;
+
+    if (adserve_fields_kind(kind)) {
+        p = parse_fields(kind, text, len, &dom);
+        if (!dom) {
+            return p;
+        }
+    }
+
+    return parse_doc(kind, parse_json(text, len), len);
+}
+
+
+adserve_parsed_t *
+adserve_parse_dom(adserve_kind_e kind, const char *text, size_t len)
 {
     return parse_doc(kind, parse_json(text, len), len);
 }

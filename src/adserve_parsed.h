@@ -286,8 +286,15 @@ typedef struct {
 } adserve_parsed_t;
 
 
-/* Parses one record of kind; NULL only when out of memory. */
+/* Parses one record of kind; NULL only when out of memory. Line items,
+ * creatives and LICAs are read by the strict scanner (adserve_fields.h),
+ * the other kinds, and the records it does not read, through cJSON: the
+ * parse is the same. */
 adserve_parsed_t *adserve_parse(adserve_kind_e kind, const char *text, size_t len);
+
+/* The same through cJSON's document, whatever the kind: what adserve_parse
+ * falls back to, and what the tests and the fuzzer compare it with. */
+adserve_parsed_t *adserve_parse_dom(adserve_kind_e kind, const char *text, size_t len);
 
 /* Parses an ad unit's record as a variant of an experiment makes it (its
  * overrides applied: adserve_variant_apply); NULL only when out of

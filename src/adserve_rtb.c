@@ -761,7 +761,7 @@ rtb_element(int f)
 
 static const adserve_js_grammar_t  rtb_grammar = {
     rtb_keys, sizeof(rtb_keys) / sizeof(rtb_keys[0]),
-    rtb_reset, rtb_string, rtb_number, rtb_object, NULL, rtb_element
+    rtb_reset, rtb_string, rtb_number, rtb_object, NULL, rtb_element, NULL, NULL, 0
 };
 
 
