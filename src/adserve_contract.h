@@ -949,8 +949,8 @@ int adserve_variant_id_ok(const char *s);
 /* ---- external demand -------------------------------------------------------
  *
  * README "External demand" (issue 15). The API writes the first three
- * record kinds; serving reads them (the snapshot keeps them; the auction
- * that uses them is the module's next step). The fourth is the module's.
+ * record kinds; serving reads them (the snapshot keeps them for the
+ * auction, src/ngx_http_adserve_auction.c). The fourth is the module's.
  *
  * adserve:ad_sources, an OpenRTB 2.6 bidder each:
  *   {"id", "name", "endpoint_url", "seat", "tmax_ms", "floor", "formats":

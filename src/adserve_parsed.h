@@ -230,7 +230,7 @@ typedef struct {
 } adserve_parsed_settings_t;
 
 /* External demand (README "External demand"): parsed and kept by each
- * build, not yet read by serving (the auction is the module's next step).
+ * build for the auction (the snapshot's sources, allocations and blocks).
  * An AdSource: usable (endpoint set) when enabled, with a valid endpoint
  * and a format. */
 typedef struct {
