@@ -258,6 +258,9 @@ await inBrowser(t, async (browser) => {
     await audit(page, 'the approval queue');
     await card.getByRole('button', { name: 'Approve' }).click();
     await page.locator('[role=status]', { hasText: 'APPROVED' }).waitFor();
+    // the status is said before the queue is read again: wait for the card
+    // to go (a failure shows as a count of 1 after 5 s)
+    await card.waitFor({ state: 'detached', timeout: 5000 }).catch(() => {});
     t.is(await card.count(), 0, '... approved, it leaves the queue');
 
     await go(page, `#/line-items/${lineItem}`);
