@@ -580,8 +580,8 @@ ngx_http_adserve_answer_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 }
 
 
-/* The VAST, or the empty document players take as no fill
- * (ctx->answer of GET /app/v0/vast). */
+/* The VAST (a line item's, or a video bid's with our Impression), or the
+ * empty document players take as no fill (ctx->answer of GET /app/v0/vast). */
 static ngx_int_t
 ngx_http_adserve_answer_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, adserve_decision_t *d)

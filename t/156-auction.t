@@ -325,6 +325,5 @@ ok($imp_url, '... with our impression');
 is(bidder($port_b, 'GET', '/requests')->[0]{user}{id}, 'viewer-1', '... the player\'s uid as user.id');
 is($http->get($imp_url =~ s/&amp;/&/gr)->{status}, 204, 'the player fires it: 204');
 ok($t->wait_until(5, sub { @{ notices($port_b, 'bill') } }), '... and the video bid\'s burl is fired');
-$res = $t->ad($unit->{id}, $body);
 
 done_testing;
