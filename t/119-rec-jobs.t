@@ -157,8 +157,14 @@ is($t->ad($cv, body(item_id => 'c:d'))->{status}, 204, '... and not coview (no o
 is_deeply(items($t->ad($bogus, body(item_id => 'c:a'))), [ 'c:d/preset' ],
           'an algorithm adserve does not have: no items of its own, the fallbacks serve');
 
-# a day later the views are out of the window: the ranking goes
-$t->redis('DEL', "adserve:pop:$hour");
+# a day later the views are out of the window: the ranking goes. Every hour's views go (the
+# co-view views above were counted an hour back, and later requests in the workers' test clock's
+# hour), once the views of the requests above are flushed: a flush after the DEL would bring
+# "all" back.
+ok($t->wait_until(5, sub { my $s = $t->worker_status;
+                           $s && !grep { $_->{events}{pending_counters} || $_->{events}{in_flight} } values %$s }),
+   'the views counted above are flushed');
+$t->redis('DEL', $_) for grep { /^adserve:pop:\d+$/ } split /\n/, $t->redis('KEYS', 'adserve:pop:*');
 $r = run_jobs();
 is($r->{removed}, 2, 'no view left in the window: both contexts\' records removed');
 current();
