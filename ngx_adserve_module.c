@@ -21,7 +21,8 @@
  *                     adserve_conversion_ttl, adserve_test_clock,
  *                     adserve_rec_snapshots, adserve_rec_services,
  *                     adserve_rec_timeout, adserve_rtb_location,
- *                     adserve_notice_location
+ *                     adserve_notice_location, adserve_history_zone,
+ *                     adserve_history_refresh
  * Directives (location): adserve_ad, adserve_vast, adserve_event, adserve_explain,
  *                        adserve_status, adserve_metrics
  */
@@ -162,6 +163,20 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_adserve_main_conf_t, rec_timeout),
+      NULL },
+
+    { ngx_string("adserve_history_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, history_size),
+      NULL },
+
+    { ngx_string("adserve_history_refresh"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, history_refresh),
       NULL },
 
     { ngx_string("adserve_rtb_location"),
@@ -313,7 +328,8 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
                  "\"changes_applied\":,\"load_failures\":,\"snapshot_kib\":,"
                  "\"build_ms\":,\"built\":}")
           + 14 * NGX_INT64_LEN + NGX_HTTP_ADSERVE_STREAM_ID
-          + NGX_HTTP_ADSERVE_EVENTS_STATUS_LEN + NGX_HTTP_ADSERVE_ZONE_STATUS_LEN;
+          + NGX_HTTP_ADSERVE_EVENTS_STATUS_LEN + NGX_HTTP_ADSERVE_ZONE_STATUS_LEN
+          + NGX_HTTP_ADSERVE_HZONE_STATUS_LEN;
 
     body = ngx_pnalloc(r->pool, len);
     if (body == NULL) {
@@ -348,6 +364,8 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
     if (amcf->zone != NULL) {
         p = ngx_http_adserve_zone_status(amcf->zone, p, body + len - 1);
     }
+
+    p = ngx_http_adserve_hzone_status(p, body + len - 1);
     *p++ = '}';
 
     return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
@@ -378,6 +396,8 @@ ngx_http_adserve_create_main_conf(ngx_conf_t *cf)
     amcf->conversion_ttl = NGX_CONF_UNSET;
     amcf->test_clock = NGX_CONF_UNSET;
     amcf->zone_size = NGX_CONF_UNSET_SIZE;
+    amcf->history_size = NGX_CONF_UNSET_SIZE;
+    amcf->history_refresh = NGX_CONF_UNSET;
 
     return amcf;
 }
@@ -501,6 +521,15 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_value(amcf->conversion_ttl, 30 * 86400);
     ngx_conf_init_value(amcf->test_clock, 0);
     ngx_conf_init_size_value(amcf->zone_size, 512 * 1024 * 1024);
+    /* 32 MB: the histories of some 13,000 users */
+    ngx_conf_init_size_value(amcf->history_size, 32 * 1024 * 1024);
+    ngx_conf_init_value(amcf->history_refresh, 2);
+
+    if (amcf->history_refresh < 0 || amcf->history_refresh > 3600) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "adserve_history_refresh must be between 0 (off) and 1h");
+        return NGX_CONF_ERROR;
+    }
 
     if (amcf->flush > 1000 || amcf->flush < 10) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "adserve_flush_interval must be between 10ms and 1s");
@@ -584,6 +613,14 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
     amcf->metrics = ngx_http_adserve_metrics_add(cf);
     if (amcf->metrics == NULL) {
         return NGX_CONF_ERROR;
+    }
+
+    /* and its copy of users' histories; 0 or a refresh of 0: none */
+    if (amcf->history_size > 0 && amcf->history_refresh > 0) {
+        amcf->history = ngx_http_adserve_hzone_add(cf, amcf->history_size);
+        if (amcf->history == NULL) {
+            return NGX_CONF_ERROR;
+        }
     }
 
     return ngx_http_adserve_load_keys(cf, amcf);
@@ -863,6 +900,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
 
     /* first: what starts next counts in the worker's slot */
     ngx_http_adserve_metrics_init(amcf->metrics);
+    ngx_http_adserve_hzone_init(amcf->history, amcf->history_refresh);
 
     ld = ngx_pcalloc(cycle->pool, sizeof(ngx_http_adserve_loader_t));
     if (ld == NULL) {

@@ -109,6 +109,13 @@ adserve_env() {
         *[0-9]ms|*[0-9]s) ;;
         *) die "ADSERVE_CAP_TIMEOUT must be a time such as 20ms" ;;
     esac
+    # how long the node trusts its copy of a user's recommendation history
+    # after reading it from Redis (0: read Redis for every request)
+    export ADSERVE_HISTORY_REFRESH=${ADSERVE_HISTORY_REFRESH:-2s}
+    case $ADSERVE_HISTORY_REFRESH in
+        0|*[0-9]s) ;;
+        *) die "ADSERVE_HISTORY_REFRESH must be 0 or a time in seconds such as 2s" ;;
+    esac
     # tests and scripts/simulate only: requests may carry X-Adserve-Clock
     export ADSERVE_TEST_CLOCK=${ADSERVE_TEST_CLOCK:-off}
     case $ADSERVE_TEST_CLOCK in on|off) ;; *) die "ADSERVE_TEST_CLOCK must be on or off" ;; esac

@@ -543,6 +543,33 @@ void ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user
 ngx_uint_t ngx_http_adserve_history_has(const ngx_http_adserve_ctx_t *ctx,
     const adserve_item_t *it);
 
+/* The node's copy of users' histories (src/ngx_http_adserve_hzone.c): a
+ * shared zone of adserve_history_zone bytes, trusted for
+ * adserve_history_refresh after each read of Redis. A history as item
+ * hashes and times, oldest first; room for two (a read's and the copy's,
+ * merged). */
+#define NGX_HTTP_ADSERVE_HZONE_NAME  "adserve_history"
+typedef struct {
+    ngx_uint_t  n;
+    uint64_t    hash[2 * ADSERVE_HISTORY_MAX];
+    uint32_t    at[2 * ADSERVE_HISTORY_MAX];
+} ngx_http_adserve_hist_t;
+ngx_shm_zone_t *ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size);
+void ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh);
+/* the user's copy into h when the node read Redis for it within the
+ * refresh: NGX_OK; else NGX_DECLINED (read Redis, then _fill) */
+ngx_int_t ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_http_adserve_hist_t *h);
+/* h, the latest entries read from Redis, merged into the user's copy (a
+ * slot taken for them if need be), and the copy back into h */
+void ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *h,
+    ngx_http_adserve_hist_t *scratch);
+/* an answer's or a click's entries onto the user's copy, if the node has it */
+void ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint64_t *hash,
+    ngx_uint_t n);
+/* appends ,"history_zone":{...} to the status document */
+u_char *ngx_http_adserve_hzone_status(u_char *p, u_char *last);
+#define NGX_HTTP_ADSERVE_HZONE_STATUS_LEN  128
+
 /* a video's VAST or a native ad: its splices filled with base, path and token
  * (adserve_vast.h); _init makes the paths, once */
 void ngx_http_adserve_splice_init(void);
@@ -722,6 +749,9 @@ struct ngx_http_adserve_main_conf_s {
     ngx_uint_t                  serving;       /* some location has adserve_ad */
     ngx_uint_t                  tracking;      /* some location has adserve_event */
     ngx_shm_zone_t             *metrics;       /* the node's counters */
+    size_t                      history_size;  /* adserve_history_zone */
+    time_t                      history_refresh;  /* adserve_history_refresh */
+    ngx_shm_zone_t             *history;       /* the node's copy of histories */
     ngx_uint_t                  metrics_location;  /* some has adserve_metrics */
 };
 

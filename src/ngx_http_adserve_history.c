@@ -5,10 +5,11 @@
  * each with its time, in one string of packed entries per user.
  *
  * Read before a recommendation whose placement filters candidates
- * (ViewOut, ViewPenalty), with the caps' deadline and machinery
- * (ngx_http_adserve_caps.c): a late or failed read recommends without the
- * history, since a repeated recommendation breaks no contract, unlike a
- * broken cap. Written after every recommendation with a user id, and on
+ * (ViewOut, ViewPenalty): from the node's copy (ngx_http_adserve_hzone.c)
+ * when it read the user's lately, else from Redis with the caps' deadline
+ * and machinery (ngx_http_adserve_caps.c), the copy then filled. A late or
+ * failed read recommends without the history, since a repeated
+ * recommendation breaks no contract, unlike a broken cap. Written after every recommendation with a user id, and on
  * every item click, on the caps' connection, sent at the end of the event
  * loop's iteration with the other requests' commands: before this worker
  * reads another request, since the user's next one may reach another
@@ -98,30 +99,20 @@ ngx_http_adserve_history_slot(const ngx_http_adserve_ctx_t *ctx, uint64_t hash)
 }
 
 
-/* The latest ADSERVE_HISTORY_MAX entries within ADSERVE_HISTORY_SECONDS
- * into the set ctx->history, as the hashes of their item ids (the snapshot
- * may change before the answer: a hash outlives it). A set, since ViewOut
- * asks it of every candidate (30 or more against 200 entries). */
+/* The user's entries within ADSERVE_HISTORY_SECONDS into the set
+ * ctx->history, as the hashes of their item ids (the snapshot may change
+ * before the answer: a hash outlives it). A set, since ViewOut asks it of
+ * every candidate (30 or more against 200 entries). */
 static void
-ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    redisReply *reply)
+ngx_http_adserve_history_set(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    const ngx_http_adserve_hist_t *h)
 {
-    adserve_history_entry_t  e;
-    const u_char            *p, *end;
-    uint64_t                *slot;
-    size_t                   n;
-
-    if (reply == NULL || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL))
-    {
-        return;
-    }
-
-    n = reply->type == REDIS_REPLY_STRING ? reply->len / ADSERVE_HISTORY_ENTRY : 0;
-    n = ngx_min(n, ADSERVE_HISTORY_MAX);
+    uint64_t    *slot;
+    ngx_uint_t   i;
 
     /* a power of two, twice the entries at least */
     ctx->history_mask = 7;
-    while (ctx->history_mask + 1 < 2 * n) {
+    while (ctx->history_mask + 1 < 2 * h->n) {
         ctx->history_mask = ctx->history_mask * 2 + 1;
     }
 
@@ -132,25 +123,20 @@ ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ct
 
     ctx->nhistory = 0;
 
-    if (n > 0) {
-        end = (u_char *) reply->str + reply->len / ADSERVE_HISTORY_ENTRY * ADSERVE_HISTORY_ENTRY;
+    for (i = 0; i < h->n; i++) {
+        if ((int64_t) h->at[i] <= (int64_t) ctx->now - ADSERVE_HISTORY_SECONDS) {
+            continue;
+        }
 
-        for (p = end - n * ADSERVE_HISTORY_ENTRY; p < end; p += ADSERVE_HISTORY_ENTRY) {
-            adserve_history_get(p, &e);
-            if (e.at <= (int64_t) ctx->now - ADSERVE_HISTORY_SECONDS) {
-                continue;
-            }
+        if (h->hash[i] == 0) {
+            ctx->history_zero = 1;
+            continue;
+        }
 
-            if (e.hash == 0) {
-                ctx->history_zero = 1;
-                continue;
-            }
-
-            slot = ngx_http_adserve_history_slot(ctx, e.hash);
-            if (*slot == 0) {
-                *slot = e.hash;
-                ctx->nhistory++;
-            }
+        slot = ngx_http_adserve_history_slot(ctx, h->hash[i]);
+        if (*slot == 0) {
+            *slot = h->hash[i];
+            ctx->nhistory++;
         }
     }
 
@@ -158,16 +144,73 @@ ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ct
 }
 
 
+/* A user known by the hash of their id in the node's copy; 0 is a free
+ * slot there */
+static uint64_t
+ngx_http_adserve_history_user(const adserve_str_t *user)
+{
+    uint64_t  h = adserve_hash(user->data, user->len);
+
+    return h ? h : 1;
+}
+
+
+/* The reply, the latest ADSERVE_HISTORY_MAX entries, merged with the
+ * node's copy (which keeps them for the next requests), into the set. */
+static void
+ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
+    redisReply *reply)
+{
+    ngx_http_adserve_hist_t   h, scratch;
+    adserve_history_entry_t   e;
+    const u_char             *p, *end;
+    size_t                    n;
+
+    if (reply == NULL || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL))
+    {
+        return;
+    }
+
+    n = reply->type == REDIS_REPLY_STRING ? reply->len / ADSERVE_HISTORY_ENTRY : 0;
+    n = ngx_min(n, ADSERVE_HISTORY_MAX);
+    h.n = 0;
+
+    if (n > 0) {
+        end = (u_char *) reply->str + reply->len / ADSERVE_HISTORY_ENTRY * ADSERVE_HISTORY_ENTRY;
+
+        for (p = end - n * ADSERVE_HISTORY_ENTRY; p < end; p += ADSERVE_HISTORY_ENTRY) {
+            adserve_history_get(p, &e);
+            h.hash[h.n] = e.hash;
+            h.at[h.n++] = (uint32_t) e.at;
+        }
+    }
+
+    ngx_http_adserve_hzone_fill(ngx_http_adserve_history_user(&ctx->req.user_id), ctx->now,
+                                &h, &scratch);
+    ngx_http_adserve_history_set(r, ctx, &h);
+}
+
+
 ngx_int_t
 ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     ngx_http_adserve_caps_done_pt done)
 {
-    u_char       key[NGX_HTTP_ADSERVE_HISTORY_KEY], from[NGX_INT_T_LEN + 1];
-    const char  *argv[4];
-    size_t       argvlen[4];
+    ngx_http_adserve_hist_t   h;
+    u_char                    key[NGX_HTTP_ADSERVE_HISTORY_KEY], from[NGX_INT_T_LEN + 1];
+    const char               *argv[4];
+    size_t                    argvlen[4];
 
     if (ctx->req.user_id.len == 0 || ctx->req.user_id.len > ADSERVE_TOKEN_USER_MAX) {
         return NGX_DECLINED;
+    }
+
+    /* the node read it lately: its copy, with every answer since */
+    if (ngx_http_adserve_hzone_get(ngx_http_adserve_history_user(&ctx->req.user_id), ctx->now,
+                                   &h)
+        == NGX_OK)
+    {
+        ngx_http_adserve_history_set(r, ctx, &h);
+        return NGX_OK;
     }
 
     /* the latest ADSERVE_HISTORY_MAX entries only: the string may hold
@@ -192,10 +235,12 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
     adserve_history_entry_t  e;
     u_char                   key[NGX_HTTP_ADSERVE_HISTORY_KEY];
     u_char                  *entries, *p;
+    uint64_t                 hashes[ADSERVE_TOPN_MAX + 1];
     const char              *argv[3];
     size_t                   argvlen[3];
     ngx_uint_t               i, n;
 
+    nshown = ngx_min(nshown, ADSERVE_TOPN_MAX);
     n = nshown + (viewed != NULL && viewed->len > 0 && viewed->len <= ADSERVE_ITEM_ID_MAX);
     if (user->len == 0 || user->len > ADSERVE_TOKEN_USER_MAX || n == 0) {
         return;
@@ -217,7 +262,12 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
             e.kind = ADSERVE_HISTORY_VIEWED;
         }
         adserve_history_put(p, &e);
+        hashes[i] = e.hash;
     }
+
+    /* the node's copy first: the user's next request may come before
+     * Redis has this */
+    ngx_http_adserve_hzone_append(ngx_http_adserve_history_user(user), now, hashes, n);
 
     argv[0] = "APPEND";
     argvlen[0] = sizeof("APPEND") - 1;

@@ -101,6 +101,16 @@ like($out, qr/adserve_snapshot_zone.*must be 8m or more/, '... saying why') or d
 ($ok, $out) = nginx_t(variant('badzone', sub { s/^(\s*adserve_redis \S+;)/$1\n    adserve_snapshot_zone lots;/m }));
 ok(!$ok, 'adserve_snapshot_zone lots is refused') or diag $out;
 
+# the node's copy of histories: room for one user at least, a refresh up to an hour
+($ok, $out) = nginx_t(variant('hzone', sub { s/^(\s*adserve_history_zone) .*$/$1 0;/m }));
+ok($ok, 'adserve_history_zone 0 (no copy) is accepted') or diag $out;
+($ok, $out) = nginx_t(variant('smallhzone', sub { s/^(\s*adserve_history_zone) .*$/$1 4k;/m }));
+ok(!$ok, 'adserve_history_zone 4k is refused');
+like($out, qr/adserve_history_zone: 4096 bytes hold no user's history/, '... saying why') or diag $out;
+($ok, $out) = nginx_t(variant('longrefresh', sub { s/^(\s*adserve_history_refresh) .*$/$1 2h;/m }));
+ok(!$ok, 'adserve_history_refresh 2h is refused');
+like($out, qr/adserve_history_refresh must be between 0 \(off\) and 1h/, '... saying why') or diag $out;
+
 ($ok, $out) = nginx_t(variant('noredis', sub { s/^\s*adserve_redis .*$//m }));
 ok(!$ok, 'adserve_ad without adserve_redis is refused');
 like($out, qr/need "adserve_redis"/, '... naming the missing directive');

@@ -197,14 +197,62 @@ for (2 .. 4) {
 is_deeply(\@ttls, [ 'kept', 'kept', 'refreshed' ],
           '... then kept at 38 and 57 entries, and set again when the string passes 64 (76)');
 
-# ---- without a user, and with Redis stalled: recommended unfiltered ----------------------------------
+# ---- the node's copy (adserve_history_zone, refresh 2 s) -------------------------------------------
+# The workers' test clocks stand still here: each step moves both on, past the refresh.
+my $clock = time + 10;
+sub tick { $clock += shift; $t->ad($nof, body('tick'), via => $_, headers => { 'x-adserve-clock' => $clock }) for @conns }
+# an entry as another node appends it: [item, kind] at the clock
+sub other_node {
+    my ($user, @items) = @_;
+    my $hex = join '', map { unpack 'H*', pack('H16', join '', reverse unpack '(A2)*', fnv($_)) . pack('L<a1x3', $clock, 'v') } @items;
+    $t->redis('EVAL', "return redis.call('APPEND', KEYS[1], (ARGV[1]:gsub('..', function(h) "
+              . "return string.char(tonumber(h, 16)) end)))", 1, "adserve:rh:$user", $hex);
+}
+tick(0);
+my $zone0 = $t->status->{history_zone};
+ok($zone0 && $zone0->{users} > 10000, "a status shows the node's copy: room for $zone0->{users} users");
+is_deeply(ids(rec($out, 'hz-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'a new user: read from Redis, the top 4');
+ok($t->wait_until(2, sub { $t->redis('STRLEN', 'adserve:rh:hz-1') == 5 * 16 }), '... their 5 entries in Redis');
+$t->redis('DEL', 'adserve:rh:hz-1');
+is_deeply(ids(rec($out, 'hz-1', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ],
+          '... within the refresh, the other worker filters from the node\'s copy, not Redis (deleted there)');
+my $zone1 = $t->worker_status;
+my $hits = 0; $hits = $_->{history_zone}{hits} for values %$zone1;
+ok($hits > $zone0->{hits}, "... counted as a hit of the copy ($zone0->{hits} then $hits)");
+tick(3);
+is_deeply(ids(rec($out, 'hz-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
+          'past the refresh, Redis is read again and its word is the history: the deleted answer counts no more');
+is_deeply(ids(rec($out, 'hz-1', item_id => 'n:0')), [ map { "n:$_" } 9 .. 12 ],
+          '... and what the node added since counts (5 to 8 in Redis, 1 to 4 in the copy)');
+# back to back, the second request on the other worker: the copy has the first answer before Redis may
+my $repeats = 0;
+for my $i (1 .. 100) {
+    my %first = map { $_ => 1 } @{ ids(rec($out, "bb-$i", item_id => 'n:0')) };
+    $repeats += grep { $first{$_} } @{ ids(rec($out, "bb-$i", item_id => 'n:0')) };
+}
+is($repeats, 0, '100 new users, two requests back to back on the two workers: no item repeated');
+# another node's views: seen at the next read, not before
+rec($out, "hz-$_", item_id => 'n:0') for 2, 3;
+other_node("hz-$_", 'n:5', 'n:6') for 2, 3;
+is_deeply(ids(rec($out, 'hz-2', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ],
+          "another node's views, within the refresh: not known here yet");
+tick(3);
+is_deeply(ids(rec($out, 'hz-3', item_id => 'n:0')), [ map { "n:$_" } 7 .. 10 ],
+          '... past it: read, and filtered');
+
+# ---- without a user, and with Redis stalled --------------------------------------------------------------
 is_deeply(ids(rec($out, undef, item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'no user id: nothing to filter by');
+tick(3);
+rec($out, 'hz-4', item_id => 'n:0');
 my $port = $t->env->{ADSERVE_REDIS_PORT};
 system("redis-cli -p $port EVAL 'local s = redis.call(\"TIME\")[1] + 2; "
        . "while tonumber(redis.call(\"TIME\")[1]) < s do end return 1' 0 >/dev/null 2>&1 &");
 ok($t->wait_until(1.5, sub { $t->redis_stalled }), 'Redis is stalled by a script');
+is_deeply(ids(rec($out, 'hz-4', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ],
+          'Redis stalled: a user the node read lately is filtered from its copy');
+tick(3);
 is_deeply(ids(rec($out, 'vo-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
-          'Redis stalled: the read misses its deadline, the answer comes unfiltered');
+          '... one it read longer ago than the refresh: the read misses its deadline, the answer comes unfiltered');
 ok($t->wait_until(10, sub { ids(rec($out, 'vo-1', item_id => 'n:0'))->[0] ne 'n:1' }),
    '... once Redis answers, the history filters again');
 like($t->log_text('nginx-error.log'), qr/view history not read in time, recommending without it/,

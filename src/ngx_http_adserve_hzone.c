@@ -1,0 +1,370 @@
+
+/*
+ * The node's copy of its users' recommendation histories, in a shared
+ * zone (adserve_history_zone): what ViewOut and ViewPenalty read without
+ * asking Redis on every request.
+ *
+ * Redis keeps every history (ngx_http_adserve_history.c appends each
+ * answer's entries there, as before); the zone keeps the latest
+ * ADSERVE_HISTORY_MAX entries of the users this node served lately. A
+ * user's copy is filled by a read of Redis (their first request here, or
+ * the first after adserve_history_refresh), with what the node added in
+ * the last second; then every answer and click of any worker appends to
+ * it, so the next request, on whichever worker, sees it at once. What
+ * other nodes append reaches this one at its next read: an item repeated
+ * meanwhile breaks no contract (a cap would, so caps do not do this).
+ *
+ * Fixed slots of ADSERVE_HISTORY_MAX item hashes and times each, in sets of
+ * NGX_HTTP_ADSERVE_HZONE_WAYS; a user new to the zone takes the least
+ * recently used slot of their set. One lock, the slab pool's mutex, which
+ * nginx's master releases when a worker dies holding it; it is held for a
+ * lookup and a copy of 2.4 KB at most. Users are known by the 64-bit hash
+ * of their id: two ids of one hash would share a copy (and filter each
+ * other's items) until the next read; at 2^-64 a pair, that is accepted.
+ */
+
+
+#include "ngx_http_adserve.h"
+
+
+#define NGX_HTTP_ADSERVE_HZONE_WAYS  4
+
+
+typedef struct {
+    uint64_t  user;                           /* adserve_hash of the id;
+                                               * 0: a free slot */
+    int64_t   read_at;                        /* the latest read of Redis */
+    int64_t   used_at;                        /* the latest request: LRU */
+    uint32_t  n;                              /* entries, oldest first */
+    uint32_t  at[ADSERVE_HISTORY_MAX];
+    uint64_t  hash[ADSERVE_HISTORY_MAX];
+} ngx_http_adserve_hslot_t;
+
+
+typedef struct {
+    ngx_uint_t                 nsets;
+    ngx_http_adserve_hslot_t  *slots;
+    /* what the status shows */
+    ngx_atomic_t               hits;
+    ngx_atomic_t               reads;
+} ngx_http_adserve_hzone_sh_t;
+
+
+static ngx_slab_pool_t              *ngx_http_adserve_hzone_pool;
+static ngx_http_adserve_hzone_sh_t  *ngx_http_adserve_hzone_sh;
+static time_t                        ngx_http_adserve_hzone_refresh;
+
+
+static ngx_int_t
+ngx_http_adserve_hzone_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_slab_pool_t              *shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+    ngx_http_adserve_hzone_sh_t  *sh;
+    ngx_uint_t                    nsets;
+
+    if (data != NULL) {
+        shm_zone->data = data;              /* a reload: the copies go on */
+        return NGX_OK;
+    }
+
+    if (shm_zone->shm.exists) {
+        shm_zone->data = shpool->data;
+        return NGX_OK;
+    }
+
+    nsets = (uintptr_t) shm_zone->data;
+
+    sh = ngx_slab_calloc(shpool, sizeof(ngx_http_adserve_hzone_sh_t));
+    if (sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* not cleared: a new mapping is zeros, and a slot's pages are
+     * touched only once a user takes it */
+    sh->slots = ngx_slab_alloc(shpool, nsets * NGX_HTTP_ADSERVE_HZONE_WAYS
+                                       * sizeof(ngx_http_adserve_hslot_t));
+    if (sh->slots == NULL) {
+        return NGX_ERROR;
+    }
+
+    sh->nsets = nsets;
+    shpool->data = sh;
+    shm_zone->data = sh;
+
+    return NGX_OK;
+}
+
+
+ngx_shm_zone_t *
+ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size)
+{
+    ngx_shm_zone_t  *shm_zone;
+    ngx_str_t        name = ngx_string(NGX_HTTP_ADSERVE_HZONE_NAME);
+    ngx_uint_t       nsets;
+    size_t           slots;
+
+    nsets = size / (NGX_HTTP_ADSERVE_HZONE_WAYS * sizeof(ngx_http_adserve_hslot_t));
+    if (nsets == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "adserve_history_zone: %uz bytes hold no user's history "
+                           "(%uz a user)", size, sizeof(ngx_http_adserve_hslot_t));
+        return NULL;
+    }
+
+    slots = nsets * NGX_HTTP_ADSERVE_HZONE_WAYS * sizeof(ngx_http_adserve_hslot_t);
+
+    /* the slab pool's own pages and its page descriptors, the header, the
+     * slots rounded up to pages */
+    shm_zone = ngx_shared_memory_add(cf, &name,
+                                     8 * ngx_pagesize + slots / ngx_pagesize * 64
+                                     + ngx_align(slots, ngx_pagesize),
+                                     &ngx_http_adserve_module);
+    if (shm_zone == NULL) {
+        return NULL;
+    }
+
+    shm_zone->init = ngx_http_adserve_hzone_init_zone;
+    shm_zone->data = (void *) (uintptr_t) nsets;
+    shm_zone->noreuse = 0;
+
+    return shm_zone;
+}
+
+
+void
+ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh)
+{
+    if (shm_zone == NULL || shm_zone->data == NULL) {
+        return;
+    }
+
+    ngx_http_adserve_hzone_pool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+    ngx_http_adserve_hzone_sh = shm_zone->data;
+    ngx_http_adserve_hzone_refresh = refresh;
+}
+
+
+/* The user's slot, or NULL; with take, a slot for them: a free one of
+ * their set, else its least recently used, emptied. Under the lock. */
+static ngx_http_adserve_hslot_t *
+ngx_http_adserve_hzone_slot(uint64_t user, ngx_uint_t take)
+{
+    ngx_http_adserve_hslot_t  *set, *old;
+    ngx_uint_t                 i;
+
+    set = &ngx_http_adserve_hzone_sh->slots[(user ^ (user >> 32)) % ngx_http_adserve_hzone_sh->nsets
+                                            * NGX_HTTP_ADSERVE_HZONE_WAYS];
+
+    for (i = 0; i < NGX_HTTP_ADSERVE_HZONE_WAYS; i++) {
+        if (set[i].user == user) {
+            return &set[i];
+        }
+    }
+
+    if (!take) {
+        return NULL;
+    }
+
+    old = &set[0];
+    for (i = 1; i < NGX_HTTP_ADSERVE_HZONE_WAYS; i++) {
+        if (set[i].used_at < old->used_at) {
+            old = &set[i];
+        }
+    }
+
+    old->user = user;
+    old->read_at = 0;
+    old->n = 0;
+
+    return old;
+}
+
+
+/* The slot's entries out into h. */
+static ngx_uint_t
+ngx_http_adserve_hzone_copy(const ngx_http_adserve_hslot_t *slot, ngx_http_adserve_hist_t *h)
+{
+    ngx_memcpy(h->hash, slot->hash, slot->n * sizeof(uint64_t));
+    ngx_memcpy(h->at, slot->at, slot->n * sizeof(uint32_t));
+    h->n = slot->n;
+
+    return h->n;
+}
+
+
+ngx_int_t
+ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_http_adserve_hist_t *h)
+{
+    ngx_http_adserve_hslot_t  *slot;
+    ngx_int_t                  rc = NGX_DECLINED;
+
+    if (ngx_http_adserve_hzone_sh == NULL || ngx_http_adserve_hzone_refresh == 0) {
+        return NGX_DECLINED;
+    }
+
+    ngx_shmtx_lock(&ngx_http_adserve_hzone_pool->mutex);
+
+    slot = ngx_http_adserve_hzone_slot(user, 0);
+
+    /* a test clock may go back: a copy read "later" is read again */
+    if (slot != NULL && slot->read_at != 0 && now >= slot->read_at
+        && now - slot->read_at < ngx_http_adserve_hzone_refresh)
+    {
+        slot->used_at = now;
+        (void) ngx_http_adserve_hzone_copy(slot, h);
+        rc = NGX_OK;
+    }
+
+    ngx_shmtx_unlock(&ngx_http_adserve_hzone_pool->mutex);
+
+    (void) ngx_atomic_fetch_add(rc == NGX_OK ? &ngx_http_adserve_hzone_sh->hits
+                                             : &ngx_http_adserve_hzone_sh->reads, 1);
+
+    return rc;
+}
+
+
+/* Whether the entry (hash, at) is among those of one time that end out,
+ * out[from .. n): entries of one answer share their time, and one read
+ * may find in Redis what the node appended already. */
+static ngx_uint_t
+ngx_http_adserve_hzone_dup(const ngx_http_adserve_hist_t *out, ngx_uint_t from, uint64_t hash,
+    uint32_t at)
+{
+    ngx_uint_t  i;
+
+    for (i = from; i < out->n; i++) {
+        if (out->hash[i] == hash && out->at[i] == at) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* Two histories, each oldest first, merged by time into out (room for
+ * both), each entry once; b's from its first entry at or after from. */
+static void
+ngx_http_adserve_hzone_merge(const ngx_http_adserve_hist_t *a, const uint64_t *bhash,
+    const uint32_t *bat, ngx_uint_t bn, uint32_t from, ngx_http_adserve_hist_t *out)
+{
+    ngx_uint_t  i = 0, j = 0, run = 0;
+    uint64_t    hash;
+    uint32_t    at;
+
+    out->n = 0;
+
+    while (j < bn && bat[j] < from) {
+        j++;
+    }
+
+    while (i < a->n || j < bn) {
+        if (j == bn || (i < a->n && a->at[i] <= bat[j])) {
+            hash = a->hash[i];
+            at = a->at[i++];
+        } else {
+            hash = bhash[j];
+            at = bat[j++];
+        }
+
+        if (out->n == 0 || out->at[out->n - 1] != at) {
+            run = out->n;
+
+        } else if (ngx_http_adserve_hzone_dup(out, run, hash, at)) {
+            continue;
+        }
+
+        out->hash[out->n] = hash;
+        out->at[out->n++] = at;
+    }
+}
+
+
+void
+ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *h,
+    ngx_http_adserve_hist_t *scratch)
+{
+    ngx_http_adserve_hslot_t  *slot;
+    ngx_uint_t                 skip;
+
+    if (ngx_http_adserve_hzone_sh == NULL || ngx_http_adserve_hzone_refresh == 0) {
+        return;
+    }
+
+    ngx_shmtx_lock(&ngx_http_adserve_hzone_pool->mutex);
+
+    slot = ngx_http_adserve_hzone_slot(user, 1);
+
+    /* Redis's entries, and the node's of the last second or two, which
+     * Redis may not have had yet: each answer's append goes out at the
+     * end of its event loop iteration. Older ones Redis has, or dropped
+     * (a cut, an expiry, a delete): Redis's word is the history. */
+    ngx_http_adserve_hzone_merge(h, slot->hash, slot->at, slot->n, (uint32_t) (now - 1),
+                                 scratch);
+
+    skip = scratch->n > ADSERVE_HISTORY_MAX ? scratch->n - ADSERVE_HISTORY_MAX : 0;
+    slot->n = (uint32_t) (scratch->n - skip);
+    ngx_memcpy(slot->hash, scratch->hash + skip, slot->n * sizeof(uint64_t));
+    ngx_memcpy(slot->at, scratch->at + skip, slot->n * sizeof(uint32_t));
+    slot->read_at = now;
+    slot->used_at = now;
+
+    (void) ngx_http_adserve_hzone_copy(slot, h);
+
+    ngx_shmtx_unlock(&ngx_http_adserve_hzone_pool->mutex);
+}
+
+
+void
+ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint64_t *hash, ngx_uint_t n)
+{
+    ngx_http_adserve_hslot_t  *slot;
+    ngx_uint_t                 i, drop;
+
+    if (ngx_http_adserve_hzone_sh == NULL || ngx_http_adserve_hzone_refresh == 0 || n == 0) {
+        return;
+    }
+
+    n = ngx_min(n, ADSERVE_HISTORY_MAX);
+
+    ngx_shmtx_lock(&ngx_http_adserve_hzone_pool->mutex);
+
+    /* a user the zone does not hold gets a slot at their next read */
+    slot = ngx_http_adserve_hzone_slot(user, 0);
+
+    if (slot != NULL) {
+        if (slot->n + n > ADSERVE_HISTORY_MAX) {
+            drop = slot->n + n - ADSERVE_HISTORY_MAX;
+            slot->n -= drop;
+            ngx_memmove(slot->hash, slot->hash + drop, slot->n * sizeof(uint64_t));
+            ngx_memmove(slot->at, slot->at + drop, slot->n * sizeof(uint32_t));
+        }
+
+        for (i = 0; i < n; i++) {
+            slot->hash[slot->n] = hash[i];
+            slot->at[slot->n++] = (uint32_t) now;
+        }
+
+        slot->used_at = now;
+    }
+
+    ngx_shmtx_unlock(&ngx_http_adserve_hzone_pool->mutex);
+}
+
+
+u_char *
+ngx_http_adserve_hzone_status(u_char *p, u_char *last)
+{
+    ngx_http_adserve_hzone_sh_t  *sh = ngx_http_adserve_hzone_sh;
+
+    if (sh == NULL) {
+        return ngx_slprintf(p, last, ",\"history_zone\":null");
+    }
+
+    return ngx_slprintf(p, last,
+                        ",\"history_zone\":{\"users\":%ui,\"refresh_s\":%T,"
+                        "\"hits\":%uA,\"reads\":%uA}",
+                        sh->nsets * NGX_HTTP_ADSERVE_HZONE_WAYS, ngx_http_adserve_hzone_refresh,
+                        sh->hits, sh->reads);
+}
