@@ -430,13 +430,13 @@ struct ngx_http_adserve_ctx_s {
                                            * state: adserve_cap_timeout from
                                            * the first one */
     unsigned               reserve_known:1;
-    uint64_t              *history;       /* hashes of the items in the
-                                           * user's recommendation history:
-                                           * an open-addressing set, 0 free */
+    uint32_t              *history;       /* fingerprints of the items in
+                                           * the user's recommendation
+                                           * history: an open-addressing
+                                           * set, 0 free */
     uint32_t               nhistory;
     uint32_t               history_mask;  /* its size, less one */
     unsigned               history_known:1;
-    unsigned               history_zero:1;  /* a hash of 0 is in it */
     ngx_http_adserve_answer_pt     answer;
     ngx_http_adserve_caps_done_pt  caps_done;     /* the read's end */
     ngx_http_adserve_caps_done_pt  finish;        /* the answer, once every

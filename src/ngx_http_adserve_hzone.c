@@ -244,20 +244,16 @@ ngx_http_adserve_hzone_dup(const ngx_http_adserve_hist_t *out, ngx_uint_t from, 
 
 
 /* Two histories, each oldest first, merged by time into out (room for
- * both), each entry once; b's from its first entry at or after from. */
+ * both), each entry once. */
 static void
 ngx_http_adserve_hzone_merge(const ngx_http_adserve_hist_t *a, const uint64_t *bhash,
-    const uint32_t *bat, ngx_uint_t bn, uint32_t from, ngx_http_adserve_hist_t *out)
+    const uint32_t *bat, ngx_uint_t bn, ngx_http_adserve_hist_t *out)
 {
     ngx_uint_t  i = 0, j = 0, run = 0;
     uint64_t    hash;
     uint32_t    at;
 
     out->n = 0;
-
-    while (j < bn && bat[j] < from) {
-        j++;
-    }
 
     while (i < a->n || j < bn) {
         if (j == bn || (i < a->n && a->at[i] <= bat[j])) {
@@ -286,7 +282,7 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
     ngx_http_adserve_hist_t *scratch)
 {
     ngx_http_adserve_hslot_t  *slot;
-    ngx_uint_t                 skip;
+    ngx_uint_t                 skip, recent;
 
     if (ngx_http_adserve_hzone_sh == NULL || ngx_http_adserve_hzone_refresh == 0) {
         return;
@@ -299,18 +295,31 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
     /* Redis's entries, and the node's of the last second or two, which
      * Redis may not have had yet: each answer's append goes out at the
      * end of its event loop iteration. Older ones Redis has, or dropped
-     * (a cut, an expiry, a delete): Redis's word is the history. */
-    ngx_http_adserve_hzone_merge(h, slot->hash, slot->at, slot->n, (uint32_t) (now - 1),
-                                 scratch);
+     * (a cut, an expiry, a delete): Redis's word is the history. Most
+     * reads find none so recent (the refresh is past), and Redis's
+     * entries are the copy as they are. */
+    for (recent = slot->n; recent > 0 && slot->at[recent - 1] >= (uint32_t) (now - 1); recent--) {
+        /* void */
+    }
 
-    skip = scratch->n > ADSERVE_HISTORY_MAX ? scratch->n - ADSERVE_HISTORY_MAX : 0;
-    slot->n = (uint32_t) (scratch->n - skip);
-    ngx_memcpy(slot->hash, scratch->hash + skip, slot->n * sizeof(uint64_t));
-    ngx_memcpy(slot->at, scratch->at + skip, slot->n * sizeof(uint32_t));
+    if (recent == slot->n) {
+        slot->n = (uint32_t) h->n;
+        ngx_memcpy(slot->hash, h->hash, h->n * sizeof(uint64_t));
+        ngx_memcpy(slot->at, h->at, h->n * sizeof(uint32_t));
+
+    } else {
+        ngx_http_adserve_hzone_merge(h, slot->hash + recent, slot->at + recent,
+                                     slot->n - recent, scratch);
+
+        skip = scratch->n > ADSERVE_HISTORY_MAX ? scratch->n - ADSERVE_HISTORY_MAX : 0;
+        slot->n = (uint32_t) (scratch->n - skip);
+        ngx_memcpy(slot->hash, scratch->hash + skip, slot->n * sizeof(uint64_t));
+        ngx_memcpy(slot->at, scratch->at + skip, slot->n * sizeof(uint32_t));
+        (void) ngx_http_adserve_hzone_copy(slot, h);
+    }
+
     slot->read_at = now;
     slot->used_at = now;
-
-    (void) ngx_http_adserve_hzone_copy(slot, h);
 
     ngx_shmtx_unlock(&ngx_http_adserve_hzone_pool->mutex);
 }
