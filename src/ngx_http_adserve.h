@@ -556,8 +556,9 @@ typedef struct {
 } ngx_http_adserve_hist_t;
 ngx_shm_zone_t *ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size);
 void ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh);
-/* the user's copy into h when the node read Redis for it within the
- * refresh: NGX_OK; else NGX_DECLINED (read Redis, then _fill) */
+/* the user's copy into h: NGX_OK when the node read Redis for it within
+ * the refresh; NGX_AGAIN when longer ago (read Redis, then _fill; the copy
+ * serves if the read cannot); NGX_DECLINED when the node has none */
 ngx_int_t ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_http_adserve_hist_t *h);
 /* h, the latest entries read from Redis, merged into the user's copy (a
  * slot taken for them if need be), and the copy back into h */

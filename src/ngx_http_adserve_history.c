@@ -210,18 +210,22 @@ ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     u_char                    key[NGX_HTTP_ADSERVE_HISTORY_KEY], from[NGX_INT_T_LEN + 1];
     const char               *argv[4];
     size_t                    argvlen[4];
+    ngx_int_t                 rc;
 
     if (ctx->req.user_id.len == 0 || ctx->req.user_id.len > ADSERVE_TOKEN_USER_MAX) {
         return NGX_DECLINED;
     }
 
-    /* the node read it lately: its copy, with every answer since */
-    if (ngx_http_adserve_hzone_get(ngx_http_adserve_history_user(&ctx->req.user_id), ctx->now,
-                                   &h)
-        == NGX_OK)
-    {
+    /* the node read it lately: its copy, with every answer since. Read
+     * longer ago: Redis's, the copy standing in if Redis is late or down
+     * (older than the refresh, but better than none) */
+    rc = ngx_http_adserve_hzone_get(ngx_http_adserve_history_user(&ctx->req.user_id), ctx->now,
+                                    &h);
+    if (rc != NGX_DECLINED) {
         ngx_http_adserve_history_set(r, ctx, &h);
-        return NGX_OK;
+        if (rc == NGX_OK) {
+            return NGX_OK;
+        }
     }
 
     /* the latest ADSERVE_HISTORY_MAX entries only: the string may hold
@@ -234,8 +238,11 @@ ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     argv[3] = "-1";                argvlen[3] = 2;
 
     return ngx_http_adserve_user_read(r, ctx, NULL, 4, argv, argvlen, ngx_http_adserve_history_parse,
-                                      "view history not read in time, recommending "
-                                      "without it", done);
+                                      rc == NGX_AGAIN
+                                      ? "view history not read in time, recommending "
+                                        "from the node's older copy"
+                                      : "view history not read in time, recommending "
+                                        "without it", done);
 }
 
 

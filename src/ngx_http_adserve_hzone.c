@@ -206,13 +206,13 @@ ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_http_adserve_hist_t *h
 
     slot = ngx_http_adserve_hzone_slot(user, 0);
 
-    /* a test clock may go back: a copy read "later" is read again */
-    if (slot != NULL && slot->read_at != 0 && now >= slot->read_at
-        && now - slot->read_at < ngx_http_adserve_hzone_refresh)
-    {
+    if (slot != NULL && slot->read_at != 0) {
         slot->used_at = now;
         (void) ngx_http_adserve_hzone_copy(slot, h);
-        rc = NGX_OK;
+
+        /* a test clock may go back: a copy read "later" is read again */
+        rc = (now >= slot->read_at && now - slot->read_at < ngx_http_adserve_hzone_refresh)
+             ? NGX_OK : NGX_AGAIN;
     }
 
     ngx_shmtx_unlock(&ngx_http_adserve_hzone_pool->mutex);

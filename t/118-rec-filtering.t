@@ -251,12 +251,16 @@ ok($t->wait_until(1.5, sub { $t->redis_stalled }), 'Redis is stalled by a script
 is_deeply(ids(rec($out, 'hz-4', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ],
           'Redis stalled: a user the node read lately is filtered from its copy');
 tick(3);
-is_deeply(ids(rec($out, 'vo-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
-          '... one it read longer ago than the refresh: the read misses its deadline, the answer comes unfiltered');
-ok($t->wait_until(10, sub { ids(rec($out, 'vo-1', item_id => 'n:0'))->[0] ne 'n:1' }),
+is_deeply(ids(rec($out, 'hz-4', item_id => 'n:0')), [ map { "n:$_" } 9 .. 12 ],
+          '... one it read longer ago than the refresh: the read misses its deadline, the older copy filters');
+is_deeply(ids(rec($out, 'vo-9', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
+          '... a user new to the node: the answer comes unfiltered');
+ok($t->wait_until(10, sub { ids(rec($out, 'vo-9', item_id => 'n:0'))->[0] ne 'n:1' }),
    '... once Redis answers, the history filters again');
+like($t->log_text('nginx-error.log'), qr/view history not read in time, recommending from the node's older copy/,
+     'the late reads are logged');
 like($t->log_text('nginx-error.log'), qr/view history not read in time, recommending without it/,
-     'the late read is logged');
+     '... both kinds');
 unlike($t->log_text('nginx-error.log'), qr/\[(?:alert|crit|emerg)\]/, 'no alert, crit or emerg in the error log');
 
 done_testing;
