@@ -569,6 +569,8 @@ void ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint64_t *ha
     ngx_uint_t n);
 /* appends ,"history_zone":{...} to the status document */
 u_char *ngx_http_adserve_hzone_status(u_char *p, u_char *last);
+/* and the adserve_history_copy_total series of /metrics */
+u_char *ngx_http_adserve_hzone_metrics(u_char *p, u_char *last);
 #define NGX_HTTP_ADSERVE_HZONE_STATUS_LEN  128
 
 /* a video's VAST or a native ad: its splices filled with base, path and token

@@ -377,3 +377,25 @@ ngx_http_adserve_hzone_status(u_char *p, u_char *last)
                         sh->nsets * NGX_HTTP_ADSERVE_HZONE_WAYS, ngx_http_adserve_hzone_refresh,
                         sh->hits, sh->reads);
 }
+
+
+/* The copy's uses, node-wide, in Prometheus's text (metrics.c's page);
+ * nothing without a copy */
+u_char *
+ngx_http_adserve_hzone_metrics(u_char *p, u_char *last)
+{
+    ngx_http_adserve_hzone_sh_t  *sh = ngx_http_adserve_hzone_sh;
+
+    if (sh == NULL) {
+        return p;
+    }
+
+    return ngx_slprintf(p, last,
+                        "# HELP adserve_history_copy_total Recommendation history lookups "
+                        "of the node's copy (adserve_history_zone): a hit served from it, "
+                        "a read went to Redis.\n"
+                        "# TYPE adserve_history_copy_total counter\n"
+                        "adserve_history_copy_total{result=\"hit\"} %uA\n"
+                        "adserve_history_copy_total{result=\"read\"} %uA\n",
+                        sh->hits, sh->reads);
+}

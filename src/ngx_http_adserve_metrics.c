@@ -507,6 +507,7 @@ ngx_http_adserve_print_node(u_char *p, u_char *last, ngx_http_adserve_metrics_su
     p = ngx_http_adserve_scalar(p, last, "adserve_events_dropped_total", "counter",
                                 "Events dropped: a full buffer, or a batch Redis refused "
                                 "for good.", m->events_dropped);
+    p = ngx_http_adserve_hzone_metrics(p, last);
 
     if (s == NULL) {
         return p;

@@ -219,6 +219,9 @@ is_deeply(ids(rec($out, 'hz-1', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ],
 my $zone1 = $t->worker_status;
 my $hits = 0; $hits = $_->{history_zone}{hits} for values %$zone1;
 ok($hits > $zone0->{hits}, "... counted as a hit of the copy ($zone0->{hits} then $hits)");
+my $prom = Adserve::Test::prom_samples($t->request('GET', '/metrics')->{content});
+is($prom->{'adserve_history_copy_total{result="hit"}'}, $hits, '... which /metrics shows, node-wide');
+ok($prom->{'adserve_history_copy_total{result="read"}'} >= 2, '... beside the reads of Redis');
 tick(3);
 is_deeply(ids(rec($out, 'hz-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
           'past the refresh, Redis is read again and its word is the history: the deleted answer counts no more');
