@@ -53,6 +53,10 @@ typedef struct {
 static ngx_slab_pool_t              *ngx_http_adserve_hzone_pool;
 static ngx_http_adserve_hzone_sh_t  *ngx_http_adserve_hzone_sh;
 static time_t                        ngx_http_adserve_hzone_refresh;
+/* the zone's, read once: every lookup's, while the counts beside them in
+ * the zone change on every request */
+static ngx_http_adserve_hslot_t     *ngx_http_adserve_hzone_slots;
+static ngx_uint_t                    ngx_http_adserve_hzone_nsets;
 
 
 static ngx_int_t
@@ -99,7 +103,7 @@ ngx_shm_zone_t *
 ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size)
 {
     ngx_shm_zone_t  *shm_zone;
-    ngx_str_t        name = ngx_string(NGX_HTTP_ADSERVE_HZONE_NAME);
+    ngx_str_t        name;
     ngx_uint_t       nsets;
     size_t           slots;
 
@@ -112,6 +116,16 @@ ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size)
     }
 
     slots = nsets * NGX_HTTP_ADSERVE_HZONE_WAYS * sizeof(ngx_http_adserve_hslot_t);
+
+    /* the name carries the slot's size: a reload that loads a module of
+     * another layout makes a new zone rather than read the old one's */
+    name.data = ngx_pnalloc(cf->pool, sizeof(NGX_HTTP_ADSERVE_HZONE_NAME) + NGX_INT64_LEN);
+    if (name.data == NULL) {
+        return NULL;
+    }
+    name.len = ngx_sprintf(name.data, NGX_HTTP_ADSERVE_HZONE_NAME ":%uz",
+                           sizeof(ngx_http_adserve_hslot_t))
+               - name.data;
 
     /* the slab pool's own pages and its page descriptors, the header, the
      * slots rounded up to pages */
@@ -141,6 +155,8 @@ ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh)
     ngx_http_adserve_hzone_pool = (ngx_slab_pool_t *) shm_zone->shm.addr;
     ngx_http_adserve_hzone_sh = shm_zone->data;
     ngx_http_adserve_hzone_refresh = refresh;
+    ngx_http_adserve_hzone_slots = ngx_http_adserve_hzone_sh->slots;
+    ngx_http_adserve_hzone_nsets = ngx_http_adserve_hzone_sh->nsets;
 }
 
 
@@ -152,8 +168,8 @@ ngx_http_adserve_hzone_slot(uint64_t user, ngx_uint_t take)
     ngx_http_adserve_hslot_t  *set, *old;
     ngx_uint_t                 i;
 
-    set = &ngx_http_adserve_hzone_sh->slots[(user ^ (user >> 32)) % ngx_http_adserve_hzone_sh->nsets
-                                            * NGX_HTTP_ADSERVE_HZONE_WAYS];
+    set = &ngx_http_adserve_hzone_slots[(user ^ (user >> 32)) % ngx_http_adserve_hzone_nsets
+                                        * NGX_HTTP_ADSERVE_HZONE_WAYS];
 
     for (i = 0; i < NGX_HTTP_ADSERVE_HZONE_WAYS; i++) {
         if (set[i].user == user) {

@@ -264,6 +264,19 @@ like($t->log_text('nginx-error.log'), qr/view history not read in time, recommen
      'the late reads are logged');
 like($t->log_text('nginx-error.log'), qr/view history not read in time, recommending without it/,
      '... both kinds');
+# the copy is the node's: a reload's new workers find it
+tick(3);
+is_deeply(ids(rec($out, 'hz-r', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'before a reload: the top 4');
+ok($t->wait_until(2, sub { $t->redis('STRLEN', 'adserve:rh:hz-r') == 5 * 16 }), '... in Redis');
+$t->redis('DEL', 'adserve:rh:hz-r');
+my @old = $t->workers;
+is($t->nginx('-s', 'reload'), 0, 'nginx -s reload');
+ok($t->wait_until(10, sub { my %o = map { $_ => 1 } @old; my @w = $t->workers; @w == 2 && !grep { $o{$_} } @w }),
+   '... new workers');
+@conns = @{ $t->worker_connections };
+tick(0);
+is_deeply(ids(rec($out, 'hz-r', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ],
+          '... filter from the copy the old ones filled (Redis has no history for the user)');
 unlike($t->log_text('nginx-error.log'), qr/\[(?:alert|crit|emerg)\]/, 'no alert, crit or emerg in the error log');
 
 done_testing;
