@@ -7,7 +7,9 @@
  * The rest is in src/: serving (_serve.c) and the explainer (_explain.c)
  * from the node's snapshot (_zone.c), which the loader (_loader.c) keeps
  * fresh from Redis through the hiredis adapter (_redis.c); frequency caps (_caps.c),
- * pacing (_pacing.c), counters and events (_events.c, _track.c); the
+ * pacing (_pacing.c), counters and events (_events.c, _track.c),
+ * recommendation histories and the node's copy of them (_history.c,
+ * _hzone.c); the
  * helpers every handler shares (_util.c). None of them calls back into this
  * file: a request is resumed through the callbacks it was given.
  *

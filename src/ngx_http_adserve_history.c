@@ -8,8 +8,9 @@
  * (ViewOut, ViewPenalty): from the node's copy (ngx_http_adserve_hzone.c)
  * when it read the user's lately, else from Redis with the caps' deadline
  * and machinery (ngx_http_adserve_caps.c), the copy then filled. A late or
- * failed read recommends without the history, since a repeated
- * recommendation breaks no contract, unlike a broken cap. Written after every recommendation with a user id, and on
+ * failed read recommends from the older copy, or without the history,
+ * since a repeated recommendation breaks no contract, unlike a broken
+ * cap. Written after every recommendation with a user id, and on
  * every item click, on the caps' connection, sent at the end of the event
  * loop's iteration with the other requests' commands: before this worker
  * reads another request, since the user's next one may reach another
