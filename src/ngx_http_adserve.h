@@ -437,6 +437,7 @@ struct ngx_http_adserve_ctx_s {
     uint32_t               nhistory;
     uint32_t               history_mask;  /* its size, less one */
     unsigned               history_known:1;
+    unsigned               history_older:1;  /* the node has an older copy */
     ngx_http_adserve_answer_pt     answer;
     ngx_http_adserve_caps_done_pt  caps_done;     /* the read's end */
     ngx_http_adserve_caps_done_pt  finish;        /* the answer, once every
@@ -542,6 +543,9 @@ void ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user
     const adserve_str_t *viewed);
 ngx_uint_t ngx_http_adserve_history_has(const ngx_http_adserve_ctx_t *ctx,
     const adserve_item_t *it);
+/* before the answer reads the history: the node's older copy, if the read
+ * that was to replace it did not come (late, failed, not sent) */
+void ngx_http_adserve_history_older(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx);
 
 /* The node's copy of users' histories (src/ngx_http_adserve_hzone.c): a
  * shared zone of adserve_history_zone bytes, trusted for
@@ -557,9 +561,11 @@ typedef struct {
 ngx_shm_zone_t *ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size);
 void ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh);
 /* the user's copy into h: NGX_OK when the node read Redis for it within
- * the refresh; NGX_AGAIN when longer ago (read Redis, then _fill; the copy
- * serves if the read cannot); NGX_DECLINED when the node has none */
-ngx_int_t ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_http_adserve_hist_t *h);
+ * the refresh (or, with older, at all); NGX_AGAIN when longer ago, h left
+ * (read Redis, then _fill; the older copy stands in if the read cannot);
+ * NGX_DECLINED when the node has none */
+ngx_int_t ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,
+    ngx_http_adserve_hist_t *h);
 /* h, the latest entries read from Redis, merged into the user's copy (a
  * slot taken for them if need be), and the copy back into h */
 void ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *h,
@@ -791,6 +797,12 @@ void ngx_http_adserve_no_body(ngx_http_request_t *sr);
 
 /* a GET (or HEAD) location's start: NGX_OK, or what to answer */
 ngx_int_t ngx_http_adserve_get_only(ngx_http_request_t *r);
+
+/* a shared zone's name, "{prefix}_{layout in hex}", the layout being what
+ * this build of the module reads there: a reload that loads a module of
+ * another layout makes a new zone rather than read the old one's */
+ngx_int_t ngx_http_adserve_zone_name(ngx_conf_t *cf, ngx_str_t *name, const char *prefix,
+    uint64_t layout);
 
 /* adds a response header (name a static string, value kept as given); the
  * header, or NULL when out of memory */

@@ -219,15 +219,15 @@ ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
 
     /* the node read it lately: its copy, with every answer since. Read
      * longer ago: Redis's, the copy standing in if Redis is late or down
-     * (older than the refresh, but better than none) */
+     * (older than the refresh, but better than none), at the answer */
     rc = ngx_http_adserve_hzone_get(ngx_http_adserve_history_user(&ctx->req.user_id), ctx->now,
-                                    &h);
-    if (rc != NGX_DECLINED) {
+                                    0, &h);
+    if (rc == NGX_OK) {
         ngx_http_adserve_history_set(r, ctx, &h);
-        if (rc == NGX_OK) {
-            return NGX_OK;
-        }
+        return NGX_OK;
     }
+
+    ctx->history_older = (rc == NGX_AGAIN);
 
     /* the latest ADSERVE_HISTORY_MAX entries only: the string may hold
      * up to twice as many until its next cut */
@@ -418,6 +418,26 @@ ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
     }
 
     slot->len = 0;
+}
+
+
+void
+ngx_http_adserve_history_older(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
+{
+    ngx_http_adserve_hist_t  h;
+
+    if (ctx->history_known || !ctx->history_older) {
+        return;
+    }
+
+    ctx->history_older = 0;
+
+    if (ngx_http_adserve_hzone_get(ngx_http_adserve_history_user(&ctx->req.user_id), ctx->now,
+                                   1, &h)
+        == NGX_OK)
+    {
+        ngx_http_adserve_history_set(r, ctx, &h);
+    }
 }
 
 

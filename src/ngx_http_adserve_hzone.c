@@ -117,15 +117,12 @@ ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size)
 
     slots = nsets * NGX_HTTP_ADSERVE_HZONE_WAYS * sizeof(ngx_http_adserve_hslot_t);
 
-    /* the name carries the slot's size: a reload that loads a module of
-     * another layout makes a new zone rather than read the old one's */
-    name.data = ngx_pnalloc(cf->pool, sizeof(NGX_HTTP_ADSERVE_HZONE_NAME) + NGX_INT64_LEN);
-    if (name.data == NULL) {
+    if (ngx_http_adserve_zone_name(cf, &name, NGX_HTTP_ADSERVE_HZONE_NAME,
+                                   sizeof(ngx_http_adserve_hslot_t))
+        != NGX_OK)
+    {
         return NULL;
     }
-    name.len = ngx_sprintf(name.data, NGX_HTTP_ADSERVE_HZONE_NAME ":%uz",
-                           sizeof(ngx_http_adserve_hslot_t))
-               - name.data;
 
     /* the slab pool's own pages and its page descriptors, the header, the
      * slots rounded up to pages */
@@ -209,7 +206,8 @@ ngx_http_adserve_hzone_copy(const ngx_http_adserve_hslot_t *slot, ngx_http_adser
 
 
 ngx_int_t
-ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_http_adserve_hist_t *h)
+ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,
+    ngx_http_adserve_hist_t *h)
 {
     ngx_http_adserve_hslot_t  *slot;
     ngx_int_t                  rc = NGX_DECLINED;
@@ -223,18 +221,23 @@ ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_http_adserve_hist_t *h
     slot = ngx_http_adserve_hzone_slot(user, 0);
 
     if (slot != NULL && slot->read_at != 0) {
-        slot->used_at = now;
-        (void) ngx_http_adserve_hzone_copy(slot, h);
-
         /* a test clock may go back: a copy read "later" is read again */
-        rc = (now >= slot->read_at && now - slot->read_at < ngx_http_adserve_hzone_refresh)
+        rc = (older || (now >= slot->read_at
+                        && now - slot->read_at < ngx_http_adserve_hzone_refresh))
              ? NGX_OK : NGX_AGAIN;
+
+        if (rc == NGX_OK) {
+            slot->used_at = now;
+            (void) ngx_http_adserve_hzone_copy(slot, h);
+        }
     }
 
     ngx_shmtx_unlock(&ngx_http_adserve_hzone_pool->mutex);
 
-    (void) ngx_atomic_fetch_add(rc == NGX_OK ? &ngx_http_adserve_hzone_sh->hits
-                                             : &ngx_http_adserve_hzone_sh->reads, 1);
+    if (!older) {
+        (void) ngx_atomic_fetch_add(rc == NGX_OK ? &ngx_http_adserve_hzone_sh->hits
+                                                 : &ngx_http_adserve_hzone_sh->reads, 1);
+    }
 
     return rc;
 }

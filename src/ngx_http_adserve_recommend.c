@@ -375,6 +375,7 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
         ctx->svc = NGX_HTTP_ADSERVE_SVC_FAILED;
     }
 
+    ngx_http_adserve_history_older(r, ctx);
     ngx_http_adserve_rec_items(&pk, s, ctx, unit, d);
 
     /* what the user looks at is history, and counts, even when nothing

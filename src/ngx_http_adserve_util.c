@@ -206,6 +206,22 @@ ngx_http_adserve_send_as(ngx_http_request_t *r, ngx_uint_t status, u_char *body,
 }
 
 
+ngx_int_t
+ngx_http_adserve_zone_name(ngx_conf_t *cf, ngx_str_t *name, const char *prefix, uint64_t layout)
+{
+    size_t  len = ngx_strlen(prefix);
+
+    name->data = ngx_pnalloc(cf->pool, len + 1 + NGX_INT64_LEN);
+    if (name->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    name->len = ngx_sprintf(name->data, "%s_%uxL", prefix, layout) - name->data;
+
+    return NGX_OK;
+}
+
+
 ngx_table_elt_t *
 ngx_http_adserve_header(ngx_http_request_t *r, const char *name, ngx_str_t *value)
 {

@@ -169,13 +169,9 @@ ngx_http_adserve_zone_add(ngx_conf_t *cf, size_t size)
              ^ (sizeof(adserve_unit_t) << 12) ^ sizeof(adserve_cand_t)
              ^ (sizeof(adserve_creative_t) << 52);
 
-    name.data = ngx_pnalloc(cf->pool, sizeof(NGX_HTTP_ADSERVE_ZONE_NAME) + 1
-                                      + NGX_INT64_LEN);
-    if (name.data == NULL) {
+    if (ngx_http_adserve_zone_name(cf, &name, NGX_HTTP_ADSERVE_ZONE_NAME, layout) != NGX_OK) {
         return NULL;
     }
-    name.len = ngx_sprintf(name.data, NGX_HTTP_ADSERVE_ZONE_NAME "_%uxL", layout)
-               - name.data;
 
     zone->shm_zone = ngx_shared_memory_add(cf, &name, size, &ngx_http_adserve_module);
     if (zone->shm_zone == NULL) {
