@@ -60,6 +60,7 @@ struct report {
     const char *only;               /* the group's own id filter */
     const char *unit;               /* ad source rows: this ad unit's counters alone */
     const char *advertiser;         /* line items and creatives of this advertiser */
+    const char *order;              /* line items of this order */
     const char *caller;             /* an advertiser caller's advertiser_id */
 
     long long bucket;               /* the start of the bucket being summed */
@@ -282,6 +283,8 @@ static bool visible(const struct report *r, const char *id, const struct stats_r
     case GROUP_CREATIVE:
         if (!resource_owned_by(r->caller, rec->exists ? rec->advertiser_id : NULL))
             return false;
+        if (r->order != NULL && strcmp(rec->order_id, r->order) != 0)
+            return false;           /* line items alone take it (read_filters) */
         return r->advertiser == NULL || strcmp(rec->advertiser_id, r->advertiser) == 0;
     case GROUP_ADVERTISER:
         return resource_owned_by(r->caller, id) &&
@@ -477,6 +480,7 @@ static bool read_filters(const cJSON *q, struct report *r, struct reply *rep)
         { "line_item_id", 1u << GROUP_LINE_ITEM },
         { "creative_id", 1u << GROUP_CREATIVE },
         { "advertiser_id", 1u << GROUP_LINE_ITEM | 1u << GROUP_CREATIVE | 1u << GROUP_ADVERTISER },
+        { "order_id", 1u << GROUP_LINE_ITEM },
     };
 
     for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
@@ -490,6 +494,8 @@ static bool read_filters(const cJSON *q, struct report *r, struct reply *rep)
         }
         if (strcmp(allowed[i].param, "advertiser_id") == 0)
             r->advertiser = v;      /* checked per row (advertiser rows: after folding) */
+        else if (strcmp(allowed[i].param, "order_id") == 0)
+            r->order = v;           /* checked per row, on its line item's record */
         else if (r->group == GROUP_AD_SOURCE && strcmp(allowed[i].param, "ad_unit_id") == 0)
             r->unit = v;
         else
@@ -603,6 +609,8 @@ static const struct schema_field metrics_query_fields[] = {
     { "creative_id", &uuid, .description = "group_by=creative only" },
     { "advertiser_id", &uuid,
       .description = "group_by=line_item, creative (those of this advertiser) or advertiser" },
+    { "order_id", &uuid,
+      .description = "group_by=line_item only (the line items of this order: its delivery)" },
     { "audience", &audience_s,
       .description = "whose report, for ad units' ext.metric_mode: internal (default for admins "
                      "and operators) hides external_only units, external (always for "

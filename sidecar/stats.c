@@ -345,6 +345,7 @@ static struct stats_record *record_from(const redisReply *v)
     r->exists = true;
     const char *name = json_str_member(j, "name");
     const char *adv = json_str_member(j, "advertiser_id");
+    const char *order = json_str_member(j, "order_id");
     if (name != NULL && (r->name = strdup(name)) == NULL) {
         cJSON_Delete(j);
         free(r);
@@ -352,6 +353,8 @@ static struct stats_record *record_from(const redisReply *v)
     }
     if (adv != NULL && copy_str(r->advertiser_id, sizeof r->advertiser_id, adv) != 0)
         r->advertiser_id[0] = '\0';
+    if (order != NULL && copy_str(r->order_id, sizeof r->order_id, order) != 0)
+        r->order_id[0] = '\0';
     r->mode = metric_mode(j);
     cJSON_Delete(j);
     return r;

@@ -109,6 +109,7 @@ struct stats_record {
     bool exists;                        /* false: no such record (deleted) */
     char *name;                         /* NULL when none */
     char advertiser_id[UUID_STR_LEN];   /* "" when none */
+    char order_id[UUID_STR_LEN];        /* line items': "" when none */
     enum stats_metric_mode mode;        /* ad units' ext.metric_mode */
 };
 

@@ -190,6 +190,9 @@ is_deeply(rows("group_by=line_item&$DAY"), [ @{ by_id(line_item_id => @li_rows{q
           'line items per hour: opp and zero-only ids make no row; a deleted line item keeps its row, name null');
 is_deeply(rows("group_by=line_item&$DAY&line_item_id=$a1"), [ @li_rows{qw(a1 a1_11)} ], 'line_item_id filters');
 is_deeply(rows("group_by=line_item&$DAY&advertiser_id=$adv{globex}{id}"), [ $li_rows{g} ], 'advertiser_id filters line items');
+is_deeply(rows("group_by=line_item&$DAY&order_id=$order{acme}{id}"), [ @{ by_id(line_item_id => @li_rows{qw(a1 a2)}) }, $li_rows{a1_11} ],
+          'order_id filters line items: its own (an order\'s delivery)');
+is_deeply(rows("group_by=line_item&$DAY&order_id=$order{globex}{id}&line_item_id=$a1"), [], '... and combines with line_item_id');
 is_deeply(rows("group_by=creative&$DAY"), by_id(creative_id => row(creative => $ca, 'Acme banner', $T10, %{ $h10{"cr:$ca"} }),
                                                  row(creative => $cg, 'Globex banner', $T10, %{ $h10{"cr:$cg"} })),
           'creatives per hour');
@@ -217,6 +220,9 @@ is_deeply(rows("group_by=advertiser&$DAY", @acme), [ grep { $_->{advertiser_id} 
           '... itself among advertisers');
 is_deeply(rows("group_by=line_item&$DAY&line_item_id=$g", @acme), [], 'another advertiser\'s line item: no rows');
 is_deeply(rows("group_by=line_item&$DAY&advertiser_id=$adv{globex}{id}", @acme), [], '... another advertiser: no rows');
+is_deeply(rows("group_by=line_item&$DAY&order_id=$order{globex}{id}", @acme), [], '... another advertiser\'s order: no rows');
+is_deeply(rows("group_by=line_item&$DAY&order_id=$order{acme}{id}", @acme), [ @{ by_id(line_item_id => @li_rows{qw(a1 a2)}) }, $li_rows{a1_11} ],
+          '... its own order: its line items');
 is_deeply(rows("group_by=advertiser&$DAY&advertiser_id=$adv{globex}{id}", @acme), [], '... nor as an advertiser row');
 is_deeply(rows("group_by=line_item&$DAY&audience=external", @acme), [ @{ by_id(line_item_id => @li_rows{qw(a1 a2)}) }, $li_rows{a1_11} ],
           'audience=external is an advertiser\'s own audience');
@@ -273,6 +279,7 @@ for my $case (
     [ 'group_by=line_item&ad_unit_id=' . $u1, qr/^ad_unit_id: not a filter of group_by=line_item/, 'ad_unit_id on line items' ],
     [ 'group_by=ad_unit&advertiser_id=' . $acme_id, qr/^advertiser_id: not a filter of group_by=ad_unit/, 'advertiser_id on ad units' ],
     [ 'group_by=creative&line_item_id=' . $a1, qr/^line_item_id: not a filter of group_by=creative/, 'line_item_id on creatives' ],
+    [ 'group_by=advertiser&order_id=' . $order{acme}{id}, qr/^order_id: not a filter of group_by=advertiser/, 'order_id on advertisers' ],
     [ 'group_by=line_item&line_item_id=42', qr/^line_item_id: must be a UUID/, 'an id that is no UUID' ],
     [ 'group_by=ad_unit&audience=everyone', qr/^audience: must be one of internal, external/, 'an unknown audience' ],
     [ 'group_by=ad_unit&format=xml', qr/^format: must be one of json, csv/, 'an unknown format' ],
@@ -340,7 +347,7 @@ ok($op, 'GET /api/metrics is documented');
 my %p = map { $_->{name} => $_ } @{ $op->{parameters} };
 is_deeply($p{group_by}{schema}{enum}, [qw(ad_unit line_item creative advertiser ad_source)], '... group_by (ad_source: t/157)');
 ok($p{group_by}{required}, '... required');
-is_deeply([ sort keys %p ], [ sort qw(group_by granularity from to ad_unit_id line_item_id creative_id advertiser_id ad_source_id audience format) ],
+is_deeply([ sort keys %p ], [ sort qw(group_by granularity from to ad_unit_id line_item_id creative_id advertiser_id order_id ad_source_id audience format) ],
           '... every parameter');
 is($op->{responses}{200}{content}{'application/json'}{schema}{'$ref'}, '#/components/schemas/MetricsReport', '... the JSON report');
 is($op->{responses}{200}{content}{'text/csv'}{schema}{type}, 'string', '... and its CSV form');
