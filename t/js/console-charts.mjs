@@ -80,12 +80,25 @@ const liC = await api('POST', '/api/line-items', {
 });
 const liD = await api('POST', '/api/line-items', { order_id: order.id, name: `Open ${run}`, type: 'STANDARD', cost_type: 'CPM', rate: 1 });
 for (const li of [liA, liB]) await api('PATCH', `/api/line-items/${li.id}`, { status: 'ACTIVE' });
+// a second order: two line items with impressions goals (a common goal of
+// 500), the second's flight a day later
+const order2 = await api('POST', '/api/orders', { advertiser_id: adv.id, name: `Goals order ${run}` });
+const liE = await api('POST', '/api/line-items', {
+    order_id: order2.id, name: `First ${run}`, type: 'STANDARD', cost_type: 'CPM', rate: 1,
+    start_at: iso(a0), end_at: iso(aEnd - DAY), goal: { type: 'IMPRESSIONS', units: 300 },
+});
+const liF = await api('POST', '/api/line-items', {
+    order_id: order2.id, name: `Second ${run}`, type: 'STANDARD', cost_type: 'CPM', rate: 1,
+    start_at: iso(a0 + DAY), end_at: iso(aEnd), goal: { type: 'IMPRESSIONS', units: 200 },
+});
 
 // delivery: {ms of the hour: n}; an hour before A's flight does not count
 const deliveryA = { [a0 - HOUR]: 999, [a0]: 100, [a0 + 5 * HOUR]: 200, [a0 + 20 * HOUR]: 50, [thisHour]: 30 };
 const deliveryB = { [b0 + DAY + 3 * HOUR]: 10, [b0 + 2 * DAY]: 5, [today]: 7 };
 for (const [ms, n] of Object.entries(deliveryA)) count(hourKey(Number(ms)), `${LI}${liA.id}:${M.imp}`, n);
 for (const [ms, n] of Object.entries(deliveryB)) count(hourKey(Number(ms)), `${LI}${liB.id}:${M.clk}`, n);
+count(hourKey(a0 + 2 * HOUR), `${LI}${liE.id}:${M.imp}`, 40);
+count(hourKey(thisHour), `${LI}${liF.id}:${M.imp}`, 2);
 // pacing's lifetime counts (adserve:delivery), which the dashboard's pacing reads
 redis('HSET', 'adserve:delivery', `${liA.id}:imp`, '380', `${liB.id}:clk`, '22');
 
@@ -183,6 +196,34 @@ await inBrowser(t, async (browser) => {
            'a line item without goal nor flight: its impressions since it was made, no goal');
     t.isDeep(await page.locator('#delivery-table thead th').allTextContents(), ['Time', 'In the period', 'Delivered so far'],
              '... its table neither pace nor goal');
+
+    // ---- an order: its line items' delivery, summed -------------------------------------
+    await go(page, `#/orders/${order.id}`);
+    await page.locator('main h1', { hasText: order.name }).waitFor();
+    const orderChart = page.locator('section.order-delivery');
+    await orderChart.locator('figure canvas').first().waitFor();
+    t.is(await orderChart.getAttribute('data-granularity'), 'day',
+         "an order's delivery: over its line items' flights, five days and more, day by day");
+    t.like(await orderChart.locator('.summary').innerText(), /^1,379 impressions delivered by its 4 line items; no common goal\.$/,
+           "... its line items' impressions summed (inside the order's span: A's hour before its own flight too), and no goal: theirs differ");
+    const orderRows = await tableRows(page, 'order-delivery-table');
+    t.is(Number(orderRows.filter((r) => r.delivered !== '').pop().delivered), 1379, '... the table says the same');
+    t.is(orderRows[0].time, iso(b0), '... from the earliest start, B\'s');
+    await audit(page, "an order's delivery chart");
+
+    await go(page, `#/orders/${order2.id}`);
+    await page.locator('main h1', { hasText: order2.name }).waitFor();
+    await orderChart.locator('figure canvas').first().waitFor();
+    t.is(await orderChart.getAttribute('data-granularity'), 'hour', 'an order of three days: hour by hour');
+    t.like(await orderChart.locator('.summary').innerText(),
+           /^42 of 500 impressions delivered \(8\.4 %\) by its 2 line items; no pacing line \(each line item paces on its own\)\.$/,
+           '... against the sum of its line items\' goals, of one kind');
+    const rows2 = await tableRows(page, 'order-delivery-table');
+    t.is(rows2[0].time, iso(a0), '... from the first start');
+    t.is(rows2[rows2.length - 1].time, iso(aEnd), '... to the last end');
+    t.is(Number(Object.fromEntries(rows2.map((r) => [r.time, r]))[iso(a0 + 3 * HOUR)].delivered), 40,
+         "... the first line item's impressions counted in their hour");
+    await part(page, 'section.order-delivery', 'order-delivery');
 
     // ---- the dashboard ---------------------------------------------------------------
     // the page's own answer: expected_now and projected_end move with the clock

@@ -150,6 +150,22 @@ await inBrowser(t, async (browser) => {
     await page.getByRole('button', { name: 'Delete the value rock' }).click();
     await page.locator('table.values tbody th', { hasText: 'rock' }).waitFor({ state: 'detached' });
     t.isDeep(await page.locator('table.values tbody th').allInnerTexts(), ['jazz'], '... and one deleted');
+    const jazz = page.locator('table.values tbody tr', { hasText: 'jazz' });
+    await page.getByRole('button', { name: 'Edit the description of jazz' }).click();
+    await page.getByLabel('Description of jazz').fill('Smooth & <b>cool</b>');
+    await jazz.getByRole('button', { name: 'Save' }).click();
+    await page.locator('[role=status]', { hasText: 'Saved the description of jazz.' }).waitFor();
+    t.is(await jazz.locator('td').first().innerText(), 'Smooth & <b>cool</b>', "a value's description edited in its row, shown as text");
+    t.is(await jazz.locator('td b').count(), 0, '... not as markup');
+    const keyId = page.url().match(/targeting-keys\/([0-9a-f-]{36})/)[1];
+    const [stored] = (await api('GET', `/api/custom-targeting/keys/${keyId}/values?q=jazz`)).items;
+    t.is(stored.description, 'Smooth & <b>cool</b>', '... and stored by the API');
+    await page.getByRole('button', { name: 'Edit the description of jazz' }).click();
+    await page.getByLabel('Description of jazz').fill('');
+    await jazz.getByRole('button', { name: 'Save' }).click();
+    await jazz.getByRole('button', { name: 'Edit the description of jazz' }).waitFor();
+    t.is((await api('GET', `/api/custom-targeting/keys/${keyId}/values/${stored.id}`)).description, null,
+         '... emptied, it is null again');
     await audit(page, 'a targeting key with its values');
     await shot(page, 'targeting-key');
 
@@ -314,10 +330,30 @@ await inBrowser(t, async (browser) => {
            '... and why the capped one would not: no user.id, so its cap is unknown');
     await audit(page, 'the decision explainer');
     await shot(page, 'explain');
-    await explain('{"user": {"id": "reader-1"}}');
+    // the request built from fields, written into its JSON
+    await page.fill('#explain-user-id', 'reader-1');
+    await page.fill('#explain-yob', '1990');
+    await page.selectOption('#explain-gender', 'F');
+    await page.getByRole('button', { name: 'Add a key-value' }).click();
+    await page.fill('#explain-kv-0-key', 'genre');
+    await page.fill('#explain-kv-0-value', 'jazz');
+    const built = () => page.inputValue('#explain-request').then(JSON.parse);
+    t.isDeep(await built(), { user: { id: 'reader-1', yob: 1990, gender: 'F' }, ext: { kv: { genre: 'jazz' } } },
+             "the explainer's request built from its fields: user, key-values");
+    const asked = page.waitForResponse((r) => r.url().includes('/api/explain/'));
+    await page.getByRole('button', { name: 'Explain' }).click();
+    t.isDeep((await asked).request().postDataJSON(), await built(), '... and is what the explainer is asked');
+    await page.locator('tr[data-decision=outranked]').waitFor();
     t.like(await page.locator('tr[data-decision=outranked]').innerText(), new RegExp(`Capped LI ${run}.*a higher eCPM wins`, 's'),
            '... with a user.id: able to serve, outranked');
+    await audit(page, 'the decision explainer with its request fields filled');
+    await shot(page, 'explain-fields');
+    await page.getByRole('button', { name: 'Remove key-value 1' }).click();
+    await page.fill('#explain-yob', '');
+    await page.selectOption('#explain-gender', '');
+    t.isDeep(await built(), { user: { id: 'reader-1' } }, '... an emptied field removes its member, and the objects left empty');
     await page.fill('#explain-request', '{"user": ');
+    t.is(await page.isDisabled('#explain-user-id'), true, 'the fields wait while the JSON is not valid');
     await page.getByRole('button', { name: 'Explain' }).click();
     t.like(await page.locator('main [role=alert]').innerText(), /not valid JSON/, 'a request that is not JSON is refused before asking');
 

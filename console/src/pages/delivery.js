@@ -4,10 +4,13 @@
 // flight of up to three days and day by day beyond; the goal; and, for an
 // EVEN line item with a start and an end, the pacing line: goal × the
 // elapsed fraction of the flight, floored as the dashboard's expected_now.
+// An order's is the sum of its line items' (&order_id=) over the span of
+// their flights, against the sum of their goals when they all have one of
+// the same kind; it has no pacing line (each line item paces on its own).
 // Drawn with uPlot and given as a table too.
 import { useEffect, useState } from 'preact/hooks';
 import { html } from '../html.js';
-import { api } from '../api.js';
+import { api, listAll } from '../api.js';
 import { LineChart, iso, utc } from '../chart.js';
 
 const HOUR = 3600e3;
@@ -61,13 +64,32 @@ export function deliveryPoints(plan, rows, now = Date.now()) {
     });
 }
 
-async function deliveryRows(id, plan) {
+// What an order's chart shows, as a line item's flight and goal: from the
+// earliest start (or creation) of its line items to the latest end (open
+// when one has none), the sum of their goals when every one has a goal of
+// the same kind, and never a pacing line
+export function orderFlight(order, lineItems) {
+    const at = (v) => { const t = Date.parse(v || ''); return Number.isFinite(t) ? t : null; };
+    const starts = lineItems.map((li) => at(li.start_at) ?? at(li.created_at)).filter((t) => t !== null);
+    const ends = lineItems.map((li) => at(li.end_at));
+    const goals = lineItems.map((li) => (li.goal && li.goal.type && li.goal.type !== 'NONE' && li.goal.units > 0 ? li.goal : null));
+    const common = goals.length > 0 && goals.every((g) => g && g.type === goals[0].type);
+    return {
+        start_at: starts.length ? iso(Math.min(...starts)) : null,
+        end_at: ends.length && ends.every((t) => t !== null) ? iso(Math.max(...ends)) : null,
+        created_at: order.created_at,
+        goal: common ? { type: goals[0].type, units: goals.reduce((n, g) => n + g.units, 0) } : null,
+        delivery: 'ASAP',
+    };
+}
+
+async function deliveryRows(filter, plan) {
     if (plan.to <= plan.from) return [];
     const rows = [];
     const span = plan.granularity === 'day' ? WINDOW_DAYS * DAY : 31 * DAY;
     for (let from = plan.from; from < plan.to; from += span) {
         const q = new URLSearchParams({
-            group_by: 'line_item', line_item_id: id, granularity: plan.granularity,
+            group_by: 'line_item', ...filter, granularity: plan.granularity,
             from: iso(from), to: iso(Math.min(from + span, plan.to)),
         });
         rows.push(...(await api('GET', `/api/metrics?${q}`)).rows);
@@ -78,25 +100,49 @@ async function deliveryRows(id, plan) {
 const count = (v) => (v === null || v === undefined ? '—' : v.toLocaleString('en'));
 
 export function LineItemDelivery({ lineItem, headingLevel = 2, idPrefix = 'delivery' }) {
+    const load = async (now) => {
+        const plan = deliveryPlan(lineItem, now);
+        return { plan, flight: lineItem, points: deliveryPoints(plan, await deliveryRows({ line_item_id: lineItem.id }, plan), now) };
+    };
+    return html`<${Delivery} load=${load} headingLevel=${headingLevel} idPrefix=${idPrefix} title="Delivery against the goal"
+        deps=${[lineItem.id, lineItem.start_at, lineItem.end_at, lineItem.goal && lineItem.goal.units, lineItem.goal && lineItem.goal.type, lineItem.delivery]} />`;
+}
+
+export function OrderDelivery({ order, headingLevel = 2, idPrefix = 'order-delivery' }) {
+    const load = async (now) => {
+        const lineItems = await listAll(`/api/line-items?order_id=${encodeURIComponent(order.id)}`);
+        const flight = orderFlight(order, lineItems);
+        const plan = deliveryPlan(flight, now);
+        const rows = await deliveryRows({ order_id: order.id }, plan);
+        return { plan, flight, order: lineItems.length, points: deliveryPoints(plan, rows, now) };
+    };
+    return html`<${Delivery} load=${load} headingLevel=${headingLevel} idPrefix=${idPrefix} title="Delivery of its line items"
+        deps=${[order.id]} />`;
+}
+
+// The chart and its table, of what load(now) resolves to: {plan, flight,
+// points}, and for an order its number of line items
+function Delivery({ load, deps, headingLevel, idPrefix, title }) {
     const [data, setData] = useState(null);
     const [error, setError] = useState(null);
     useEffect(() => {
         setData(null);
         setError(null);
         const now = Date.now();
-        const plan = deliveryPlan(lineItem, now);
-        deliveryRows(lineItem.id, plan).then((rows) => setData({ plan, points: deliveryPoints(plan, rows, now), now }),
-                                              (e) => setError(e.message));
-    }, [lineItem.id, lineItem.start_at, lineItem.end_at, lineItem.goal && lineItem.goal.units, lineItem.goal && lineItem.goal.type, lineItem.delivery]);
+        load(now).then((d) => setData({ ...d, now }), (e) => setError(e.message));
+    }, deps);
 
     const H = `h${headingLevel}`;
     const hid = `${idPrefix}-h`;
-    const heading = html`<${H} id=${hid}>Delivery against the goal</${H}>`;
+    const heading = html`<${H} id=${hid}>${title}</${H}>`;
     if (error) return html`<section aria-labelledby=${hid}>${heading}<p class="error" role="alert">${error}</p></section>`;
     if (!data) return html`<section aria-labelledby=${hid}>${heading}<p role="status">Loading the delivery…</p></section>`;
 
-    const { plan, points, now } = data;
+    const { plan, points, now, flight } = data;
     const { goal, metric, paced } = plan;
+    const ofOrder = data.order !== undefined;
+    const noPace = ofOrder ? 'each line item paces on its own'
+        : flight.start_at && flight.end_at ? 'delivery ASAP' : 'the flight is open';
     const day = plan.granularity === 'day';
     const last = points.filter((p) => p.delivered !== null).pop();
     const delivered = last ? last.delivered : 0;
@@ -105,15 +151,22 @@ export function LineItemDelivery({ lineItem, headingLevel = 2, idPrefix = 'deliv
     if (goal) series.push({ label: 'goal', values: points.map(() => goal.units), color: '#1e6b35', dash: [2, 4] });
     const x = points.map((p) => p.t / 1000);
     const paceNow = paced ? points.find((p) => p.t === Math.min(Math.max(now, plan.start), plan.end)) : null;
-    return html`<section aria-labelledby=${hid} class="line-item-delivery" data-goal-metric=${metric} data-granularity=${plan.granularity}>
+    const summary = [
+        goal ? `${count(delivered)} of ${count(goal.units)} ${metric} delivered (${((delivered / goal.units) * 100).toFixed(1)} %)`
+             : `${count(delivered)} ${metric} delivered`,
+        ofOrder ? ` by its ${data.order} line item${data.order === 1 ? '' : 's'}` : '',
+        goal ? '' : `; ${ofOrder ? 'no common goal' : 'no goal'}`,
+        paceNow ? `; the even pace is at ${count(paceNow.pace)} ${now < plan.end ? 'now' : 'at the end'}` : '',
+        goal && !paced ? `; no pacing line (${noPace})` : '',
+        '.',
+        now < plan.start ? ` The flight starts ${utc(plan.start / 1000)} UTC.` : '',
+    ].join('');
+    if (ofOrder && data.order === 0) {
+        return html`<section aria-labelledby=${hid}>${heading}<p>No line item yet: nothing to deliver.</p></section>`;
+    }
+    return html`<section aria-labelledby=${hid} class=${ofOrder ? 'order-delivery' : 'line-item-delivery'} data-goal-metric=${metric} data-granularity=${plan.granularity}>
         ${heading}
-        <p class="summary">
-            ${goal ? `${count(delivered)} of ${count(goal.units)} ${metric} delivered (${((delivered / goal.units) * 100).toFixed(1)} %)`
-                   : `${count(delivered)} ${metric} delivered; no goal`}
-            ${paceNow ? `; the even pace is at ${count(paceNow.pace)} ${now < plan.end ? 'now' : 'at the end'}` : ''}
-            ${goal && !paced ? `; no pacing line (${plan.goal && !(lineItem.start_at && lineItem.end_at) ? 'the flight is open' : 'delivery ASAP'})` : ''}.
-            ${now < plan.start ? ` The flight starts ${utc(plan.start / 1000)} UTC.` : ''}
-        </p>
+        <p class="summary">${summary}</p>
         <figure class="delivery">
             <figcaption>Cumulative ${metric} from ${utc(plan.start / 1000)} to ${utc(plan.end / 1000)} UTC, ${day ? 'day' : 'hour'} by ${day ? 'day' : 'hour'}${goal ? `, against a goal of ${count(goal.units)}` : ''}</figcaption>
             <${LineChart} x=${x} series=${series} axes=${{ y: metric }} />

@@ -1,7 +1,8 @@
 // The decision explainer (POST /api/explain/{tagid}, admins and
-// operators): pick an ad unit, edit the serving request's JSON, and see
-// which line item would serve and why each other one would not. Nothing is
-// counted or recorded by asking.
+// operators): pick an ad unit, describe the serving request with fields
+// (user, device, key-values) or edit its JSON, and see which line item
+// would serve and why each other one would not. Nothing is counted or
+// recorded by asking.
 import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { html } from '../html.js';
@@ -30,6 +31,74 @@ const why = (c, caps) => {
     if (c.reason === 'frequency_cap' && caps === 'unknown') return `${text}: its frequency cap cannot be checked without a user.id`;
     return c.reason ? `${text}: ${REASONS[c.reason] || c.reason}` : text;
 };
+
+// The request's JSON is the one source of truth: each field shows its
+// member, and a change writes the member back (an empty field removes it,
+// and the objects it leaves empty). A request that is not JSON disables
+// the fields until it is again.
+function member(o, path) {
+    return path.reduce((x, k) => (x && typeof x === 'object' && !Array.isArray(x) ? x[k] : undefined), o);
+}
+
+function withMember(o, path, value) {
+    const copy = { ...o };
+    const [k, ...rest] = path;
+    if (rest.length === 0) {
+        if (value === undefined) delete copy[k];
+        else copy[k] = value;
+        return copy;
+    }
+    const inner = withMember(copy[k] && typeof copy[k] === 'object' && !Array.isArray(copy[k]) ? copy[k] : {}, rest, value);
+    if (Object.keys(inner).length === 0) delete copy[k];
+    else copy[k] = inner;
+    return copy;
+}
+
+const GENDERS = [['', 'not said'], ['F', 'F'], ['M', 'M'], ['O', 'O']];
+
+function RequestFields({ request, onChange }) {
+    const off = request === null;
+    const o = request || {};
+    const set = (path, value) => onChange(withMember(o, path, value === '' ? undefined : value));
+    const text = (path) => {
+        const v = member(o, path);
+        return typeof v === 'string' || typeof v === 'number' ? String(v) : '';
+    };
+    const kv = Object.entries(member(o, ['ext', 'kv']) || {});
+    const setKv = (rows) => set(['ext', 'kv'], rows.length ? Object.fromEntries(rows) : undefined);
+    const kvText = (v) => (Array.isArray(v) ? v.join(', ') : String(v));
+    return html`<fieldset class="tree request-fields" disabled=${off}>
+        <legend>The request</legend>
+        ${off && html`<p class="help">Make the JSON below valid to edit these.</p>`}
+        <div class="field"><label for="explain-user-id">User id</label>
+            <input id="explain-user-id" value=${text(['user', 'id'])} aria-describedby="explain-user-id-help"
+                onInput=${(e) => set(['user', 'id'], e.currentTarget.value)} />
+            <small class="help" id="explain-user-id-help">Frequency caps and segments are read for this user.</small></div>
+        <div class="field"><label for="explain-yob">Year of birth</label>
+            <input id="explain-yob" type="number" min="1900" max="2100" value=${text(['user', 'yob'])}
+                onInput=${(e) => set(['user', 'yob'], e.currentTarget.value === '' ? '' : Number(e.currentTarget.value))} /></div>
+        <div class="field"><label for="explain-gender">Gender</label>
+            <select id="explain-gender" value=${text(['user', 'gender'])} onChange=${(e) => set(['user', 'gender'], e.currentTarget.value)}>
+                ${GENDERS.map(([v, label]) => html`<option value=${v} key=${v}>${label}</option>`)}
+            </select></div>
+        <div class="field"><label for="explain-ua">User agent</label>
+            <input id="explain-ua" value=${text(['device', 'ua'])} onInput=${(e) => set(['device', 'ua'], e.currentTarget.value)} /></div>
+        <fieldset class="tree"><legend>Key-values (ext.kv)</legend>
+            ${kv.map(([k, v], i) => html`<div class="kv-row" key=${i}>
+                <label class="sr-only" for=${`explain-kv-${i}-key`}>Key ${i + 1}</label>
+                <input id=${`explain-kv-${i}-key`} placeholder="key" value=${k}
+                    onInput=${(e) => setKv(kv.map((r, j) => (j === i ? [e.currentTarget.value, r[1]] : r)))} />
+                <label class="sr-only" for=${`explain-kv-${i}-value`}>Value ${i + 1}</label>
+                <input id=${`explain-kv-${i}-value`} placeholder="value" value=${kvText(v)}
+                    onInput=${(e) => setKv(kv.map((r, j) => (j === i ? [r[0], e.currentTarget.value] : r)))} />
+                <button type="button" class="small secondary" aria-label=${`Remove key-value ${i + 1}`}
+                    onClick=${() => setKv(kv.filter((_, j) => j !== i))}>Remove</button>
+            </div>`)}
+            <button type="button" class="small secondary" disabled=${kv.some(([k]) => k === '')}
+                onClick=${() => setKv([...kv, ['', '']])}>Add a key-value</button>
+        </fieldset>
+    </fieldset>`;
+}
 
 function LineItem({ id, names }) {
     return html`<${Link} href=${`/line-items/${id}`}>${names[id] || id}</${Link}>`;
@@ -73,6 +142,11 @@ export function Explain() {
     const [answer, setAnswer] = useState(null);
     const [error, setError] = useState(null);
     const [busy, setBusy] = useState(false);
+    let request = null;
+    try {
+        const v = JSON.parse(body);
+        request = v && typeof v === 'object' && !Array.isArray(v) ? v : null;
+    } catch (err) { /* the fields wait for valid JSON */ }
     useEffect(() => {
         listAll('/api/ad-units').then(setUnits, (e) => setError(e.message));
         listAll('/api/line-items').then((l) => setNames(Object.fromEntries(l.map((i) => [i.id, i.name]))), () => {});
@@ -82,16 +156,15 @@ export function Explain() {
         e.preventDefault();
         setError(null);
         setAnswer(null);
-        let request;
         try {
-            request = JSON.parse(body);
+            JSON.parse(body);
         } catch (err) {
             setError(`The request is not valid JSON: ${err.message}`);
             return;
         }
         setBusy(true);
         try {
-            setAnswer(await api('POST', `/api/explain/${encodeURIComponent(unit)}`, request));
+            setAnswer(await api('POST', `/api/explain/${encodeURIComponent(unit)}`, JSON.parse(body)));
         } catch (err) {
             setError(err.message);
         }
@@ -108,11 +181,12 @@ export function Explain() {
                     ${(units || []).map((u) => html`<option value=${u.id} key=${u.id}>${u.name} (${u.code})</option>`)}
                 </select>
             </div>
+            <${RequestFields} request=${request} onChange=${(o) => setBody(JSON.stringify(o, null, 2))} />
             <div class="field">
                 <label for="explain-request">Request (JSON, as the SDK sends it)</label>
                 <textarea id="explain-request" class="code" rows="8" spellcheck="false" value=${body}
                     aria-describedby="explain-request-help" onInput=${(e) => setBody(e.currentTarget.value)}></textarea>
-                <small class="help" id="explain-request-help">The body of POST /app/v0/ad/{ad unit}: user, device, ext.kv…</small>
+                <small class="help" id="explain-request-help">The body of POST /app/v0/ad/{ad unit}, as the fields above make it; members they do not show can be written here.</small>
             </div>
             <button type="submit" disabled=${busy || !unit}>${busy ? 'Asking…' : 'Explain'}</button>
         </form>

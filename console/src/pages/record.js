@@ -16,7 +16,7 @@ import { Cell } from './list.js';
 import { TagSnippet } from './tag-snippet.js';
 import { TargetingValues } from './targeting-values.js';
 import { ExtEditor, PlacementEditors } from './ad-unit-forms.js';
-import { LineItemDelivery } from './delivery.js';
+import { LineItemDelivery, OrderDelivery } from './delivery.js';
 import { SourceOverTime } from './ad-source-figures.js';
 
 function useFields(path, method) {
@@ -133,6 +133,7 @@ export function RecordPage({ res, id }) {
         </section>`}
         ${conf.preview && html`<section aria-labelledby="preview-h"><h2 id="preview-h">Preview</h2><${CreativePreview} creative=${record} /></section>`}
         ${res === 'orders' && html`<${Children} title="Line items" res="line-items" field="order_id" id=${id} columns=${['name', 'status']} />`}
+        ${res === 'orders' && html`<${OrderDelivery} key=${`${record.id}-${version}`} order=${record} />`}
         ${res === 'line-items' && html`<${LineItemDelivery} key=${`${record.id}-${version}`} lineItem=${record} />`}
         ${res === 'ad-sources' && html`<${SourceOverTime} sourceId=${id} />`}
         ${res === 'line-items' && html`<${Children} title="Creatives (LICAs)" res="licas" field="line_item_id" id=${id} columns=${['creative_id', 'status']} />`}

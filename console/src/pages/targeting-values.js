@@ -1,6 +1,7 @@
-// A targeting key's values (GET/POST/DELETE /api/custom-targeting/keys/
-// {key_id}/values): the list, a form generated from the OpenAPI document to
-// add one, and a delete button each.
+// A targeting key's values (GET/POST/PATCH/DELETE /api/custom-targeting/
+// keys/{key_id}/values): the list, a form generated from the OpenAPI
+// document to add one, and on each row its description edited in place (a
+// value's name cannot change: kv rules name it) and a delete button.
 import { useEffect, useState } from 'preact/hooks';
 import { html } from '../html.js';
 import { api, listAll } from '../api.js';
@@ -9,6 +10,41 @@ import { SchemaForm } from '../form.js';
 import { Cell } from './list.js';
 
 const PATH = '/api/custom-targeting/keys/{key_id}/values';
+
+// One value's row; Edit turns its description into a field (empty saves
+// null), saved with PATCH.
+function ValueRow({ value, base, onSaved, onError, onDelete }) {
+    const [text, setText] = useState(null);          // null: not editing
+    const [busy, setBusy] = useState(false);
+    const id = `value-${value.id}-description`;
+    const save = async (e) => {
+        e.preventDefault();
+        setBusy(true);
+        try {
+            await api('PATCH', `${base}/${value.id}`, { description: text.trim() === '' ? null : text });
+            setText(null);
+            onSaved(value);
+        } catch (err) {
+            onError(err);
+        }
+        setBusy(false);
+    };
+    return html`<tr>
+        <th scope="row">${value.name}</th>
+        <td>${text === null ? html`<${Cell} value=${value.description} />`
+            : html`<form id=${`${id}-form`} onSubmit=${save}>
+                <label class="sr-only" for=${id}>Description of ${value.name}</label>
+                <input id=${id} value=${text} onInput=${(e) => setText(e.currentTarget.value)} />
+            </form>`}</td>
+        <td><div class="actions">${text === null
+            ? html`<button type="button" class="secondary" aria-label=${`Edit the description of ${value.name}`}
+                onClick=${() => setText(value.description || '')}>Edit</button>`
+            : html`<button type="submit" form=${`${id}-form`} disabled=${busy}>${busy ? 'Saving…' : 'Save'}</button>
+                <button type="button" class="secondary" onClick=${() => setText(null)}>Cancel</button>`}
+            <button type="button" class="danger" aria-label=${`Delete the value ${value.name}`} onClick=${() => onDelete(value)}>Delete</button>
+        </div></td>
+    </tr>`;
+}
 
 export function TargetingValues({ keyId }) {
     const base = `/api/custom-targeting/keys/${keyId}/values`;
@@ -38,10 +74,9 @@ export function TargetingValues({ keyId }) {
         ${values && (values.length === 0 ? html`<p>None yet.</p>` : html`<div class="table-wrap"><table class="values">
             <caption>${values.length} ${values.length === 1 ? 'value' : 'values'}</caption>
             <thead><tr><th scope="col">Name</th><th scope="col">Description</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-            <tbody>${values.map((v) => html`<tr key=${v.id}>
-                <th scope="row">${v.name}</th><td><${Cell} value=${v.description} /></td>
-                <td><button type="button" class="danger" aria-label=${`Delete the value ${v.name}`} onClick=${() => remove(v)}>Delete</button></td>
-            </tr>`)}</tbody>
+            <tbody>${values.map((v) => html`<${ValueRow} key=${v.id} value=${v} base=${base} onDelete=${remove}
+                onError=${(e) => setNotice({ ok: false, text: e.message })}
+                onSaved=${() => { setNotice({ ok: true, text: `Saved the description of ${v.name}.` }); load(); }} />`)}</tbody>
         </table></div>`)}
         <h3>Add a value</h3>
         ${fields && html`<${SchemaForm} key=${version} idPrefix="new-value" fields=${fields} submitLabel="Add value"
