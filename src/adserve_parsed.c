@@ -170,7 +170,7 @@ dup_str(scratch_t *a, const cJSON *o, const char *name, int *oom)
 static adserve_strs_t
 dup_strs_of(scratch_t *a, const cJSON *arr, const char *member, int *oom)
 {
-    adserve_strs_t  s = { NULL, 0 };
+    adserve_strs_t  s = { NULL, NULL, 0 };
     const cJSON    *it, *v;
     char           *p;
     int             n = cJSON_GetArraySize(arr);
@@ -205,6 +205,32 @@ static adserve_strs_t
 dup_strs(scratch_t *a, const cJSON *arr, int *oom)
 {
     return dup_strs_of(a, arr, NULL, oom);
+}
+
+
+/* A list of ids that the build resolves, with their hashes: -1 when the
+ * block is full. */
+static int
+ids_hashed(scratch_t *a, adserve_strs_t *s)
+{
+    uint64_t  *h;
+    uint32_t   i;
+
+    if (s->n == 0) {
+        return 0;
+    }
+
+    h = s_alloc(a, s->n * sizeof(uint64_t));
+    if (h == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < s->n; i++) {
+        h[i] = adserve_hash(s->v[i], strlen(s->v[i]));
+    }
+
+    s->h = h;
+    return 0;
 }
 
 
@@ -556,7 +582,7 @@ parse_placement(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     p->u.placement.ad_unit_ids = dup_strs(sc,
         cJSON_GetObjectItemCaseSensitive(o, "ad_unit_ids"), &oom);
 
-    return oom ? -1 : 0;
+    return oom || ids_hashed(sc, &p->u.placement.ad_unit_ids) != 0 ? -1 : 0;
 }
 
 
@@ -743,6 +769,8 @@ parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
                       cJSON_GetObjectItemCaseSensitive(units, "exclude"), &oom);
     li->placements = dup_strs(sc,
                          cJSON_GetObjectItemCaseSensitive(tg, "placements"), &oom);
+    oom |= ids_hashed(sc, &li->include) != 0 || ids_hashed(sc, &li->exclude) != 0
+           || ids_hashed(sc, &li->placements) != 0;
 
     /* only a line item that could serve needs its rule */
     if (oom || (li->active && parse_rule(li, tg) != 0)) {
@@ -1291,7 +1319,7 @@ static adserve_strs_t
 fl_strs(scratch_t *sc, const adserve_fields_t *fl, adserve_fl_e f, const char *sink)
 {
     const adserve_fl_list_t  *l = adserve_fields_list(fl, f);
-    adserve_strs_t            s = { NULL, 0 };
+    adserve_strs_t            s = { NULL, NULL, 0 };
     const char               *at;
 
     if (l->n == 0) {
@@ -1400,6 +1428,10 @@ fl_li(scratch_t *sc, adserve_parsed_t *p, const adserve_fields_t *fl, const char
     li->include = fl_strs(sc, fl, ADSERVE_FL_INCLUDE, sink);
     li->exclude = fl_strs(sc, fl, ADSERVE_FL_EXCLUDE, sink);
     li->placements = fl_strs(sc, fl, ADSERVE_FL_PLACEMENTS, sink);
+    /* a block too small says so in sc->full, and the parse is made again */
+    (void) ids_hashed(sc, &li->include);
+    (void) ids_hashed(sc, &li->exclude);
+    (void) ids_hashed(sc, &li->placements);
 
     /* only a line item that could serve needs its rule; a scratch block
      * too small is tried again, the rule with it */
@@ -1637,6 +1669,7 @@ move_strs(adserve_strs_t *s, uintptr_t delta)
     uint32_t  i;
 
     MOVE(s->v);
+    MOVE(s->h);
     for (i = 0; i < s->n; i++) {
         MOVE(s->v[i]);
     }

@@ -29,6 +29,10 @@ struct cJSON;
 
 typedef struct {
     const char    **v;
+    const uint64_t *h;                /* ids the build looks up: each one's
+                                       * adserve_hash, made with the parse
+                                       * (ids_hashed), so that a rebuild
+                                       * does not hash them again; else NULL */
     uint32_t        n;
 } adserve_strs_t;
 

@@ -271,7 +271,8 @@ get_idxs(build_t *b, const adserve_strs_t *s, adserve_kind_e kind, idxs_t *x)
     }
 
     for (i = 0; i < s->n; i++) {
-        idx = idmap_get(&b->map[kind], s->v[i], adserve_hash(s->v[i], strlen(s->v[i])));
+        idx = idmap_get(&b->map[kind], s->v[i],
+                        s->h != NULL ? s->h[i] : adserve_hash(s->v[i], strlen(s->v[i])));
         if (idx != NONE) {
             x->v[x->n++] = idx;
         }

@@ -30,8 +30,12 @@ static int same_strs(const adserve_strs_t *a, const adserve_strs_t *b) {
     uint32_t i;
 
     if (a->n != b->n) return 0;
+    /* ids the build looks up carry their hashes, made alike by both */
+    if ((a->h == NULL) != (b->h == NULL)) return 0;
     for (i = 0; i < a->n; i++) {
         if (!same_str(a->v[i], b->v[i])) return 0;
+        if (a->h != NULL && (a->h[i] != b->h[i]
+                             || a->h[i] != adserve_hash(a->v[i], strlen(a->v[i])))) return 0;
     }
     return 1;
 }
