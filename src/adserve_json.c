@@ -574,6 +574,21 @@ int adserve_js_scan(scanner *s, char *buf, size_t len, const adserve_js_grammar_
     return JS_OK;
 }
 
+int adserve_js_read(char *buf, size_t len, const adserve_js_grammar_t *g, void *out,
+    size_t size, const char **err)
+{
+    scanner s;
+
+    memset(out, 0, size);
+    if (adserve_js_scan(&s, buf, len, g, out) != JS_OK) {
+        memset(out, 0, size);
+        if (err != NULL) *err = s.err;
+        return -1;
+    }
+    if (err != NULL) *err = NULL;
+    return 0;
+}
+
 /* ------------------------- The ad request ------------------------------ */
 
 /* Gender is decoded into a local buffer: we only need to know whether it

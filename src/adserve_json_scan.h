@@ -87,6 +87,12 @@ struct adserve_js_scanner_s {
 int adserve_js_scan(adserve_js_scanner_t *s, char *buf, size_t len,
     const adserve_js_grammar_t *g, void *out);
 
+/* A whole document read into out (size bytes, zeroed first): 0, or -1 with
+ * out zeroed again and *err (when not NULL) the static message; on success
+ * *err is NULL. What the readers of a document from outside share. */
+int adserve_js_read(char *buf, size_t len, const adserve_js_grammar_t *g, void *out,
+    size_t size, const char **err);
+
 /* The string under s->pos, unescaped in place, kept in *out when at most
  * max bytes long (else left as it was). */
 int adserve_js_string_in_place(adserve_js_scanner_t *s, adserve_str_t *out, size_t max);

@@ -768,22 +768,7 @@ static const adserve_js_grammar_t  rtb_grammar = {
 int
 adserve_rtb_parse_response(char *buf, size_t len, adserve_rtb_response_t *r, const char **err)
 {
-    adserve_js_scanner_t  s;
-
-    memset(r, 0, sizeof(*r));
-
-    if (adserve_js_scan(&s, buf, len, &rtb_grammar, r) != ADSERVE_JS_OK) {
-        memset(r, 0, sizeof(*r));
-        if (err != NULL) {
-            *err = s.err;
-        }
-        return -1;
-    }
-
-    if (err != NULL) {
-        *err = NULL;
-    }
-    return 0;
+    return adserve_js_read(buf, len, &rtb_grammar, r, sizeof(*r), err);
 }
 
 

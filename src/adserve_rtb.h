@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "adserve_contract.h"
 #include "adserve_json.h"
 
 struct cJSON;
@@ -71,6 +72,53 @@ adserve_str_t adserve_rtb_bid_seat(const adserve_rtb_response_t *r, const adserv
 /* Why a bid cannot take part in an auction: NULL when it can (an impid,
  * a price, markup, and its adomains and categories kept whole). */
 const char *adserve_rtb_bid_unusable(const adserve_rtb_bid_t *b);
+
+/* ---- a native bid's markup (src/adserve_rtb_native.c) ------------------- */
+
+#define ADSERVE_RTB_NATIVE_ASSETS_MAX    ADSERVE_NATIVE_ASSETS_MAX
+#define ADSERVE_RTB_NATIVE_TRACKERS_MAX  8      /* Choice: of each list */
+#define ADSERVE_RTB_NATIVE_TEXT_MAX      4096   /* bytes of a title or data */
+
+/* One asset of the response: the request's asset id it answers, and its
+ * value, by its kind: a title's text, an image's url, a data's value, a
+ * video's VAST (vasttag). */
+typedef struct {
+    int64_t         id;                 /* -1: absent or not an id */
+    uint8_t         kind;               /* adserve_asset_e; COUNT: none */
+    uint8_t         required;
+    uint16_t        type;               /* img, data: their type; 0 none */
+    uint32_t        w, h;               /* img; 0 none */
+    adserve_str_t   value;              /* absent: none, or too long */
+} adserve_rtb_native_asset_t;
+
+typedef struct {
+    uint16_t        event, method;      /* 1, 1: an impression pixel */
+    adserve_str_t   url;
+} adserve_rtb_native_tracker_t;
+
+typedef struct {
+    adserve_rtb_native_asset_t    assets[ADSERVE_RTB_NATIVE_ASSETS_MAX];
+    uint8_t                       nassets;
+    adserve_str_t                 link;             /* link.url */
+    adserve_str_t                 clicktrackers[ADSERVE_RTB_NATIVE_TRACKERS_MAX];
+    uint8_t                       nclicktrackers;
+    adserve_str_t                 imptrackers[ADSERVE_RTB_NATIVE_TRACKERS_MAX];
+    uint8_t                       nimptrackers;
+    adserve_rtb_native_tracker_t  events[ADSERVE_RTB_NATIVE_TRACKERS_MAX];
+    uint8_t                       nevents;
+    unsigned                      assets_over:1;    /* more than are kept */
+    unsigned                      trackers_over:1;  /* a list not kept
+                                                     * whole, or a URL too
+                                                     * long */
+} adserve_rtb_native_t;
+
+/* Scans a native bid's markup (buf[0..len), the bid's adm) as OpenRTB
+ * Native 1.2's response, bare or inside "native", into n, its strings
+ * unescaped in place: 0, or -1 when it is not one well-formed JSON object
+ * (*err a static message). Members of the wrong type are left absent, as
+ * unknown ones are. */
+int adserve_rtb_parse_native(char *buf, size_t len, adserve_rtb_native_t *n,
+    const char **err);
 
 /* An ad unit's imp, as the build renders it once (malloc'd text, its
  * length in *len; NULL out of memory): {"id":"1","tagid":<the unit's id>,

@@ -2,7 +2,8 @@
  * source it does not control: the strict scanner with the bid response's
  * grammar, then what an auction asks of each bid: its blocks, and its
  * notices and markup with the macros filled (exactly sized room, which
- * the expansion must never pass). */
+ * the expansion must never pass). The same bytes, and each bid's markup,
+ * are also read as a native bid's markup (Native 1.2's response). */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,6 +45,40 @@ expand(const adserve_str_t *s, const adserve_rtb_bid_t *b, size_t room, int url)
 }
 
 
+/* buf[0..len) as a native bid's markup: every string kept lies inside it,
+ * and every count within its bounds */
+static void
+native(char *buf, size_t len)
+{
+    adserve_rtb_native_t  n;
+    const char           *err;
+    const adserve_str_t  *v;
+    unsigned              i;
+
+    if (adserve_rtb_parse_native(buf, len, &n, &err) != 0) {
+        if (err == NULL || n.nassets != 0) {
+            abort();
+        }
+        return;
+    }
+
+    if (n.nassets > ADSERVE_RTB_NATIVE_ASSETS_MAX || n.nevents > ADSERVE_RTB_NATIVE_TRACKERS_MAX
+        || n.nclicktrackers > ADSERVE_RTB_NATIVE_TRACKERS_MAX
+        || n.nimptrackers > ADSERVE_RTB_NATIVE_TRACKERS_MAX)
+    {
+        abort();
+    }
+
+    for (i = 0; i < n.nassets + n.nevents + 1; i++) {
+        v = i < n.nassets ? &n.assets[i].value
+            : i < n.nassets + n.nevents ? &n.events[i - n.nassets].url : &n.link;
+        if (v->data != NULL && (v->data < buf || v->data + v->len > buf + len)) {
+            abort();
+        }
+    }
+}
+
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -59,6 +94,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     memcpy(buf, data, size);
+    native(buf, size);
+    memcpy(buf, data, size);            /* the native read unescaped in place */
 
     if (adserve_rtb_parse_response(buf, size, &r, &err) == 0) {
         for (i = 0; i < r.nbids; i++) {
@@ -80,6 +117,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     && (r.bids[i].adm.data < buf || r.bids[i].adm.data + r.bids[i].adm.len > buf + size)))
             {
                 abort();
+            }
+            if (r.bids[i].adm.data != NULL) {
+                native((char *) r.bids[i].adm.data, r.bids[i].adm.len);
             }
         }
     }

@@ -17,14 +17,21 @@
 
 static char *held;
 
-static int parse(const char *json, adserve_rtb_response_t *r, const char **err) {
-    size_t len = strlen(json);
-
+/* json in an exactly sized buffer, held until the next */
+static char *hold(const char *json, size_t *len) {
+    *len = strlen(json);
     free(held);
-    held = malloc(len ? len : 1);
+    held = malloc(*len ? *len : 1);
     if (held == NULL) abort();
-    memcpy(held, json, len);
-    return adserve_rtb_parse_response(held, len, r, err);
+    memcpy(held, json, *len);
+    return held;
+}
+
+static int parse(const char *json, adserve_rtb_response_t *r, const char **err) {
+    size_t len;
+    char *buf = hold(json, &len);
+
+    return adserve_rtb_parse_response(buf, len, r, err);
 }
 
 static int is_s(adserve_str_t s, const char *want, const char *name) {
@@ -472,6 +479,118 @@ static void test_vast_impression(void) {
 }
 
 
+/* ---- a native bid's markup (adserve_rtb_native.c) ------------------------- */
+
+static int parse_native(const char *json, adserve_rtb_native_t *n, const char **err) {
+    size_t len;
+    char *buf = hold(json, &len);
+
+    return adserve_rtb_parse_native(buf, len, n, err);
+}
+
+static void test_native(void) {
+    adserve_rtb_native_t  n;
+    const char           *err;
+    char                  doc[8192], *p;
+    int                   i;
+
+    /* Native 1.2: the members at the top level */
+    is_int(parse_native("{\"ver\":\"1.2\",\"assets\":["
+                        "{\"id\":1,\"required\":1,\"title\":{\"text\":\"Crisp \\\"salads\\\"\"}},"
+                        "{\"id\":2,\"img\":{\"url\":\"https://cdn.example/m.png\",\"w\":1200,\"h\":627,\"type\":3}},"
+                        "{\"id\":3,\"data\":{\"type\":2,\"value\":\"Fresh, daily\"},\"link\":{\"url\":\"https://x\"}},"
+                        "{\"id\":4,\"video\":{\"vasttag\":\"<VAST version=\\\"4.2\\\"/>\"}}],"
+                        "\"link\":{\"url\":\"https://shop.example/?a=1&b=2\",\"clicktrackers\":[\"https://t.example/c\"]},"
+                        "\"imptrackers\":[\"https://t.example/i\"],"
+                        "\"eventtrackers\":[{\"event\":1,\"method\":1,\"url\":\"https://t.example/e\"},"
+                        "{\"url\":\"https://t.example/js\",\"method\":2,\"event\":1}],"
+                        "\"jstracker\":\"<script>x</script>\",\"privacy\":\"https://p.example\"}", &n, &err),
+           0, "native: a 1.2 response read");
+    is_int(n.nassets, 4, "native: its four assets");
+    ok(n.assets[0].id == 1 && n.assets[0].required && n.assets[0].kind == ADSERVE_ASSET_TITLE,
+       "native: a required title, by its request's id");
+    is_s(n.assets[0].value, "Crisp \"salads\"", "native: its text, unescaped");
+    ok(n.assets[1].kind == ADSERVE_ASSET_IMG && n.assets[1].w == 1200 && n.assets[1].h == 627
+       && n.assets[1].type == 3 && !n.assets[1].required, "native: an image, its size and type");
+    is_s(n.assets[1].value, "https://cdn.example/m.png", "native: its url");
+    ok(n.assets[2].kind == ADSERVE_ASSET_DATA && n.assets[2].type == 2, "native: a data asset (its own link skipped)");
+    is_s(n.assets[2].value, "Fresh, daily", "native: its value");
+    ok(n.assets[3].kind == ADSERVE_ASSET_VIDEO, "native: a video asset");
+    is_s(n.assets[3].value, "<VAST version=\"4.2\"/>", "native: its vasttag");
+    is_s(n.link, "https://shop.example/?a=1&b=2", "native: link.url");
+    ok(n.nclicktrackers == 1 && n.nimptrackers == 1 && n.nevents == 2 && !n.trackers_over,
+       "native: a click tracker, an impression tracker, two event trackers");
+    is_s(n.clicktrackers[0], "https://t.example/c", "native: the click tracker");
+    is_s(n.imptrackers[0], "https://t.example/i", "native: the impression tracker");
+    ok(n.events[0].event == 1 && n.events[0].method == 1 && n.events[1].method == 2 && n.events[1].event == 1,
+       "native: each event tracker's event and method, in any order");
+    is_s(n.events[1].url, "https://t.example/js", "native: its url");
+
+    /* Native 1.0's wrapper */
+    is_int(parse_native("{\"native\":{\"assets\":[{\"id\":7,\"title\":{\"text\":\"T\"}}],"
+                        "\"link\":{\"url\":\"https://l\"}}}", &n, &err), 0, "native: a 1.0 response, wrapped");
+    ok(n.nassets == 1 && n.assets[0].id == 7, "native: its asset");
+    is_s(n.link, "https://l", "native: its link");
+
+    /* wrong types and odd values are absent, not errors */
+    is_int(parse_native("{\"assets\":[{\"id\":-1,\"required\":2,\"title\":{\"text\":5}},"
+                        "{\"id\":\"3\",\"img\":{\"w\":0,\"h\":99999,\"url\":null}},7,\"x\",[]],"
+                        "\"link\":\"https://l\",\"imptrackers\":[1,\"https://i\"]}", &n, &err),
+           0, "native: members of the wrong type");
+    ok(n.nassets == 2 && n.assets[0].id == -1 && !n.assets[0].required
+       && n.assets[0].kind == ADSERVE_ASSET_COUNT && n.assets[0].value.data == NULL,
+       "native: a negative id, required 2, a number for text: none kept");
+    ok(n.assets[1].id == -1 && n.assets[1].w == 0 && n.assets[1].h == 0
+       && n.assets[1].kind == ADSERVE_ASSET_COUNT, "native: an id as a string, sizes out of bounds, no url");
+    ok(n.link.data == NULL && n.nimptrackers == 1, "native: a link that is no object; a tracker that is no string");
+
+    /* the last key wins, everywhere */
+    is_int(parse_native("{\"assets\":[{\"id\":1,\"id\":2,\"title\":{\"text\":\"a\"},"
+                        "\"title\":{\"text\":\"b\"}}],\"assets\":[{\"id\":3,\"img\":{\"url\":\"u\"}}],"
+                        "\"link\":{\"url\":\"one\",\"url\":\"two\"}}", &n, &err), 0, "native: duplicates");
+    ok(n.nassets == 1 && n.assets[0].id == 3 && n.assets[0].kind == ADSERVE_ASSET_IMG,
+       "native: the last assets array, whole");
+    is_s(n.link, "two", "native: the last link.url");
+    is_int(parse_native("{\"assets\":[{\"id\":1,\"title\":{\"text\":\"a\"},\"title\":{}}]}", &n, &err),
+           0, "native: a title given again, empty");
+    ok(n.assets[0].kind == ADSERVE_ASSET_COUNT && n.assets[0].value.data == NULL,
+       "native: ... holds nothing: the earlier text is gone");
+
+    /* bounds: assets and trackers beyond what is kept are said */
+    p = doc;
+    p += sprintf(p, "{\"assets\":[");
+    for (i = 0; i < ADSERVE_RTB_NATIVE_ASSETS_MAX + 2; i++) {
+        p += sprintf(p, "%s{\"id\":%d,\"title\":{\"text\":\"t\"}}", i ? "," : "", i);
+    }
+    p += sprintf(p, "],\"eventtrackers\":[");
+    for (i = 0; i < ADSERVE_RTB_NATIVE_TRACKERS_MAX + 1; i++) {
+        p += sprintf(p, "%s{\"event\":1,\"method\":1,\"url\":\"https://e/%d\"}", i ? "," : "", i);
+    }
+    sprintf(p, "]}");
+    is_int(parse_native(doc, &n, &err), 0, "native: too many assets and trackers");
+    ok(n.nassets == ADSERVE_RTB_NATIVE_ASSETS_MAX && n.assets_over, "native: the assets kept, and said not whole");
+    ok(n.nevents == ADSERVE_RTB_NATIVE_TRACKERS_MAX && n.trackers_over, "native: the trackers kept, and said not whole");
+    is_int(n.assets[ADSERVE_RTB_NATIVE_ASSETS_MAX - 1].id, ADSERVE_RTB_NATIVE_ASSETS_MAX - 1,
+           "native: the last kept is the last that fit");
+
+    p = doc;
+    p += sprintf(p, "{\"link\":{\"url\":\"");
+    memset(p, 'a', ADSERVE_RTB_URL_MAX + 1);
+    p += ADSERVE_RTB_URL_MAX + 1;
+    sprintf(p, "\",\"clicktrackers\":[\"https://c\"]}}");
+    is_int(parse_native(doc, &n, &err), 0, "native: a link url too long");
+    ok(n.link.data == NULL && n.nclicktrackers == 1, "native: ... is absent; the rest read");
+
+    /* malformed: refused whole */
+    is_int(parse_native("{\"assets\":[{\"id\":1,}]}", &n, &err), -1, "native: a trailing comma");
+    ok(err != NULL && n.nassets == 0, "native: ... refused with why, nothing kept");
+    is_int(parse_native("[{\"assets\":[]}]", &n, &err), -1, "native: not an object");
+    is_int(parse_native("", &n, &err), -1, "native: nothing");
+    is_int(parse_native("{\"assets\":[{\"title\":{\"text\":\"\\ud800\"}}]}", &n, &err), -1,
+           "native: a lone surrogate");
+}
+
+
 int main(void) {
     test_reference_bidder();
     test_prices();
@@ -484,6 +603,7 @@ int main(void) {
     test_blocks();
     test_macros();
     test_vast_impression();
+    test_native();
     free(held);
     return done_testing();
 }
