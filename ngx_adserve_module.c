@@ -643,6 +643,10 @@ ngx_http_adserve_init(ngx_conf_t *cf)
 
     ngx_http_adserve_splice_init();
 
+    if (ngx_http_adserve_rec_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers);

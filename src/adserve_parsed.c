@@ -226,11 +226,21 @@ ids_hashed(scratch_t *a, adserve_strs_t *s)
     }
 
     for (i = 0; i < s->n; i++) {
-        h[i] = adserve_hash(s->v[i], strlen(s->v[i]));
+        h[i] = hash_of(s->v[i]);
     }
 
     s->h = h;
     return 0;
+}
+
+
+/* A line item's lists of ad units and placements, hashed (both readers):
+ * -1 when the block is full */
+static int
+li_ids_hashed(scratch_t *a, adserve_parsed_li_t *li)
+{
+    return ids_hashed(a, &li->include) != 0 || ids_hashed(a, &li->exclude) != 0
+           || ids_hashed(a, &li->placements) != 0 ? -1 : 0;
 }
 
 
@@ -769,8 +779,7 @@ parse_li(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
                       cJSON_GetObjectItemCaseSensitive(units, "exclude"), &oom);
     li->placements = dup_strs(sc,
                          cJSON_GetObjectItemCaseSensitive(tg, "placements"), &oom);
-    oom |= ids_hashed(sc, &li->include) != 0 || ids_hashed(sc, &li->exclude) != 0
-           || ids_hashed(sc, &li->placements) != 0;
+    oom |= li_ids_hashed(sc, li) != 0;
 
     /* only a line item that could serve needs its rule */
     if (oom || (li->active && parse_rule(li, tg) != 0)) {
@@ -1429,9 +1438,7 @@ fl_li(scratch_t *sc, adserve_parsed_t *p, const adserve_fields_t *fl, const char
     li->exclude = fl_strs(sc, fl, ADSERVE_FL_EXCLUDE, sink);
     li->placements = fl_strs(sc, fl, ADSERVE_FL_PLACEMENTS, sink);
     /* a block too small says so in sc->full, and the parse is made again */
-    (void) ids_hashed(sc, &li->include);
-    (void) ids_hashed(sc, &li->exclude);
-    (void) ids_hashed(sc, &li->placements);
+    (void) li_ids_hashed(sc, li);
 
     /* only a line item that could serve needs its rule; a scratch block
      * too small is tried again, the rule with it */

@@ -490,6 +490,9 @@ void ngx_http_adserve_seal_variant(adserve_ad_log_t *log, const adserve_unit_t *
 void ngx_http_adserve_count_variant(ngx_http_adserve_events_t *ev, time_t now,
     const adserve_unit_t *unit, ngx_http_adserve_metric_e m, ngx_uint_t n);
 
+/* at configuration: each source's item tail, made once from the
+ * contract's names (NGX_ERROR, logged, when one does not fit) */
+ngx_int_t ngx_http_adserve_rec_init(ngx_conf_t *cf);
 /* A recommendation ad unit's answer (src/ngx_http_adserve_recommend.c). */
 ngx_int_t ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit, adserve_decision_t *d);

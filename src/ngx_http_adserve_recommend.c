@@ -32,15 +32,18 @@
 #define NGX_HTTP_ADSERVE_SOURCE_ARG   "&" ADSERVE_SOURCE_ARG "="
 #define NGX_HTTP_ADSERVE_ITEM_SOURCE  "\",\"source\":\""
 #define NGX_HTTP_ADSERVE_ITEMS_END    "]}"
-/* the longest item tail: the source argument, member and both names */
+/* a source's name in an item tail, at most */
+#define NGX_HTTP_ADSERVE_SOURCE_MAX   32
 #define NGX_HTTP_ADSERVE_TAIL_MAX     (sizeof(NGX_HTTP_ADSERVE_SOURCE_ARG)                   \
-                                       + sizeof(NGX_HTTP_ADSERVE_ITEM_SOURCE) + 2 * 32 + 2)
+                                       + sizeof(NGX_HTTP_ADSERVE_ITEM_SOURCE)                \
+                                       + 2 * NGX_HTTP_ADSERVE_SOURCE_MAX + 2)
 
 
-/* Each source's item tail, made once per process from the contract's
- * names: &src={name}","source":"{name}"} (its first arg_len bytes are the
- * click URL's argument), so that an answer copies them rather than
- * measuring the names for every item. */
+/* Each source's item tail, made at configuration from the contract's
+ * names (ngx_http_adserve_rec_init) and inherited by the workers:
+ * &src={name}","source":"{name}"} (its first arg_len bytes are the click
+ * URL's argument), so that an answer copies them rather than measuring the
+ * names for every item. */
 typedef struct {
     ngx_str_t   tail;
     size_t      arg_len;
@@ -210,8 +213,8 @@ ngx_http_adserve_rec_items(ngx_http_adserve_picks_t *pk, const adserve_snapshot_
 }
 
 
-static const ngx_http_adserve_rec_tail_t *
-ngx_http_adserve_rec_tail(ngx_uint_t source)
+ngx_int_t
+ngx_http_adserve_rec_init(ngx_conf_t *cf)
 {
     ngx_http_adserve_rec_tail_t  *t;
     const char                   *name;
@@ -219,27 +222,29 @@ ngx_http_adserve_rec_tail(ngx_uint_t source)
     u_char                       *p;
     ngx_uint_t                    k;
 
-    if (ngx_http_adserve_rec_tails[0].tail.len == 0) {
-        for (k = 0; k < ADSERVE_SOURCE_COUNT; k++) {
-            t = &ngx_http_adserve_rec_tails[k];
-            name = adserve_rec_source_names[k];
-            n = ngx_min(ngx_strlen(name), 32);      /* the contract's: 9 at most */
+    for (k = 0; k < ADSERVE_SOURCE_COUNT; k++) {
+        t = &ngx_http_adserve_rec_tails[k];
+        name = adserve_rec_source_names[k];
+        n = ngx_strlen(name);
 
-            p = ngx_cpymem(t->buf, NGX_HTTP_ADSERVE_SOURCE_ARG,
-                           sizeof(NGX_HTTP_ADSERVE_SOURCE_ARG) - 1);
-            p = ngx_cpymem(p, name, n);
-            t->arg_len = p - t->buf;
-            p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEM_SOURCE,
-                           sizeof(NGX_HTTP_ADSERVE_ITEM_SOURCE) - 1);
-            p = ngx_cpymem(p, name, n);
-            *p++ = '"';
-            *p++ = '}';
-            t->tail.data = t->buf;
-            t->tail.len = p - t->buf;
+        if (n > NGX_HTTP_ADSERVE_SOURCE_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               NGX_HTTP_ADSERVE_LOG "the source name \"%s\" is too long", name);
+            return NGX_ERROR;
         }
+
+        p = ngx_cpymem(t->buf, NGX_HTTP_ADSERVE_SOURCE_ARG, sizeof(NGX_HTTP_ADSERVE_SOURCE_ARG) - 1);
+        p = ngx_cpymem(p, name, n);
+        t->arg_len = p - t->buf;
+        p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEM_SOURCE, sizeof(NGX_HTTP_ADSERVE_ITEM_SOURCE) - 1);
+        p = ngx_cpymem(p, name, n);
+        *p++ = '"';
+        *p++ = '}';
+        t->tail.data = t->buf;
+        t->tail.len = p - t->buf;
     }
 
-    return &ngx_http_adserve_rec_tails[source];
+    return NGX_OK;
 }
 
 
@@ -254,14 +259,14 @@ ngx_http_adserve_rec_size(const adserve_unit_t *unit, const ngx_http_adserve_pic
     len = unit->rec_head.len + sizeof(NGX_HTTP_ADSERVE_ITEMS_END)
           + unit->impression_prefix.len + unit->click_prefix.len + 3 * tn
           + sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) + ADSERVE_ITEM_ID_MAX
-          + ngx_http_adserve_rec_tail(pk->source[0])->arg_len
+          + ngx_http_adserve_rec_tails[pk->source[0]].arg_len
           + sizeof(ADSERVE_RESPONSE_MIDDLE ADSERVE_RESPONSE_TAIL);
 
     for (i = 0; i < pk->n; i++) {
         len += 1 + pk->item[i]->head.len + sizeof(NGX_HTTP_ADSERVE_ITEM_CLICK)
                + unit->url_base_json.len + sizeof(ADSERVE_CLICK_PATH) + tn
                + sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) + pk->item[i]->id.len
-               + ngx_http_adserve_rec_tail(pk->source[i])->tail.len;
+               + ngx_http_adserve_rec_tails[pk->source[i]].tail.len;
     }
 
     return len;
@@ -273,7 +278,7 @@ static u_char *
 ngx_http_adserve_rec_item(u_char *p, const adserve_unit_t *unit, const adserve_item_t *it,
     const u_char *tok, size_t tn, ngx_uint_t source)
 {
-    const ngx_str_t  *tail = &ngx_http_adserve_rec_tail(source)->tail;
+    const ngx_str_t  *tail = &ngx_http_adserve_rec_tails[source].tail;
 
     p = ngx_cpymem(p, it->head.data, it->head.len);
     p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEM_CLICK, sizeof(NGX_HTTP_ADSERVE_ITEM_CLICK) - 1);
@@ -474,8 +479,8 @@ ngx_http_adserve_answer_rec(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     p = ngx_cpymem(p, tok, tn);
     p = ngx_cpymem(p, NGX_HTTP_ADSERVE_ITEM_ARG, sizeof(NGX_HTTP_ADSERVE_ITEM_ARG) - 1);
     p = ngx_cpymem(p, first->id.data, first->id.len);
-    p = ngx_cpymem(p, ngx_http_adserve_rec_tail(pk.source[0])->tail.data,
-                   ngx_http_adserve_rec_tail(pk.source[0])->arg_len);
+    p = ngx_cpymem(p, ngx_http_adserve_rec_tails[pk.source[0]].buf,
+                   ngx_http_adserve_rec_tails[pk.source[0]].arg_len);
     p = ngx_cpymem(p, ADSERVE_RESPONSE_MIDDLE, sizeof(ADSERVE_RESPONSE_MIDDLE) - 1);
     p = ngx_cpymem(p, tok, tn);
     p = ngx_cpymem(p, ADSERVE_RESPONSE_TAIL, sizeof(ADSERVE_RESPONSE_TAIL) - 1);

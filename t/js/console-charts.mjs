@@ -224,6 +224,12 @@ await inBrowser(t, async (browser) => {
     t.is(Number(Object.fromEntries(rows2.map((r) => [r.time, r]))[iso(a0 + 3 * HOUR)].delivered), 40,
          "... the first line item's impressions counted in their hour");
     await part(page, 'section.order-delivery', 'order-delivery');
+    const empty = await api('POST', '/api/orders', { advertiser_id: adv.id, name: `Empty order ${run}` });
+    await go(page, `#/orders/${empty.id}`);
+    await page.locator('main h1', { hasText: empty.name }).waitFor();
+    const emptyChart = page.locator('section', { has: page.locator('h2', { hasText: 'Delivery of its line items' }) });
+    t.like(await emptyChart.locator('p', { hasText: 'No line item yet' }).innerText(), /^No line item yet: nothing to deliver\.$/,
+           'an order without line items: no chart, and says why');
 
     // ---- the dashboard ---------------------------------------------------------------
     // the page's own answer: expected_now and projected_end move with the clock

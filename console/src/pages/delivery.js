@@ -138,9 +138,12 @@ function Delivery({ load, deps, headingLevel, idPrefix, title }) {
     if (error) return html`<section aria-labelledby=${hid}>${heading}<p class="error" role="alert">${error}</p></section>`;
     if (!data) return html`<section aria-labelledby=${hid}>${heading}<p role="status">Loading the delivery…</p></section>`;
 
+    const ofOrder = data.order !== undefined;
+    if (ofOrder && data.order === 0) {
+        return html`<section aria-labelledby=${hid}>${heading}<p>No line item yet: nothing to deliver.</p></section>`;
+    }
     const { plan, points, now, flight } = data;
     const { goal, metric, paced } = plan;
-    const ofOrder = data.order !== undefined;
     const noPace = ofOrder ? 'each line item paces on its own'
         : flight.start_at && flight.end_at ? 'delivery ASAP' : 'the flight is open';
     const day = plan.granularity === 'day';
@@ -161,9 +164,6 @@ function Delivery({ load, deps, headingLevel, idPrefix, title }) {
         '.',
         now < plan.start ? ` The flight starts ${utc(plan.start / 1000)} UTC.` : '',
     ].join('');
-    if (ofOrder && data.order === 0) {
-        return html`<section aria-labelledby=${hid}>${heading}<p>No line item yet: nothing to deliver.</p></section>`;
-    }
     return html`<section aria-labelledby=${hid} class=${ofOrder ? 'order-delivery' : 'line-item-delivery'} data-goal-metric=${metric} data-granularity=${plan.granularity}>
         ${heading}
         <p class="summary">${summary}</p>

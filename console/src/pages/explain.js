@@ -156,15 +156,16 @@ export function Explain() {
         e.preventDefault();
         setError(null);
         setAnswer(null);
+        let asked;
         try {
-            JSON.parse(body);
+            asked = JSON.parse(body);
         } catch (err) {
             setError(`The request is not valid JSON: ${err.message}`);
             return;
         }
         setBusy(true);
         try {
-            setAnswer(await api('POST', `/api/explain/${encodeURIComponent(unit)}`, JSON.parse(body)));
+            setAnswer(await api('POST', `/api/explain/${encodeURIComponent(unit)}`, asked));
         } catch (err) {
             setError(err.message);
         }
