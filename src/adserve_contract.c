@@ -107,8 +107,11 @@ adserve_public_url_ok(const char *s, size_t len)
 }
 
 
-int
-adserve_endpoint_url_ok(const char *s, size_t len)
+/* An absolute http(s) URL with a host and no user info, of printable
+ * ASCII without the bytes that need escaping; fragment: whether a "#" may
+ * end it (a landing page's, not a request's). */
+static int
+http_url_ok(const char *s, size_t len, int fragment)
 {
     size_t  i, scheme, host;
 
@@ -128,7 +131,7 @@ adserve_endpoint_url_ok(const char *s, size_t len)
 
     for (i = scheme; i < len; i++) {
         if ((unsigned char) s[i] <= ' ' || (unsigned char) s[i] >= 0x7f
-            || strchr("\"'<>\\^`{|}#", s[i]) != NULL)
+            || strchr("\"'<>\\^`{|}", s[i]) != NULL || (s[i] == '#' && !fragment))
         {
             return 0;
         }
@@ -137,7 +140,7 @@ adserve_endpoint_url_ok(const char *s, size_t len)
     /* the authority: a host (a name, an IPv4 address or [IPv6]) and an
      * optional port, without user info */
     host = scheme;
-    while (host < len && s[host] != '/' && s[host] != '?') {
+    while (host < len && s[host] != '/' && s[host] != '?' && s[host] != '#') {
         if (s[host] == '@') {
             return 0;
         }
@@ -145,6 +148,20 @@ adserve_endpoint_url_ok(const char *s, size_t len)
     }
 
     return host > scheme && s[scheme] != ':';
+}
+
+
+int
+adserve_endpoint_url_ok(const char *s, size_t len)
+{
+    return http_url_ok(s, len, 0);
+}
+
+
+int
+adserve_link_url_ok(const char *s, size_t len)
+{
+    return http_url_ok(s, len, 1);
 }
 
 

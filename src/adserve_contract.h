@@ -1045,6 +1045,10 @@ extern const char *const adserve_metric_mode_names[ADSERVE_METRIC_MODE_COUNT + 1
  * it is one. */
 int adserve_endpoint_url_ok(const char *s, size_t len);
 
+/* Whether s can be where an ad's click lands (a native bid's link.url):
+ * as an endpoint, and a fragment may end it. */
+int adserve_link_url_ok(const char *s, size_t len);
+
 /* The id of the external creative of crid from source: a UUID (RFC 9562
  * version 8, the vendor's own) of two FNV-1a hashes of "source/crid", so
  * that every node names one creative alike without asking Redis. out

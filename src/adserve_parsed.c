@@ -304,6 +304,8 @@ parse_unit_native(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *o, const
     char         *text;
     int           mode;
 
+    u->bid_formats = u->formats & ~(1u << ADSERVE_FORMAT_NATIVE);
+
     if (!(u->formats & (1u << ADSERVE_FORMAT_NATIVE))) {
         return;
     }
@@ -319,6 +321,10 @@ parse_unit_native(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *o, const
     {
         *oom = 1;
         return;
+    }
+
+    if (u->native_mode == ADSERVE_RENDER_ASSET && u->nnative_reqs > 0) {
+        u->bid_formats |= 1u << ADSERVE_FORMAT_NATIVE;
     }
 
     text = assets ? cJSON_PrintUnformatted(assets) : NULL;
@@ -464,13 +470,13 @@ rtb_part(scratch_t *sc, const cJSON *o, unsigned formats, int place, int *oom)
 }
 
 
-/* The parts of the unit's bid requests, rendered with its parse (after its
- * formats): a write renders one unit again, a rebuild none. Every unit has
- * them, since any may be allocated to a source. */
+/* The parts of the unit's bid requests, rendered with its parse (after the
+ * formats its bids may fill): a write renders one unit again, a rebuild
+ * none. Every unit has them, since any may be allocated to a source. */
 static void
 parse_unit_rtb(scratch_t *sc, adserve_parsed_unit_t *u, const cJSON *o, int *oom)
 {
-    u->rtb_imp = rtb_part(sc, o, u->formats, -1, oom);
+    u->rtb_imp = rtb_part(sc, o, u->bid_formats, -1, oom);
     u->rtb_site = rtb_part(sc, o, 0, ADSERVE_RTB_SITE, oom);
     u->rtb_app[ADSERVE_RTB_OS_ANDROID - 1] = rtb_part(sc, o, 0, ADSERVE_RTB_OS_ANDROID, oom);
     u->rtb_app[ADSERVE_RTB_OS_IOS - 1] = rtb_part(sc, o, 0, ADSERVE_RTB_OS_IOS, oom);
@@ -576,9 +582,9 @@ parse_unit(scratch_t *sc, adserve_parsed_t *p, cJSON *o)
     }
 
     parse_unit_ext(sc, p, o, &oom);
-    parse_unit_rtb(sc, u, o, &oom);
     parse_unit_video(sc, u, cJSON_GetObjectItemCaseSensitive(o, "video"), &oom);
     parse_unit_native(sc, u, o, cJSON_GetObjectItemCaseSensitive(o, "ext"), &oom);
+    parse_unit_rtb(sc, u, o, &oom);
 
     return oom ? -1 : 0;
 }

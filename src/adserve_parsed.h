@@ -78,6 +78,9 @@ typedef struct {
     adserve_strs_t  app_keywords;     /* implicit_app_inference.ua_keywords */
     int             on_response;      /* recommendation, on_ad_response */
     unsigned        formats;          /* 1 << adserve_format_e it serves */
+    unsigned        bid_formats;      /* those a bid may fill: native only
+                                       * in asset mode, asking for an asset
+                                       * (a style draws a creative's own) */
     adserve_size_t  video;            /* the VideoPlacement: 480 x 300 */
     uint32_t        mindur, maxdur;   /* seconds; maxdur 0: no maximum */
     uint32_t       *rqddurs;          /* exactly one of these, when any */

@@ -120,6 +120,30 @@ typedef struct {
 int adserve_rtb_parse_native(char *buf, size_t len, adserve_rtb_native_t *n,
     const char **err);
 
+/* What a native bid answers (README "External demand"): one of the ad
+ * unit's asset requests, as the snapshot keeps it for the auction. */
+typedef struct {
+    uint32_t        id;
+    uint8_t         kind;               /* adserve_asset_e */
+    uint8_t         required;
+} adserve_rtb_native_req_t;
+
+#define ADSERVE_RTB_NATIVE_UNFILLED  0xff
+
+/* Why n cannot be served for the requests reqs: NULL when it can, else a
+ * static message. It can when it was kept whole, its link.url is where a
+ * click may land (adserve_link_url_ok), every tracker and image URL is an
+ * http(s) one (adserve_endpoint_url_ok), each with its macros filled
+ * (adserve_rtb_expand), every event tracker says its
+ * event and method, and its assets fill every
+ * required request and one at least: a request is filled by the first
+ * asset of its id and kind that has a value. pick gets, per request, the
+ * index of that asset or ADSERVE_RTB_NATIVE_UNFILLED (nreqs at most
+ * ADSERVE_RTB_NATIVE_ASSETS_MAX). Assets that answer no request are not
+ * served. */
+const char *adserve_rtb_native_unfit(const adserve_rtb_native_t *n,
+    const adserve_rtb_native_req_t *reqs, size_t nreqs, uint8_t *pick);
+
 /* An ad unit's imp, as the build renders it once (malloc'd text, its
  * length in *len; NULL out of memory): {"id":"1","tagid":<the unit's id>,
  * then a banner, video and native object for each format of formats (bits

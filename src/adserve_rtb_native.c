@@ -377,3 +377,113 @@ adserve_rtb_parse_native(char *buf, size_t len, adserve_rtb_native_t *n, const c
 {
     return adserve_js_read(buf, len, &native_grammar, n, sizeof(*n), err);
 }
+
+
+/* ---- whether it can be served --------------------------------------------- */
+
+/* Whether s is an http(s) URL once its macros are filled (link: where a
+ * click lands, a fragment allowed). A macro's value is %-escaped into a
+ * URL, so the URL is checked with each one filled by a stand-in (no
+ * text, a price of 0): what the answer will carry is then as valid. */
+static int
+url_ok(const adserve_str_t *s, int link)
+{
+    static const adserve_rtb_macros_t  stand_in = {
+        { "", 0 }, { "", 0 }, { "", 0 }, { "", 0 }, { "", 0 }, 0, 0
+    };
+    char                               buf[ADSERVE_RTB_URL_MAX];
+    size_t                             n;
+
+    if (s->data == NULL) {
+        return 0;
+    }
+
+    n = adserve_rtb_expand(buf, sizeof(buf), s->data, s->len, &stand_in, 1);
+
+    return n != (size_t) -1
+           && (link ? adserve_link_url_ok(buf, n) : adserve_endpoint_url_ok(buf, n));
+}
+
+
+static int
+urls_ok(const adserve_str_t *v, size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (!url_ok(&v[i], 0)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* the first asset of the request's id and kind with a value, or UNFILLED */
+static uint8_t
+native_pick(const adserve_rtb_native_t *n, const adserve_rtb_native_req_t *req)
+{
+    unsigned  i;
+
+    for (i = 0; i < n->nassets; i++) {
+        if (n->assets[i].id == (int64_t) req->id && n->assets[i].kind == req->kind
+            && n->assets[i].value.data != NULL)
+        {
+            return (uint8_t) i;
+        }
+    }
+
+    return ADSERVE_RTB_NATIVE_UNFILLED;
+}
+
+
+const char *
+adserve_rtb_native_unfit(const adserve_rtb_native_t *n, const adserve_rtb_native_req_t *reqs,
+    size_t nreqs, uint8_t *pick)
+{
+    const adserve_rtb_native_asset_t  *a;
+    size_t                             i;
+    int                                filled = 0;
+
+    if (n->assets_over || n->trackers_over) {
+        return "its assets or trackers were not kept whole";
+    }
+
+    if (!url_ok(&n->link, 1)) {
+        return "its link.url is not an http(s) URL";
+    }
+
+    if (!urls_ok(n->clicktrackers, n->nclicktrackers)
+        || !urls_ok(n->imptrackers, n->nimptrackers))
+    {
+        return "a tracker is not an http(s) URL";
+    }
+
+    for (i = 0; i < n->nevents; i++) {
+        if (n->events[i].event == 0 || n->events[i].method == 0) {
+            return "an event tracker lacks its event or method";
+        }
+        if (!url_ok(&n->events[i].url, 0)) {
+            return "an event tracker is not an http(s) URL";
+        }
+    }
+
+    for (i = 0; i < nreqs; i++) {
+        pick[i] = native_pick(n, &reqs[i]);
+        if (pick[i] == ADSERVE_RTB_NATIVE_UNFILLED) {
+            if (reqs[i].required) {
+                return "a required asset is not given";
+            }
+            continue;
+        }
+
+        a = &n->assets[pick[i]];
+        if (a->kind == ADSERVE_ASSET_IMG && !url_ok(&a->value, 0)) {
+            return "an image's url is not an http(s) URL";
+        }
+        filled = 1;
+    }
+
+    return filled ? NULL : "no asset answers a request";
+}

@@ -1091,6 +1091,36 @@ alloc_counter(build_t *b, const unit_rec_t *u, adserve_alloc_t *a)
 }
 
 
+/* What a native bid must answer on the unit: its asset requests' ids,
+ * kinds and whether each is required (none when it takes no native bid). */
+static int
+unit_bid_native(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
+{
+    adserve_rtb_native_req_t  *v;
+    uint32_t                   i, n = u->p->nnative_reqs;
+
+    if (!(u->p->bid_formats & (1u << ADSERVE_FORMAT_NATIVE))) {
+        return 0;
+    }
+
+    n = n < ADSERVE_RTB_NATIVE_ASSETS_MAX ? n : ADSERVE_RTB_NATIVE_ASSETS_MAX;
+    v = adserve_arena_alloc(&b->snap->arena, n * sizeof(adserve_rtb_native_req_t));
+    if (v == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        v[i].id = u->p->native_reqs[i].id;
+        v[i].kind = u->p->native_reqs[i].kind;
+        v[i].required = u->p->native_reqs[i].required;
+    }
+
+    out->native_reqs = v;
+    out->nnative_reqs = (uint8_t) n;
+    return 0;
+}
+
+
 /* A unit's allocations into the snapshot: the sources of a format it has
  * (the imp carries only those), at most UINT8_MAX, each with its blocks
  * and counter. */
@@ -1110,7 +1140,7 @@ unit_allocs(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
     }
 
     for (i = 0; i < u->nallocs && n < UINT8_MAX; i++) {
-        if (!(b->snap->sources[u->allocs[i].source].formats & u->p->formats)) {
+        if (!(b->snap->sources[u->allocs[i].source].formats & u->p->bid_formats)) {
             continue;
         }
         v[n].source = u->allocs[i].source;
@@ -1123,7 +1153,11 @@ unit_allocs(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 
     out->allocs = v;
     out->nallocs = (uint8_t) n;
-    out->formats = (uint8_t) u->p->formats;
+    out->formats = (uint8_t) u->p->bid_formats;
+
+    if (n > 0 && unit_bid_native(b, u, out) != 0) {
+        return -1;
+    }
 
     if (u->p->nsizes > 0) {
         out->bid_w = (uint16_t) u->p->sizes[0].w;

@@ -309,8 +309,10 @@ typedef struct adserve_unit_s {
     uint8_t         napp_keywords;
     uint16_t        bid_w, bid_h;       /* a bid's size when it has none:
                                          * the unit's first size, or 0 */
-    uint8_t         formats;            /* 1 << adserve_format_e it serves:
-                                         * the bids it takes */
+    uint8_t         formats;            /* 1 << adserve_format_e of the
+                                         * bids it takes */
+    uint8_t         nnative_reqs;       /* a native bid answers these */
+    const adserve_rtb_native_req_t *native_reqs;
 } adserve_unit_t;
 
 /* A catalog item, for a recommendation's answer and its clicks. */

@@ -50,6 +50,8 @@ typedef struct {
     ngx_uint_t                   state;
     adserve_rtb_response_t      *resp;    /* NULL: no bid (204, empty) */
     int16_t                      loss[ADSERVE_RTB_BIDS_MAX];
+    ngx_http_adserve_native_bid_t *native[ADSERVE_RTB_BIDS_MAX];  /* a
+                                          * native bid's markup, read */
 } ngx_http_adserve_bidder_t;
 
 struct ngx_http_adserve_auction_s {
@@ -558,16 +560,41 @@ ngx_http_adserve_alloc_of(const adserve_snapshot_t *s, const adserve_unit_t *uni
 }
 
 
+/* Whether the unit takes a bid of mtype here: a banner (mtype 1, or none
+ * said) for an ad request, a video (2) for a unit with a player, a native
+ * ad (4) for a unit whose native ads are assets; a VAST request takes
+ * videos alone. */
+static ngx_uint_t
+ngx_http_adserve_bid_format_ok(const adserve_unit_t *unit, int mtype, ngx_uint_t vast)
+{
+    switch (mtype) {
+    case 0:
+    case 1:
+        return !vast;
+    case 2:
+        return (unit->formats & (1 << ADSERVE_FORMAT_VIDEO)) != 0;
+    case 4:
+        return !vast && (unit->formats & (1 << ADSERVE_FORMAT_NATIVE));
+    default:
+        return 0;
+    }
+}
+
+
 /* Why a usable bid of b cannot win here: its loss reason (blocks counted),
- * or ADSERVE_RTB_LOSS_WON when it may. */
+ * or ADSERVE_RTB_LOSS_WON when it may. A native bid's markup is read here
+ * (into *nb), for one that cannot be served is not a bid. */
 static int
 ngx_http_adserve_bid_check(ngx_http_request_t *r, ngx_http_adserve_bidder_t *b,
     const adserve_rtb_bid_t *bid, const adserve_unit_t *unit, const adserve_alloc_t *al,
-    const adserve_source_t *src, ngx_uint_t vast, double *price)
+    const adserve_source_t *src, ngx_uint_t vast, double *price,
+    ngx_http_adserve_native_bid_t **nb)
 {
     double                      floor = ngx_max(src->floor, unit->floor);
     const adserve_rtb_block_t  *k;
     adserve_str_t               seat;
+    ngx_uint_t                  ok;
+    const char                 *why;
 
     seat = adserve_rtb_bid_seat(b->resp, bid);
 
@@ -581,13 +608,22 @@ ngx_http_adserve_bid_check(ngx_http_request_t *r, ngx_http_adserve_bidder_t *b,
         return ADSERVE_RTB_LOSS_INVALID;
     }
 
+    ok = ngx_http_adserve_bid_format_ok(unit, bid->mtype, vast);
+
+    if (ok && bid->mtype == 4) {
+        why = ngx_http_adserve_native_bid_read(r->pool, unit, bid, nb);
+        if (why != NULL) {
+            ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_ERRORS, 1);
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          NGX_HTTP_ADSERVE_LOG "a native bid of source %s dropped: %s",
+                          b->source_id.data, why);
+            return ADSERVE_RTB_LOSS_INVALID;
+        }
+    }
+
     ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_BIDS, 1);
 
-    /* a banner (mtype 1, or none said) for an ad request, a video (2) for
-     * a unit with a player; a VAST request takes videos alone */
-    if (bid->mtype == 2 ? !(unit->formats & (1 << ADSERVE_FORMAT_VIDEO))
-                        : (bid->mtype > 1 || vast))
-    {
+    if (!ok) {
         return ADSERVE_RTB_LOSS_FORMAT;
     }
 
@@ -624,6 +660,7 @@ ngx_http_adserve_judge(ngx_http_request_t *r, const adserve_snapshot_t *s,
 
     for (i = 0; i < ADSERVE_RTB_BIDS_MAX; i++) {
         b->loss[i] = NGX_HTTP_ADSERVE_NO_LOSS;
+        b->native[i] = NULL;
     }
 
     switch (b->state) {
@@ -654,7 +691,8 @@ ngx_http_adserve_judge(ngx_http_request_t *r, const adserve_snapshot_t *s,
 
     for (i = 0; i < b->resp->nbids; i++) {
         bid = &b->resp->bids[i];
-        loss = ngx_http_adserve_bid_check(r, b, bid, unit, al, src, vast, &price);
+        loss = ngx_http_adserve_bid_check(r, b, bid, unit, al, src, vast, &price,
+                                          &b->native[i]);
         b->loss[i] = (int16_t) loss;
 
         if (loss != ADSERVE_RTB_LOSS_WON) {
@@ -994,6 +1032,66 @@ ngx_http_adserve_bid_vast(ngx_http_request_t *r, const adserve_unit_t *unit,
 }
 
 
+/* s with the won bid's macros filled (url: as a URL's query values), when
+ * it names one; as it is when it names none or does not fit. */
+static void
+ngx_http_adserve_expand_str(ngx_http_request_t *r, ngx_http_adserve_auction_t *a,
+    adserve_str_t *s, int url)
+{
+    u_char  *v;
+    size_t   len;
+
+    if (s->len < 3 || ngx_strlcasestrn((u_char *) s->data, (u_char *) s->data + s->len,
+                                       (u_char *) "${", 1) == NULL)
+    {
+        return;
+    }
+
+    v = ngx_http_adserve_expand(r, a->win, a->bid, s, ADSERVE_RTB_LOSS_WON, url, s->len + 1024,
+                                &len);
+    if (v != NULL) {
+        s->data = (const char *) v;
+        s->len = len;
+    }
+}
+
+
+/* The won native bid's markup, its macros filled: in a copy, since the
+ * bid is read once. */
+static ngx_http_adserve_native_bid_t *
+ngx_http_adserve_native_expand(ngx_http_request_t *r, ngx_http_adserve_auction_t *a)
+{
+    ngx_http_adserve_native_bid_t  *nb;
+    adserve_rtb_native_t           *x;
+    ngx_uint_t                      i;
+
+    nb = ngx_palloc(r->pool, sizeof(ngx_http_adserve_native_bid_t));
+    if (nb == NULL) {
+        return NULL;
+    }
+    *nb = *a->win->native[a->bid - a->win->resp->bids];
+    x = &nb->n;
+
+    /* a text or a VAST as it is; a URL's values %-escaped */
+    for (i = 0; i < x->nassets; i++) {
+        ngx_http_adserve_expand_str(r, a, &x->assets[i].value,
+                                    x->assets[i].kind == ADSERVE_ASSET_IMG);
+    }
+    ngx_http_adserve_expand_str(r, a, &x->link, 1);
+    for (i = 0; i < x->nclicktrackers; i++) {
+        ngx_http_adserve_expand_str(r, a, &x->clicktrackers[i], 1);
+    }
+    for (i = 0; i < x->nimptrackers; i++) {
+        ngx_http_adserve_expand_str(r, a, &x->imptrackers[i], 1);
+    }
+    for (i = 0; i < x->nevents; i++) {
+        ngx_http_adserve_expand_str(r, a, &x->events[i].url, 1);
+    }
+
+    return nb;
+}
+
+
 /* What serving the won bid costs: the counts, its nurl, the others'
  * lurls, and its creative recorded. */
 static void
@@ -1013,7 +1111,9 @@ ngx_http_adserve_bid_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
                            &(adserve_str_t) { unit->id, unit->id_len }, unit->hash,
                            NGX_HTTP_ADSERVE_M_ADS, 1);
     ngx_http_adserve_count_variant(amcf->events, ctx->now, unit, NGX_HTTP_ADSERVE_M_ADS, 1);
-    ngx_http_adserve_tally->ads[bid->mtype == 2 ? ADSERVE_FORMAT_VIDEO : ADSERVE_FORMAT_DISPLAY]++;
+    ngx_http_adserve_tally->ads[bid->mtype == 2 ? ADSERVE_FORMAT_VIDEO
+                                : bid->mtype == 4 ? ADSERVE_FORMAT_NATIVE
+                                : ADSERVE_FORMAT_DISPLAY]++;
 
     if (bid->nurl.len) {
         nurl = ngx_http_adserve_expand(r, a->win, bid, &bid->nurl, ADSERVE_RTB_LOSS_WON, 1,
@@ -1038,11 +1138,12 @@ ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     static const char              head[] = ADSERVE_RESPONSE_HEAD "{\"id\":\"";
     ngx_http_adserve_auction_t    *a = ctx->auction;
     const adserve_rtb_bid_t       *bid = a->bid;
+    ngx_http_adserve_native_bid_t *nb;
     adserve_str_t                  adm;
     u_char                        *body, *p, tok[ADSERVE_TOKEN_MAX];
     u_char                         creative[ADSERVE_UUID_LEN + 1];
-    size_t                         n, len;
-    ngx_uint_t                     video = (bid->mtype == 2);
+    size_t                         n, len = 0;
+    ngx_uint_t                     video = (bid->mtype == 2), native = (bid->mtype == 4);
 
     adserve_external_creative_id(a->win->source_id.data, a->win->source_id.len,
                                  bid->crid.data, bid->crid.len, (char *) creative);
@@ -1052,13 +1153,26 @@ ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    /* the markup's macros filled (a win pixel's price), else as it came */
-    adm.data = (const char *) ngx_http_adserve_expand(r, a->win, bid, &bid->adm,
-                                                      ADSERVE_RTB_LOSS_WON, 0,
-                                                      bid->adm.len + 1024, &len);
-    adm.len = adm.data ? len : 0;
-    if (adm.data == NULL) {
-        adm = bid->adm;
+    if (native) {
+        /* ad.native: the assets, with our trackers first */
+        nb = ngx_http_adserve_native_expand(r, a);
+        adm.data = nb ? (const char *) ngx_http_adserve_native_bid_write(r, unit, nb, tok, n,
+                                                                         &len)
+                      : NULL;
+        adm.len = len;
+        if (adm.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+    } else {
+        /* the markup's macros filled (a win pixel's price), else as it came */
+        adm.data = (const char *) ngx_http_adserve_expand(r, a->win, bid, &bid->adm,
+                                                          ADSERVE_RTB_LOSS_WON, 0,
+                                                          bid->adm.len + 1024, &len);
+        adm.len = adm.data ? len : 0;
+        if (adm.data == NULL) {
+            adm = bid->adm;
+        }
     }
 
     if (video && ngx_http_adserve_bid_vast(r, unit, &adm, tok, n) != NGX_OK) {
@@ -1082,11 +1196,19 @@ ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
 
     p = ngx_cpymem(body, head, sizeof(head) - 1);
     p = ngx_cpymem(p, creative, ADSERVE_UUID_LEN);
-    p = ngx_sprintf(p, video ? "\",\"video\":{\"w\":%d,\"h\":%d,\"vast\":"
-                             : "\",\"display\":{\"w\":%d,\"h\":%d,\"adm\":",
-                    bid->w ? bid->w : unit->bid_w, bid->h ? bid->h : unit->bid_h);
-    p = ngx_http_adserve_json_str(p, &adm);
-    *p++ = '}';
+
+    if (native) {
+        p = ngx_cpymem(p, "\",\"native\":", sizeof("\",\"native\":") - 1);
+        p = ngx_cpymem(p, adm.data, adm.len);
+
+    } else {
+        p = ngx_sprintf(p, video ? "\",\"video\":{\"w\":%d,\"h\":%d,\"vast\":"
+                                 : "\",\"display\":{\"w\":%d,\"h\":%d,\"adm\":",
+                        bid->w ? bid->w : unit->bid_w, bid->h ? bid->h : unit->bid_h);
+        p = ngx_http_adserve_json_str(p, &adm);
+        *p++ = '}';
+    }
+
     p = ngx_http_adserve_ad_tail(p, unit, tok, n);
 
     return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);

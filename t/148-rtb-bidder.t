@@ -36,7 +36,9 @@ ok($up, 'the bidder listens');
 my $req = { id => 'auction-1', tmax => 120,
             imp => [ { id => 'd', banner => { format => [ { w => 728, h => 90 } ] }, bidfloor => 1 },
                      { id => 'v', video => { w => 640, h => 360, mimes => ['video/mp4'] } },
-                     { id => 'n', native => { request => '{}', ver => '1.2' } },
+                     { id => 'n', native => { ver => '1.2', request => $J->encode({ ver => '1.2', assets => [
+                         { id => 1, required => 1, title => { len => 90 } }, { id => 3, img => { type => 1 } },
+                         { id => 4, data => { type => 2 } }, { id => 7, video => { mimes => ['video/mp4'] } } ] }) } },
                      { id => 'f', banner => { w => 300, h => 250 }, bidfloor => 3 } ] };
 my $res = call('POST', '/openrtb2/auction', $req);
 is($res->{status}, 200, 'a bid request: 200');
@@ -46,7 +48,17 @@ is_deeply([ map { $_->{impid} } @bids ], [qw(d v n)], '... a bid per imp, none u
 is_deeply([ map { $_->{mtype} } @bids ], [ 1, 2, 4 ], '... mtype: banner, video, native');
 is_deeply([ @{ $bids[0] }{qw(w h price crid)} ], [ 728, 90, 2.5, 'rtb-creative-1' ], '... the banner at the imp\'s format');
 like($bids[1]{adm}, qr{^<VAST version="4\.2">.*<InLine>}s, '... a VAST 4.2 InLine for the video');
-is($J->decode($bids[2]{adm})->{ver}, '1.2', '... a Native 1.2 response for the native imp');
+my $nat = $J->decode($bids[2]{adm});
+is($nat->{ver}, '1.2', '... a Native 1.2 response for the native imp');
+is_deeply([ map { [ $_->{id}, grep { $_ ne 'id' } sort keys %$_ ] } @{ $nat->{assets} } ],
+          [ [ 1, 'title' ], [ 3, 'img' ], [ 4, 'data' ], [ 7, 'video' ] ], '... each asset asked for answered, by its id and kind');
+is_deeply([ @{ $nat->{assets}[1]{img} }{qw(type w h)} ], [ 1, 80, 80 ], '... an icon for an icon');
+is($nat->{assets}[2]{data}{type}, 2, '... data of the type asked');
+like($nat->{assets}[3]{video}{vasttag}, qr{^<VAST version="4\.2">}, '... a VAST tag for a video');
+is($nat->{link}{url}, 'https://bidder.example/landing', '... its landing page');
+like($nat->{link}{clicktrackers}[0], qr{/notice/native-click\?.*PRICE=\$\{AUCTION_PRICE\}}, '... a click tracker');
+like($nat->{imptrackers}[0], qr{/notice/native-imp\?}, '... an impression tracker');
+is_deeply([ @{ $nat->{eventtrackers}[0] }{qw(event method)} ], [ 1, 1 ], '... an image event tracker');
 like($bids[0]{nurl}, qr{/notice/win\?.*PRICE=\$\{AUCTION_PRICE\}}, '... nurl with the macros left to fill');
 like($bids[0]{lurl}, qr{LOSS=\$\{AUCTION_LOSS\}}, '... lurl with the loss reason\'s');
 is_deeply(call('GET', '/requests')->{json}, [ $req ], 'GET /requests: what it received, as sent');

@@ -326,4 +326,80 @@ is(bidder($port_b, 'GET', '/requests')->[0]{user}{id}, 'viewer-1', '... the play
 is($http->get($imp_url =~ s/&amp;/&/gr)->{status}, 204, 'the player fires it: 204');
 ok($t->wait_until(5, sub { @{ notices($port_b, 'bill') } }), '... and the video bid\'s burl is fired');
 
+# ---- a native unit in asset mode: a native bid as ad.native, our trackers first -------------------
+my $nassets = [ { id => 1, required => 1, title => { len => 90 } },
+                { id => 2, required => 1, img => { type => 3, wmin => 600, hmin => 300 } },
+                { id => 5, data => { type => 1 } } ];
+my $nunit = $t->created('/api/ad-units', { code => "rtb-native-$$", name => 'Native auctioned', status => 'ACTIVE',
+    ext => { native => { enabled => 1, render_mode => 'asset' } }, native => { assets => $nassets } });
+my $src_n = $t->created('/api/ad-sources', { name => 'Native bidder', endpoint_url => "http://127.0.0.1:$port_b/openrtb2/auction",
+                                             tmax_ms => 150, formats => [ 'native' ] });
+$t->created('/api/allocations', { ad_source_id => $src_n->{id}, target => 'ad_unit', target_id => $nunit->{id}, share => 100 });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+reset_bidders();
+$res = $t->ad($nunit->{id}, $body);
+is($res->{status}, 200, 'a native unit in asset mode: the native bid serves');
+$ad = $res->{json}{ad} // {};
+my $nat = $ad->{native} // {};
+my $asked = eval { $J->decode(bidder($port_b, 'GET', '/requests')->[0]{imp}[0]{native}{request}) } // {};
+is_deeply([ map { $_->{id} } @{ $asked->{assets} // [] } ], [ 1, 2, 5 ], '... the bid request asked for the unit\'s assets');
+is($nat->{ver}, '1.2', '... as ad.native, a Native 1.2 response');
+is_deeply($nat->{assets}, [ { id => 1, title => { text => 'A reference native bid' } },
+                            { id => 2, img => { type => 3, w => 1200, h => 627, url => 'https://cdn.bidder.example/rtb-creative-1-3.png' } },
+                            { id => 5, data => { type => 1, value => 'Reference data 1' } } ],
+          '... each asset under its request\'s id, in the unit\'s order');
+is($nat->{link}{url}, 'https://bidder.example/landing', '... the bid\'s landing page');
+my @clicks = @{ $nat->{link}{clicktrackers} // [] };
+is($clicks[0], $ad->{click_url}, '... our click URL first among its click trackers');
+like($clicks[1] // '', qr{/notice/native-click\?.*PRICE=1(&|$)}, '... then the bid\'s, its ${AUCTION_PRICE} filled');
+my @events = @{ $nat->{eventtrackers} // [] };
+is_deeply($events[0], { event => 1, method => 1, url => $ad->{impression_url} }, '... our impression URL first among the event trackers');
+is_deeply([ map { [ $_->{event}, $_->{method}, $_->{url} =~ m{/notice/(native-\w+)\?} ] } @events[1, 2] ],
+          [ [ 1, 1, 'native-imp' ], [ 1, 1, 'native-event' ] ], '... then its imptracker, as an event tracker, and its own');
+ok(!exists $ad->{display} && !exists $ad->{video}, '... and nothing else');
+is($http->get($events[0]{url})->{status}, 204, 'our impression tracker: 204');
+ok($t->wait_until(5, sub { @{ notices($port_b, 'bill') } }), '... fires the native bid\'s burl');
+is($http->get($clicks[0])->{status}, 204, 'our click tracker: 204');
+my $ns = sub { $t->stat_sum("as:$nunit->{id}/$src_n->{id}:$_[0]") };
+ok($t->wait_until(10, sub { $ns->('imp') == 1 && $ns->('clk') == 1 && $ns->('wins') == 1 }),
+   '... the impression, the click and the win counted on the source');
+
+sub native_bid {
+    my ($native) = @_;
+    reset_bidders();
+    bidder($port_b, 'POST', '/behaviour', { native => $native });
+    my $r = $t->ad($nunit->{id}, $body);
+    my ($l) = $r->{status} != 200 && $t->wait_until(5, sub { @{ notices($port_b, 'loss') } })
+              ? @{ notices($port_b, 'loss') } : ();
+    bidder($port_b, 'POST', '/behaviour', { native => undef });
+    return ($r->{status}, ($l // {})->{query}{LOSS} // 'no lurl');
+}
+my $good = { assets => [ { id => 1, title => { text => 'T' } }, { id => 2, img => { url => 'https://i.example/m.png' } } ],
+             link => { url => 'https://bidder.example/landing' } };
+my $errors = $ns->('errors');
+is_deeply([ native_bid({ %$good, link => { url => 'javascript:alert(document.cookie)' } }) ], [ 204, 3 ],
+          'a native bid whose link is javascript: dropped as invalid (lurl 3)');
+is_deeply([ native_bid({ %$good, assets => [ $good->{assets}[0] ] }) ], [ 204, 3 ],
+          'a native bid without a required asset (the image): dropped (lurl 3)');
+is_deeply([ native_bid({ %$good, imptrackers => [ 'data:text/html,x' ] }) ], [ 204, 3 ],
+          'a native bid with a tracker that is no http(s) URL: dropped (lurl 3)');
+ok($t->wait_until(10, sub { $ns->('errors') >= $errors + 3 }), '... each counted as an error of the source');
+is_deeply([ native_bid({ native => { %$good, assets => [ @{ $good->{assets} }, { id => 9, title => { text => 'not asked' } } ] } }) ],
+          [ 200, 'no lurl' ], 'a 1.0 response in its native wrapper serves; an asset asked for by no request is left out');
+
+# a unit whose native ads its style draws (html mode) takes no native bid: the source is not asked
+$t->api('PATCH', "/api/ad-units/$nunit->{id}", json => { ext => { native => { enabled => 1, render_mode => 'html' } } });
+$t->wait_until(10, sub { $t->workers_at($t->revision) });
+reset_bidders();
+is($t->ad($nunit->{id}, $body)->{status}, 204, 'the unit in html mode: 204');
+is(scalar @{ bidder($port_b, 'GET', '/requests') }, 0, '... its native-only source not asked');
+
+# a native bid for a display unit: not what it asked for
+reset_bidders();
+bidder($port_a, 'POST', '/behaviour', { format => 'native', crid => 'rtb-creative-2' });
+is(served_by(), 'none', 'a native bid on a display unit: dropped');
+ok($t->wait_until(5, sub { @{ notices($port_a, 'loss') } }) && notices($port_a, 'loss')->[0]{query}{LOSS} eq '204',
+   '... lurl with 204 (not the format asked for)');
+bidder($port_a, 'POST', '/behaviour', { format => undef });
+
 done_testing;

@@ -45,6 +45,37 @@ expand(const adserve_str_t *s, const adserve_rtb_bid_t *b, size_t room, int url)
 }
 
 
+/* the auction's check of a native bid against a unit's requests: each
+ * kind, required or not; a pick is an asset of the request's id and kind */
+static void
+fit(const adserve_rtb_native_t *n)
+{
+    static const adserve_rtb_native_req_t  reqs[] = {
+        { 1, ADSERVE_ASSET_TITLE, 1 }, { 2, ADSERVE_ASSET_IMG, 0 },
+        { 3, ADSERVE_ASSET_DATA, 0 }, { 4, ADSERVE_ASSET_VIDEO, 0 },
+    };
+    uint8_t                                pick[4];
+    unsigned                               i;
+
+    if (adserve_rtb_native_unfit(n, reqs, 4, pick) != NULL) {
+        return;
+    }
+
+    for (i = 0; i < 4; i++) {
+        if (pick[i] != ADSERVE_RTB_NATIVE_UNFILLED
+            && (pick[i] >= n->nassets || n->assets[pick[i]].id != reqs[i].id
+                || n->assets[pick[i]].kind != reqs[i].kind))
+        {
+            abort();
+        }
+    }
+
+    if (pick[0] == ADSERVE_RTB_NATIVE_UNFILLED) {
+        abort();                        /* a required one left unfilled */
+    }
+}
+
+
 /* buf[0..len) as a native bid's markup: every string kept lies inside it,
  * and every count within its bounds */
 static void
@@ -76,6 +107,8 @@ native(char *buf, size_t len)
             abort();
         }
     }
+
+    fit(&n);
 }
 
 

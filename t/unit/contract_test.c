@@ -375,6 +375,11 @@ static void test_endpoint_url(void) {
                "endpoint %s is %s", cases[i].url, cases[i].ok ? "one" : "refused");
     }
 
+    ok(adserve_link_url_ok("https://shop.example/p?x=1#top", 30), "a landing page may end in a fragment");
+    ok(!adserve_link_url_ok("https://a@shop.example/", 23), "... but has no user info");
+    ok(!adserve_link_url_ok("javascript:alert(1)//https://", 29), "... and is http(s)");
+    ok(!adserve_link_url_ok("https://#x", 10), "... with a host");
+
     adserve_external_creative_id("src-1", 5, "cr-9", 4, id);
     adserve_external_creative_id("src-1", 5, "cr-9", 4, again);
     adserve_external_creative_id("src-1", 5, "cr-8", 4, other);

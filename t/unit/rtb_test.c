@@ -591,6 +591,79 @@ static void test_native(void) {
 }
 
 
+/* the requests of a unit in asset mode: a required title, an optional
+ * main image, a required sponsor (data 1), an optional video */
+static const adserve_rtb_native_req_t  reqs[] = {
+    { 1, ADSERVE_ASSET_TITLE, 1 },
+    { 2, ADSERVE_ASSET_IMG, 0 },
+    { 5, ADSERVE_ASSET_DATA, 1 },
+    { 6, ADSERVE_ASSET_VIDEO, 0 },
+};
+#define NREQS  (sizeof(reqs) / sizeof(reqs[0]))
+
+/* doc's assets (a JSON array's members) with a link and trackers: why it
+ * does not fit reqs, or NULL */
+static const char *unfit(const char *assets, const char *rest, uint8_t *pick) {
+    adserve_rtb_native_t n;
+    const char *err;
+    char doc[4096];
+
+    snprintf(doc, sizeof(doc), "{\"assets\":[%s],%s}", assets, rest);
+    if (parse_native(doc, &n, &err) != 0) {
+        return "(not read)";
+    }
+    return adserve_rtb_native_unfit(&n, reqs, NREQS, pick);
+}
+
+static void test_native_fit(void) {
+    static const char  link[] = "\"link\":{\"url\":\"https://shop.example/p#top\"}";
+    static const char  both[] = "{\"id\":5,\"data\":{\"type\":1,\"value\":\"Greens\"}},"
+                                "{\"id\":1,\"title\":{\"text\":\"Salads\"}}";
+    uint8_t            pick[NREQS];
+    char               rest[512];
+
+    ok(unfit(both, link, pick) == NULL, "fit: the required title and data, in any order");
+    ok(pick[0] == 1 && pick[1] == ADSERVE_RTB_NATIVE_UNFILLED && pick[2] == 0
+       && pick[3] == ADSERVE_RTB_NATIVE_UNFILLED, "fit: each request's asset, the optional ones unfilled");
+
+    ok(unfit("{\"id\":1,\"title\":{\"text\":\"x\"}},{\"id\":2,\"img\":{\"url\":\"https://i.example/m.png\"}},"
+             "{\"id\":5,\"data\":{\"value\":\"v\"}},{\"id\":6,\"video\":{\"vasttag\":\"<VAST/>\"}},"
+             "{\"id\":9,\"title\":{\"text\":\"not asked\"}}", link, pick) == NULL, "fit: every request filled");
+    ok(pick[1] == 1 && pick[3] == 3, "fit: ... the image and the video too; an asset asked for by no request is left");
+
+    why(unfit("{\"id\":1,\"title\":{\"text\":\"x\"}}", link, pick), "a required asset is not given",
+        "fit: a required data asset missing");
+    why(unfit("{\"id\":5,\"title\":{\"text\":\"x\"}},{\"id\":1,\"title\":{\"text\":\"x\"}}", link, pick),
+        "a required asset is not given", "fit: the right id of the wrong kind does not fill it");
+    why(unfit("{\"id\":5,\"data\":{\"value\":5}},{\"id\":1,\"title\":{\"text\":\"x\"}}", link, pick),
+        "a required asset is not given", "fit: an asset without a value does not fill it");
+    ok(adserve_rtb_native_unfit(&(adserve_rtb_native_t) { .nassets = 0,
+                                                          .link = { "https://l", 9 } },
+                                reqs + 1, 1, pick) != NULL, "fit: nothing filled, nothing required: refused");
+
+    why(unfit(both, "\"link\":{\"url\":\"javascript:alert(1)\"}", pick),
+        "its link.url is not an http(s) URL", "fit: a javascript: link");
+    why(unfit(both, "\"imptrackers\":[\"https://t\"]", pick), "its link.url is not an http(s) URL",
+        "fit: no link");
+    snprintf(rest, sizeof(rest), "%s,\"imptrackers\":[\"data:x\"]", link);
+    why(unfit(both, rest, pick), "a tracker is not an http(s) URL", "fit: a data: impression tracker");
+    snprintf(rest, sizeof(rest), "\"link\":{\"url\":\"https://l\",\"clicktrackers\":[\"//t.example/c\"]}");
+    why(unfit(both, rest, pick), "a tracker is not an http(s) URL", "fit: a relative click tracker");
+    snprintf(rest, sizeof(rest), "%s,\"eventtrackers\":[{\"event\":1,\"url\":\"https://t\"}]", link);
+    why(unfit(both, rest, pick), "an event tracker lacks its event or method", "fit: an event tracker without its method");
+    snprintf(rest, sizeof(rest), "%s,\"eventtrackers\":[{\"event\":1,\"method\":1,\"url\":\"ftp://t\"}]", link);
+    why(unfit(both, rest, pick), "an event tracker is not an http(s) URL", "fit: an ftp event tracker");
+    snprintf(rest, sizeof(rest), "\"link\":{\"url\":\"https://l/?p=${AUCTION_PRICE}\",\"clicktrackers\":"
+             "[\"https://t/c?id=${AUCTION_ID}&b=${AUCTION_BID_ID}\"]},\"imptrackers\":[\"https://t/i?p=${AUCTION_PRICE}\"]");
+    ok(unfit(both, rest, pick) == NULL, "fit: URLs with the macros the exchange fills");
+    snprintf(rest, sizeof(rest), "%s,\"imptrackers\":[\"https://t/i?p=${PUBLISHER_ID}\"]", link);
+    why(unfit(both, rest, pick), "a tracker is not an http(s) URL", "fit: ... but not one it leaves as it is");
+    why(unfit("{\"id\":2,\"img\":{\"url\":\"javascript:x\"}},{\"id\":5,\"data\":{\"value\":\"v\"}},"
+              "{\"id\":1,\"title\":{\"text\":\"x\"}}", link, pick),
+        "an image's url is not an http(s) URL", "fit: an image that is not an http(s) URL");
+}
+
+
 int main(void) {
     test_reference_bidder();
     test_prices();
@@ -604,6 +677,7 @@ int main(void) {
     test_macros();
     test_vast_impression();
     test_native();
+    test_native_fit();
     free(held);
     return done_testing();
 }

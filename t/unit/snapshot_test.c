@@ -2547,6 +2547,38 @@ static void test_allocations(void) {
     ok(unit(s, "plain")->rtb_imp.data == NULL, "a unit without allocations: nothing rendered");
     adserve_snapshot_free(s);
 
+    /* native bids: a unit whose native ads are assets takes them, and
+     * answers what it asks; one drawn by its style (html) asks for none */
+#define NATIVE_ASSETS "'native':{'assets':[{'id':1,'required':1,'title':{'len':90}},{'id':3,'img':{'type':3}}]}"
+    s = BUILD(UNIT("{'id':'asset','status':'ACTIVE','ext':{'native':{'enabled':true,'render_mode':'asset'}},"
+                   NATIVE_ASSETS "}"),
+              UNIT("{'id':'html','status':'ACTIVE','ext':{'native':{'enabled':true,'render_mode':'html'},"
+                   "'display':{'enabled':true}}," NATIVE_ASSETS "}"),
+              UNIT("{'id':'empty','status':'ACTIVE','ext':{'native':{'enabled':true,'render_mode':'asset'}},"
+                   "'native':{'assets':[]}}"),
+              SRC(SRC_J("nat", "'formats':['native','display']")),
+              SRC(SRC_J("natonly", "'formats':['native']")),
+              ALLOC("{'id':'a1','ad_source_id':'nat','target':'ad_unit','target_id':'asset','share':100}"),
+              ALLOC("{'id':'a2','ad_source_id':'natonly','target':'ad_unit','target_id':'asset','share':100}"),
+              ALLOC("{'id':'a3','ad_source_id':'nat','target':'ad_unit','target_id':'html','share':100}"),
+              ALLOC("{'id':'a4','ad_source_id':'natonly','target':'ad_unit','target_id':'html','share':100}"),
+              ALLOC("{'id':'a5','ad_source_id':'natonly','target':'ad_unit','target_id':'empty','share':100}"));
+    const adserve_unit_t *as = unit(s, "asset"), *hm = unit(s, "html");
+    is_str(allocs_of(s, "asset"), "nat:100 natonly:100", "native in asset mode: both sources asked");
+    ok((as->formats & (1u << ADSERVE_FORMAT_NATIVE)) && as->nnative_reqs == 2
+       && as->native_reqs[0].id == 1 && as->native_reqs[0].kind == ADSERVE_ASSET_TITLE
+       && as->native_reqs[0].required && as->native_reqs[1].id == 3
+       && as->native_reqs[1].kind == ADSERVE_ASSET_IMG && !as->native_reqs[1].required,
+       "... takes native bids, and knows what they answer: its requests' ids, kinds, required");
+    ok(as->rtb_imp.data && strstr(as->rtb_imp.data, "\"native\":{\"request\":") != NULL,
+       "... its imp asks for native");
+    is_str(allocs_of(s, "html"), "nat:100", "native in html mode: a native-only source is not asked");
+    ok(!(hm->formats & (1u << ADSERVE_FORMAT_NATIVE)) && hm->nnative_reqs == 0
+       && hm->rtb_imp.data && strstr(hm->rtb_imp.data, "\"native\"") == NULL,
+       "... its bids are banners: its imp has no native (its style draws a creative's own assets)");
+    is_str(allocs_of(s, "empty"), "", "asset mode asking for no asset: no native bid either");
+    adserve_snapshot_free(s);
+
     s = BUILD(UNIT("{'id':'root','status':'ACTIVE'}"),
               SRC(SRC_J("disp", "'formats':['display']")),
               ALLOC("{'id':'a1','ad_source_id':'disp','target':'placement','target_id':'gone','share':50}"),
