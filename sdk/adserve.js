@@ -390,7 +390,7 @@
         }
         var box = shown(s, node, ad, p && 'passback');
         place(s, box, node, media, d.w, d.h);
-        p || watch(s, box, httpUrl(ad.impression_url));
+        p || watch(s, box, [httpUrl(ad.impression_url)]);
     }
 
     // the ad's node in the slot, in a box of its own; told as a render,
@@ -450,10 +450,22 @@
         return holder;
     }
 
+    // A native ad's impression pixels (event 1, method 1: a JavaScript
+    // tracker is never run) and its link's click trackers, http(s) alone.
+    // An ad from outside demand lands on the bidder's link: our click URL
+    // is then the first of its click trackers.
+    function nativeTrackers(n) {
+        var events = Array.isArray(n.eventtrackers) ? n.eventtrackers : [];
+        var clicks = n.link && Array.isArray(n.link.clicktrackers) ? n.link.clicktrackers : [];
+        return {
+            imp: events.filter(function (e) { return e && e.event === 1 && e.method === 1; })
+                .map(function (e) { return httpUrl(e.url); }),
+            click: clicks.map(httpUrl)
+        };
+    }
+
     function renderNative(s, ad) {
-        var n = ad.native, v = nativeValues(n), node;
-        var tracker = (Array.isArray(n.eventtrackers) ? n.eventtrackers : []).filter(
-            function (e) { return e && e.event === 1 && e.method === 1 && httpUrl(e.url); })[0];
+        var n = ad.native, v = nativeValues(n), tr = nativeTrackers(n), node;
         if (!s.template) {
             return fail(s, 'a native ad needs the slot\'s native.template');
         }
@@ -464,7 +476,12 @@
         }
         var box = shown(s, node, ad);
         box.style.width = box.style.height = '100%';
-        watch(s, box, tracker ? httpUrl(tracker.url) : null);
+        box.addEventListener('click', function (e) {
+            if (e.target.closest && e.target.closest('a[href]')) {
+                ping(tr.click.filter(Boolean));
+            }
+        });
+        watch(s, box, tr.imp);
     }
 
     /* ---- a recommendation: the items, each through its click URL -------- */
@@ -497,7 +514,7 @@
         }
         var box = shown(s, list, ad);
         box.style.width = box.style.height = '100%';
-        watch(s, box, httpUrl(ad.impression_url));
+        watch(s, box, [httpUrl(ad.impression_url)]);
     }
 
     // an item without a template: its image and its title, one link
@@ -710,8 +727,11 @@
         });
     }
 
-    function watch(s, box, url) {
+    // urls: the impression's pixels, ours first (those that are not http(s)
+    // URLs left out)
+    function watch(s, box, urls) {
         var gen = s.gen, fired = false;
+        urls = urls.filter(Boolean);
         s.fire = function () {
             if (fired || gen !== s.gen) {
                 return;
@@ -721,8 +741,8 @@
                 s.io.disconnect();
                 s.io = null;
             }
-            ping(url ? [url] : []);
-            emit('impression', {slot: s.handle, url: url});
+            ping(urls);
+            emit('impression', {slot: s.handle, url: urls[0] || null});
         };
         if (typeof IntersectionObserver !== 'function') {
             return s.fire();             // no way to tell: counted as shown
