@@ -1936,6 +1936,31 @@ static void test_experiments(void) {
        "a line item only a variant serves is indexed (caps and pacing find it)");
     adserve_snapshot_free(s);
 
+    /* a variant that lets in creatives its unit blocks ranks them among
+     * the others, as a unit without the block does */
+#define CR_CAT(id, cat) "{'id':'" id "','approval':'APPROVED','type':'IMAGE','w':300,'h':250," \
+                        "'image_url':'https://cdn.example/" id ".png','categories':['" cat "']}"
+    s = BUILD(UNIT("{'id':'u1','status':'ACTIVE','ext':{'bcat':['IAB7']}}"), UNIT("{'id':'u2','status':'ACTIVE'}"),
+              ORD(O1_J), LI("{'id':'li1','order_id':'o1','status':'ACTIVE','type':'STANDARD','priority':4,"
+                            "'cost_type':'CPM','rate':1,'targeting':{'ad_units':{'include':['u1','u2']}}}"),
+              CRE(CR_CAT("c1", "IAB1")), CRE(CR_CAT("c2", "IAB7")), CRE(CR_CAT("c3", "IAB1")),
+              CRE(CR_CAT("c4", "IAB7")), CRE(CR_CAT("c5", "IAB2")),
+              LICA(lica_rec("li1", "c1", 1)), LICA(lica_rec("li1", "c2", 1)), LICA(lica_rec("li1", "c3", 1)),
+              LICA(lica_rec("li1", "c4", 1)), LICA(lica_rec("li1", "c5", 1)),
+              EXPERIMENT("{'id':'x2','ad_unit_id':'u1','status':'ACTIVE','variants':["
+                         "{'id':'blocked','weight':1},{'id':'open','weight':1,'ext':{'bcat':[]}}]}"));
+    d = s ? unit(s, "u1") : NULL;
+    v = d && d->experiment ? d->experiment->variants[1].unit : NULL;
+    const adserve_unit_t *free_unit = s ? unit(s, "u2") : NULL;
+    ok(d && d->ncands == 3 && v && v->ncands == 5 && free_unit && free_unit->ncands == 5,
+       "ranking: the unit blocks two of five creatives, its open variant none (%u, %u, %u)",
+       d ? d->ncands : 0, v ? v->ncands : 0, free_unit ? free_unit->ncands : 0);
+    for (i = 0; v && free_unit && v->ncands == 5 && free_unit->ncands == 5 && i < 5; i++) {
+        is_str(v->cands[i].creative_id.data, free_unit->cands[i].creative_id.data,
+               "ranking: the variant's candidate %d is the unblocked unit's", i);
+    }
+    adserve_snapshot_free(s);
+
     /* a variant's algorithm and fallback: counted per its algorithm */
     s = BUILD(UNIT("{'id':'r1','status':'ACTIVE','ext':{'recommendation':{'enabled':1}}}"),
               EXPERIMENT("{'id':'x1','ad_unit_id':'r1','status':'ACTIVE','variants':["
