@@ -107,13 +107,22 @@ adserve_public_url_ok(const char *s, size_t len)
 }
 
 
+/* The printable ASCII bytes a URL here may not hold: those that need
+ * escaping (1), and "#" (2), which only a landing page's may. */
+static const unsigned char  url_refused[128] = {
+    ['"'] = 1, ['\''] = 1, ['<'] = 1, ['>'] = 1, ['\\'] = 1, ['^'] = 1, ['`'] = 1,
+    ['{'] = 1, ['|'] = 1, ['}'] = 1, ['#'] = 2
+};
+
+
 /* An absolute http(s) URL with a host and no user info, of printable
  * ASCII without the bytes that need escaping; fragment: whether a "#" may
  * end it (a landing page's, not a request's). */
 static int
 http_url_ok(const char *s, size_t len, int fragment)
 {
-    size_t  i, scheme, host;
+    size_t         i, scheme, host;
+    unsigned char  c, refused = fragment ? 1 : 3;
 
     if (len >= 8 && strncasecmp(s, "https://", 8) == 0) {
         scheme = 8;
@@ -130,9 +139,8 @@ http_url_ok(const char *s, size_t len, int fragment)
     }
 
     for (i = scheme; i < len; i++) {
-        if ((unsigned char) s[i] <= ' ' || (unsigned char) s[i] >= 0x7f
-            || strchr("\"'<>\\^`{|}", s[i]) != NULL || (s[i] == '#' && !fragment))
-        {
+        c = (unsigned char) s[i];
+        if (c <= ' ' || c >= 0x7f || (url_refused[c] & refused)) {
             return 0;
         }
     }

@@ -398,6 +398,11 @@ url_ok(const adserve_str_t *s, int link)
         return 0;
     }
 
+    if (memchr(s->data, '$', s->len) == NULL) {
+        return link ? adserve_link_url_ok(s->data, s->len)
+                    : adserve_endpoint_url_ok(s->data, s->len);
+    }
+
     n = adserve_rtb_expand(buf, sizeof(buf), s->data, s->len, &stand_in, 1);
 
     return n != (size_t) -1

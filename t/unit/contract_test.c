@@ -365,6 +365,15 @@ static void test_endpoint_url(void) {
         { "https://:80/bid", 0 },
         { "https://bidder.example/a b", 0 },
         { "https://bidder.example/\"", 0 },
+        { "https://bidder.example/'", 0 },
+        { "https://bidder.example/<b>", 0 },
+        { "https://bidder.example/a\\b", 0 },
+        { "https://bidder.example/?a={x}", 0 },
+        { "https://bidder.example/a|b", 0 },
+        { "https://bidder.example/a^b", 0 },
+        { "https://bidder.example/a`b", 0 },
+        { "https://bidder.example/a\x7f", 0 },
+        { "https://bidder.example/?a=~b_c-d.e%20&f=!*()[]:@,;+$", 1 },
         { "https://bidder.example/\xc3\xa9", 0 },
     };
     char   id[ADSERVE_UUID_LEN + 1], again[ADSERVE_UUID_LEN + 1], other[ADSERVE_UUID_LEN + 1];
