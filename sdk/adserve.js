@@ -476,11 +476,15 @@
         }
         var box = shown(s, node, ad);
         box.style.width = box.style.height = '100%';
-        box.addEventListener('click', function (e) {
-            if (e.target.closest && e.target.closest('a[href]')) {
+        // a click, or a middle click (a new tab) on one of its links
+        function clicked(e) {
+            if ((e.type === 'click' || e.button === 1) && e.target.closest
+                && e.target.closest('a[href]')) {
                 ping(tr.click.filter(Boolean));
             }
-        });
+        }
+        box.addEventListener('click', clicked);
+        box.addEventListener('auxclick', clicked);
         watch(s, box, tr.imp);
     }
 

@@ -133,8 +133,9 @@ typedef struct {
 /* Why n cannot be served for the requests reqs: NULL when it can, else a
  * static message. It can when it was kept whole, its link.url is where a
  * click may land (adserve_link_url_ok), every tracker and image URL is an
- * http(s) one (adserve_endpoint_url_ok), each with its macros filled
- * (adserve_rtb_expand), every event tracker says its
+ * http(s) one (adserve_endpoint_url_ok; the caller fills the exchange's
+ * macros first, adserve_rtb_expand: one left holds braces, refused),
+ * every event tracker says its
  * event and method, and its assets fill every
  * required request and one at least: a request is filled by the first
  * asset of its id and kind that has a value. pick gets, per request, the

@@ -381,32 +381,13 @@ adserve_rtb_parse_native(char *buf, size_t len, adserve_rtb_native_t *n, const c
 
 /* ---- whether it can be served --------------------------------------------- */
 
-/* Whether s is an http(s) URL once its macros are filled (link: where a
- * click lands, a fragment allowed). A macro's value is %-escaped into a
- * URL, so the URL is checked with each one filled by a stand-in (no
- * text, a price of 0): what the answer will carry is then as valid. */
+/* Whether s is an http(s) URL (link: where a click lands, a fragment
+ * allowed). The auction fills a bid's macros before it asks: a macro left
+ * unfilled holds braces, which no URL here may. */
 static int
 url_ok(const adserve_str_t *s, int link)
 {
-    static const adserve_rtb_macros_t  stand_in = {
-        { "", 0 }, { "", 0 }, { "", 0 }, { "", 0 }, { "", 0 }, 0, 0
-    };
-    char                               buf[ADSERVE_RTB_URL_MAX];
-    size_t                             n;
-
-    if (s->data == NULL) {
-        return 0;
-    }
-
-    if (memchr(s->data, '$', s->len) == NULL) {
-        return link ? adserve_link_url_ok(s->data, s->len)
-                    : adserve_endpoint_url_ok(s->data, s->len);
-    }
-
-    n = adserve_rtb_expand(buf, sizeof(buf), s->data, s->len, &stand_in, 1);
-
-    return n != (size_t) -1
-           && (link ? adserve_link_url_ok(buf, n) : adserve_endpoint_url_ok(buf, n));
+    return link ? adserve_link_url_ok(s->data, s->len) : adserve_endpoint_url_ok(s->data, s->len);
 }
 
 

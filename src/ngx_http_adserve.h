@@ -524,21 +524,28 @@ double ngx_http_adserve_auction_best(ngx_http_request_t *r, ngx_http_adserve_ctx
 ngx_int_t ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const adserve_unit_t *unit);
 void ngx_http_adserve_auction_lost(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx);
-/* A native bid (src/ngx_http_adserve_native_bid.c): its markup read, and
- * per request of the unit, the index of the asset that answers it. */
+/* A native bid (src/ngx_http_adserve_native_bid.c): its markup read, its
+ * macros filled, the unit's requests as it was judged against them, and
+ * per request the index of the asset that answers it. */
 typedef struct {
-    adserve_rtb_native_t  n;
-    uint8_t               pick[ADSERVE_RTB_NATIVE_ASSETS_MAX];
+    adserve_rtb_native_t      n;
+    adserve_rtb_native_req_t  reqs[ADSERVE_RTB_NATIVE_ASSETS_MAX];
+    uint8_t                   nreqs;
+    uint8_t                   pick[ADSERVE_RTB_NATIVE_ASSETS_MAX];
 } ngx_http_adserve_native_bid_t;
 
-/* bid's markup read in a copy in pool and checked against unit's asset
- * requests: NULL and *out, or why it cannot be served (a static text). */
+/* fills a value's macros in place (url: %-escaped, as a URL's query) */
+typedef void (*ngx_http_adserve_fill_pt)(void *data, adserve_str_t *s, int url);
+
+/* bid's markup read in a copy in pool, its macros filled by fill, and
+ * checked against unit's asset requests: NULL and *out, or why it cannot
+ * be served (a static text). */
 const char *ngx_http_adserve_native_bid_read(ngx_pool_t *pool, const adserve_unit_t *unit,
-    const adserve_rtb_bid_t *bid, ngx_http_adserve_native_bid_t **out);
-/* The answer's ad.native value of a won native bid, its macros filled
- * (by the auction), with our click and impression URLs around the token
- * (n bytes): the text in r's pool, its length in *len; NULL out of
- * memory. */
+    const adserve_rtb_bid_t *bid, ngx_http_adserve_fill_pt fill, void *data,
+    ngx_http_adserve_native_bid_t **out);
+/* The answer's ad.native value of a won native bid, with our click and
+ * impression URLs around the token (n bytes): the text in r's pool, its
+ * length in *len; NULL out of memory. */
 u_char *ngx_http_adserve_native_bid_write(ngx_http_request_t *r, const adserve_unit_t *unit,
     const ngx_http_adserve_native_bid_t *nb, const u_char *tok, size_t n, size_t *len);
 /* A notice (nurl, lurl, burl): a GET to url, in the background, through

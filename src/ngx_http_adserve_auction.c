@@ -109,6 +109,9 @@ static const char  ngx_http_adserve_seen_script[] =
 static ngx_int_t ngx_http_adserve_bid_done(ngx_http_request_t *sr, void *data, ngx_int_t rc);
 static void ngx_http_adserve_auction_timeout(ngx_event_t *ev);
 static void ngx_http_adserve_auction_cleanup(void *data);
+static u_char *ngx_http_adserve_expand(ngx_http_request_t *r, const ngx_http_adserve_bidder_t *b,
+    const adserve_rtb_bid_t *bid, const adserve_str_t *text, int loss, int url, size_t max,
+    size_t *len);
 
 
 static ngx_uint_t
@@ -560,17 +563,50 @@ ngx_http_adserve_alloc_of(const adserve_snapshot_t *s, const adserve_unit_t *uni
 }
 
 
+/* A native bid's values filled with its macros (ngx_http_adserve_fill_pt):
+ * each is known once the bids are in, its own price the clearing one. */
+typedef struct {
+    ngx_http_request_t               *r;
+    const ngx_http_adserve_bidder_t  *b;
+    const adserve_rtb_bid_t          *bid;
+} ngx_http_adserve_filling_t;
+
+
+static void
+ngx_http_adserve_fill(void *data, adserve_str_t *s, int url)
+{
+    ngx_http_adserve_filling_t  *f = data;
+    u_char                      *v;
+    size_t                       len;
+
+    if (s->len < 3 || ngx_strlcasestrn((u_char *) s->data, (u_char *) s->data + s->len,
+                                       (u_char *) "${", 1) == NULL)
+    {
+        return;
+    }
+
+    /* one that does not fit stays as it is: its URL, braces and all, is
+     * then refused */
+    v = ngx_http_adserve_expand(f->r, f->b, f->bid, s, ADSERVE_RTB_LOSS_WON, url,
+                                s->len + 1024, &len);
+    if (v != NULL) {
+        s->data = (const char *) v;
+        s->len = len;
+    }
+}
+
+
 /* Whether the unit takes a bid of mtype here: a banner (mtype 1, or none
- * said) for an ad request, a video (2) for a unit with a player, a native
- * ad (4) for a unit whose native ads are assets; a VAST request takes
- * videos alone. */
+ * said) for an ad request to a display unit, a video (2) for a unit with a
+ * player, a native ad (4) for a unit whose native ads are assets; a VAST
+ * request takes videos alone. */
 static ngx_uint_t
 ngx_http_adserve_bid_format_ok(const adserve_unit_t *unit, int mtype, ngx_uint_t vast)
 {
     switch (mtype) {
     case 0:
     case 1:
-        return !vast;
+        return !vast && (unit->formats & (1 << ADSERVE_FORMAT_DISPLAY));
     case 2:
         return (unit->formats & (1 << ADSERVE_FORMAT_VIDEO)) != 0;
     case 4:
@@ -595,6 +631,7 @@ ngx_http_adserve_bid_check(ngx_http_request_t *r, ngx_http_adserve_bidder_t *b,
     adserve_str_t               seat;
     ngx_uint_t                  ok;
     const char                 *why;
+    ngx_http_adserve_filling_t  fill;
 
     seat = adserve_rtb_bid_seat(b->resp, bid);
 
@@ -611,7 +648,11 @@ ngx_http_adserve_bid_check(ngx_http_request_t *r, ngx_http_adserve_bidder_t *b,
     ok = ngx_http_adserve_bid_format_ok(unit, bid->mtype, vast);
 
     if (ok && bid->mtype == 4) {
-        why = ngx_http_adserve_native_bid_read(r->pool, unit, bid, nb);
+        fill.r = r;
+        fill.b = b;
+        fill.bid = bid;
+        why = ngx_http_adserve_native_bid_read(r->pool, unit, bid, ngx_http_adserve_fill, &fill,
+                                               nb);
         if (why != NULL) {
             ngx_http_adserve_count_source(r, b, NGX_HTTP_ADSERVE_M_ERRORS, 1);
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -1032,66 +1073,6 @@ ngx_http_adserve_bid_vast(ngx_http_request_t *r, const adserve_unit_t *unit,
 }
 
 
-/* s with the won bid's macros filled (url: as a URL's query values), when
- * it names one; as it is when it names none or does not fit. */
-static void
-ngx_http_adserve_expand_str(ngx_http_request_t *r, ngx_http_adserve_auction_t *a,
-    adserve_str_t *s, int url)
-{
-    u_char  *v;
-    size_t   len;
-
-    if (s->len < 3 || ngx_strlcasestrn((u_char *) s->data, (u_char *) s->data + s->len,
-                                       (u_char *) "${", 1) == NULL)
-    {
-        return;
-    }
-
-    v = ngx_http_adserve_expand(r, a->win, a->bid, s, ADSERVE_RTB_LOSS_WON, url, s->len + 1024,
-                                &len);
-    if (v != NULL) {
-        s->data = (const char *) v;
-        s->len = len;
-    }
-}
-
-
-/* The won native bid's markup, its macros filled: in a copy, since the
- * bid is read once. */
-static ngx_http_adserve_native_bid_t *
-ngx_http_adserve_native_expand(ngx_http_request_t *r, ngx_http_adserve_auction_t *a)
-{
-    ngx_http_adserve_native_bid_t  *nb;
-    adserve_rtb_native_t           *x;
-    ngx_uint_t                      i;
-
-    nb = ngx_palloc(r->pool, sizeof(ngx_http_adserve_native_bid_t));
-    if (nb == NULL) {
-        return NULL;
-    }
-    *nb = *a->win->native[a->bid - a->win->resp->bids];
-    x = &nb->n;
-
-    /* a text or a VAST as it is; a URL's values %-escaped */
-    for (i = 0; i < x->nassets; i++) {
-        ngx_http_adserve_expand_str(r, a, &x->assets[i].value,
-                                    x->assets[i].kind == ADSERVE_ASSET_IMG);
-    }
-    ngx_http_adserve_expand_str(r, a, &x->link, 1);
-    for (i = 0; i < x->nclicktrackers; i++) {
-        ngx_http_adserve_expand_str(r, a, &x->clicktrackers[i], 1);
-    }
-    for (i = 0; i < x->nimptrackers; i++) {
-        ngx_http_adserve_expand_str(r, a, &x->imptrackers[i], 1);
-    }
-    for (i = 0; i < x->nevents; i++) {
-        ngx_http_adserve_expand_str(r, a, &x->events[i].url, 1);
-    }
-
-    return nb;
-}
-
-
 /* What serving the won bid costs: the counts, its nurl, the others'
  * lurls, and its creative recorded. */
 static void
@@ -1155,10 +1136,8 @@ ngx_http_adserve_auction_send(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
 
     if (native) {
         /* ad.native: the assets, with our trackers first */
-        nb = ngx_http_adserve_native_expand(r, a);
-        adm.data = nb ? (const char *) ngx_http_adserve_native_bid_write(r, unit, nb, tok, n,
-                                                                         &len)
-                      : NULL;
+        nb = a->win->native[a->bid - a->win->resp->bids];
+        adm.data = (const char *) ngx_http_adserve_native_bid_write(r, unit, nb, tok, n, &len);
         adm.len = len;
         if (adm.data == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -23,9 +23,33 @@
 #define NGX_HTTP_ADSERVE_NATIVE_ROOM  96
 
 
+/* every value of the markup through fill: a text's or a VAST's as they
+ * are, a URL's %-escaped */
+static void
+ngx_http_adserve_native_fill(adserve_rtb_native_t *x, ngx_http_adserve_fill_pt fill, void *data)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < x->nassets; i++) {
+        fill(data, &x->assets[i].value, x->assets[i].kind == ADSERVE_ASSET_IMG);
+    }
+    fill(data, &x->link, 1);
+    for (i = 0; i < x->nclicktrackers; i++) {
+        fill(data, &x->clicktrackers[i], 1);
+    }
+    for (i = 0; i < x->nimptrackers; i++) {
+        fill(data, &x->imptrackers[i], 1);
+    }
+    for (i = 0; i < x->nevents; i++) {
+        fill(data, &x->events[i].url, 1);
+    }
+}
+
+
 const char *
 ngx_http_adserve_native_bid_read(ngx_pool_t *pool, const adserve_unit_t *unit,
-    const adserve_rtb_bid_t *bid, ngx_http_adserve_native_bid_t **out)
+    const adserve_rtb_bid_t *bid, ngx_http_adserve_fill_pt fill, void *data,
+    ngx_http_adserve_native_bid_t **out)
 {
     ngx_http_adserve_native_bid_t  *nb;
     const char                     *err;
@@ -44,7 +68,17 @@ ngx_http_adserve_native_bid_read(ngx_pool_t *pool, const adserve_unit_t *unit,
         return err;
     }
 
-    err = adserve_rtb_native_unfit(&nb->n, unit->native_reqs, unit->nnative_reqs, nb->pick);
+    /* checked as it will be served: its macros filled (every value is
+     * known once the bids are in), against the requests of the unit as
+     * judged, which the answer keeps (a request may resume on a newer
+     * snapshot) */
+    ngx_http_adserve_native_fill(&nb->n, fill, data);
+
+    nb->nreqs = unit->nnative_reqs;
+    ngx_memcpy(nb->reqs, unit->native_reqs, nb->nreqs * sizeof(adserve_rtb_native_req_t));
+    ngx_memset(nb->pick, ADSERVE_RTB_NATIVE_UNFILLED, sizeof(nb->pick));
+
+    err = adserve_rtb_native_unfit(&nb->n, nb->reqs, nb->nreqs, nb->pick);
     if (err != NULL) {
         return err;
     }
@@ -85,7 +119,7 @@ ngx_http_adserve_native_len(const adserve_unit_t *unit, const ngx_http_adserve_n
           + 2 * (NGX_HTTP_ADSERVE_NATIVE_ROOM + unit->url_base_json.len
                  + ADSERVE_SPLICE_PATH_MAX + n);
 
-    for (i = 0; i < unit->nnative_reqs; i++) {
+    for (i = 0; i < nb->nreqs; i++) {
         if (nb->pick[i] != ADSERVE_RTB_NATIVE_UNFILLED) {
             len += NGX_HTTP_ADSERVE_NATIVE_ROOM + 6 * x->assets[nb->pick[i]].value.len;
         }
@@ -169,7 +203,7 @@ ngx_http_adserve_native_bid_write(ngx_http_request_t *r, const adserve_unit_t *u
     p = ngx_cpymem(text, "{\"ver\":\"1.2\",\"assets\":[",
                    sizeof("{\"ver\":\"1.2\",\"assets\":[") - 1);
 
-    for (i = 0; i < unit->nnative_reqs; i++) {
+    for (i = 0; i < nb->nreqs; i++) {
         if (nb->pick[i] == ADSERVE_RTB_NATIVE_UNFILLED) {
             continue;
         }
@@ -177,8 +211,7 @@ ngx_http_adserve_native_bid_write(ngx_http_request_t *r, const adserve_unit_t *u
             *p++ = ',';
         }
         first = 0;
-        p = ngx_http_adserve_native_asset(p, unit->native_reqs[i].id,
-                                          &x->assets[nb->pick[i]]);
+        p = ngx_http_adserve_native_asset(p, nb->reqs[i].id, &x->assets[nb->pick[i]]);
     }
 
     p = ngx_cpymem(p, "],\"link\":{\"url\":", sizeof("],\"link\":{\"url\":") - 1);

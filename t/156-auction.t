@@ -372,7 +372,7 @@ sub native_bid {
     my ($l) = $r->{status} != 200 && $t->wait_until(5, sub { @{ notices($port_b, 'loss') } })
               ? @{ notices($port_b, 'loss') } : ();
     bidder($port_b, 'POST', '/behaviour', { native => undef });
-    return ($r->{status}, ($l // {})->{query}{LOSS} // 'no lurl');
+    return wantarray ? ($r->{status}, ($l // {})->{query}{LOSS} // 'no lurl') : $r;
 }
 my $good = { assets => [ { id => 1, title => { text => 'T' } }, { id => 2, img => { url => 'https://i.example/m.png' } } ],
              link => { url => 'https://bidder.example/landing' } };
@@ -384,8 +384,23 @@ is_deeply([ native_bid({ %$good, assets => [ $good->{assets}[0] ] }) ], [ 204, 3
 is_deeply([ native_bid({ %$good, imptrackers => [ 'data:text/html,x' ] }) ], [ 204, 3 ],
           'a native bid with a tracker that is no http(s) URL: dropped (lurl 3)');
 ok($t->wait_until(10, sub { $ns->('errors') >= $errors + 3 }), '... each counted as an error of the source');
-is_deeply([ native_bid({ native => { %$good, assets => [ @{ $good->{assets} }, { id => 9, title => { text => 'not asked' } } ] } }) ],
-          [ 200, 'no lurl' ], 'a 1.0 response in its native wrapper serves; an asset asked for by no request is left out');
+is_deeply([ native_bid({ %$good, link => { url => '${AUCTION_BID_ID}https://bidder.example/landing' } }) ], [ 204, 3 ],
+          'a native bid whose link is no http(s) URL once its macros are filled: dropped (lurl 3)');
+my $macro = native_bid({ %$good, link => { url => 'https://bidder.example/landing?p=${AUCTION_PRICE}#buy' } });
+is($macro->{json}{ad}{native}{link}{url}, 'https://bidder.example/landing?p=1#buy',
+   'a macro in the link filled, its fragment kept: served');
+my $wrapped = native_bid({ native => { %$good, assets => [ @{ $good->{assets} }, { id => 9, title => { text => 'not asked' } } ] } });
+is($wrapped->{status}, 200, 'a 1.0 response in its native wrapper serves');
+is_deeply([ map { $_->{id} } @{ $wrapped->{json}{ad}{native}{assets} // [] } ], [ 1, 2 ],
+          '... an asset asked for by no request left out');
+
+# a banner for a unit that asked for native alone: not what it asked for
+reset_bidders();
+bidder($port_b, 'POST', '/behaviour', { format => 'banner' });
+is($t->ad($nunit->{id}, $body)->{status}, 204, 'a banner bid on a native-only unit: dropped');
+ok($t->wait_until(5, sub { @{ notices($port_b, 'loss') } }) && notices($port_b, 'loss')->[0]{query}{LOSS} eq '204',
+   '... lurl with 204 (not the format asked for)');
+bidder($port_b, 'POST', '/behaviour', { format => undef });
 
 # a unit whose native ads its style draws (html mode) takes no native bid: the source is not asked
 $t->api('PATCH', "/api/ad-units/$nunit->{id}", json => { ext => { native => { enabled => 1, render_mode => 'html' } } });

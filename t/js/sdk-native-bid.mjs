@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { tap } from './lib/tap.mjs';
 import {
-    DEMO, OUT, api, demoUnits, inBrowser, metric, openDemo, until, waitFor, workersCurrent,
+    OUT, api, demoUnits, inBrowser, metric, openDemo, sleep, until, waitFor, workersCurrent,
 } from './lib/stack.mjs';
 
 const t = tap();
@@ -58,11 +58,13 @@ await inBrowser(t, async (browser) => {
     await page.locator('#ad-native-bid').scrollIntoViewIfNeeded();
     const [imp] = await waitFor(page, 'impression', 'ad-native-bid');
     t.is(imp.url, shown.ad.impression_url, 'seen for a second: the impression, ours');
-    t.is(await until(() => metric(unit.id, 'impressions'), 1), 1, '... counted once');
+    t.is(await until(() => metric(unit.id, 'impressions'), 1), 1, '... counted');
     t.isDeep(await until(async () => (await notices('native-imp')).length + (await notices('native-event')).length, 2), 2,
              '... and the bid\'s imptracker and event tracker fired by the browser');
     t.is((await notices('native-imp'))[0].query.PRICE, '4', '... their ${AUCTION_PRICE} filled');
     t.ok(await until(async () => (await notices('bill')).length, 1), '... the bid\'s burl fired by the server');
+    await sleep(1500);
+    t.is(await metric(unit.id, 'impressions'), 1, '... and a while later still once');
 
     const [landing] = await Promise.all([context.waitForEvent('page'), card.click()]);
     await landing.waitForLoadState();

@@ -637,9 +637,10 @@ static void test_native_fit(void) {
         "a required asset is not given", "fit: the right id of the wrong kind does not fill it");
     why(unfit("{\"id\":5,\"data\":{\"value\":5}},{\"id\":1,\"title\":{\"text\":\"x\"}}", link, pick),
         "a required asset is not given", "fit: an asset without a value does not fill it");
-    ok(adserve_rtb_native_unfit(&(adserve_rtb_native_t) { .nassets = 0,
-                                                          .link = { "https://l", 9 } },
-                                reqs + 1, 1, pick) != NULL, "fit: nothing filled, nothing required: refused");
+    why(adserve_rtb_native_unfit(&(adserve_rtb_native_t) { .nassets = 0,
+                                                           .link = { "https://l", 9 } },
+                                 reqs + 1, 1, pick),
+        "no asset answers a request", "fit: nothing filled, nothing required: refused");
 
     why(unfit(both, "\"link\":{\"url\":\"javascript:alert(1)\"}", pick),
         "its link.url is not an http(s) URL", "fit: a javascript: link");
@@ -653,11 +654,11 @@ static void test_native_fit(void) {
     why(unfit(both, rest, pick), "an event tracker lacks its event or method", "fit: an event tracker without its method");
     snprintf(rest, sizeof(rest), "%s,\"eventtrackers\":[{\"event\":1,\"method\":1,\"url\":\"ftp://t\"}]", link);
     why(unfit(both, rest, pick), "an event tracker is not an http(s) URL", "fit: an ftp event tracker");
-    snprintf(rest, sizeof(rest), "\"link\":{\"url\":\"https://l/?p=${AUCTION_PRICE}\",\"clicktrackers\":"
-             "[\"https://t/c?id=${AUCTION_ID}&b=${AUCTION_BID_ID}\"]},\"imptrackers\":[\"https://t/i?p=${AUCTION_PRICE}\"]");
-    ok(unfit(both, rest, pick) == NULL, "fit: URLs with the macros the exchange fills");
+    snprintf(rest, sizeof(rest), "\"link\":{\"url\":\"https://l/?p=${AUCTION_PRICE}\"}");
+    why(unfit(both, rest, pick), "its link.url is not an http(s) URL",
+        "fit: a macro left unfilled (the auction fills them first) is refused by its braces");
     snprintf(rest, sizeof(rest), "%s,\"imptrackers\":[\"https://t/i?p=${PUBLISHER_ID}\"]", link);
-    why(unfit(both, rest, pick), "a tracker is not an http(s) URL", "fit: ... but not one it leaves as it is");
+    why(unfit(both, rest, pick), "a tracker is not an http(s) URL", "fit: ... in a tracker too");
     why(unfit("{\"id\":2,\"img\":{\"url\":\"javascript:x\"}},{\"id\":5,\"data\":{\"value\":\"v\"}},"
               "{\"id\":1,\"title\":{\"text\":\"x\"}}", link, pick),
         "an image's url is not an http(s) URL", "fit: an image that is not an http(s) URL");
