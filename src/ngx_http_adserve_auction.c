@@ -579,9 +579,8 @@ ngx_http_adserve_fill(void *data, adserve_str_t *s, int url)
     u_char                      *v;
     size_t                       len;
 
-    if (s->len < 3 || ngx_strlcasestrn((u_char *) s->data, (u_char *) s->data + s->len,
-                                       (u_char *) "${", 1) == NULL)
-    {
+    /* no macro: nothing to copy */
+    if (ngx_strlchr((u_char *) s->data, (u_char *) s->data + s->len, '$') == NULL) {
         return;
     }
 
