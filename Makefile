@@ -9,7 +9,8 @@ ASAN     = -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recove
 UNIT_LIBS = -lcjson -lcrypto -lm
 
 ENGINE   = src/adserve_contract.c src/adserve_arena.c src/adserve_json.c src/adserve_fields.c src/adserve_jsonw.c src/adserve_vast.c src/adserve_native.c src/adserve_parsed.c src/adserve_snapshot.c src/adserve_pacing.c \
-           src/adserve_target.c src/adserve_experiment.c src/adserve_token.c src/adserve_records.c src/adserve_rtb.c src/adserve_rtb_native.c
+           src/adserve_target.c src/adserve_experiment.c src/adserve_token.c src/adserve_records.c src/adserve_rtb.c src/adserve_rtb_native.c \
+           src/adserve_joins.c
 # every unit test twice: plain, and under AddressSanitizer + UBSan
 UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c)) \
            $(patsubst t/unit/%_test.c,$(BUILD)/t/%-asan.t,$(wildcard t/unit/*_test.c))

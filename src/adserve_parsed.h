@@ -269,6 +269,11 @@ typedef struct {
 
 typedef struct {
     adserve_kind_e  kind;
+    /* the scratch of the build that reads the parse (one at a time, see
+     * adserve_joins.h): its record's index in that build, and whether a
+     * build that keeps joins has read it before (0: parsed since) */
+    uint32_t        index:31;
+    uint32_t        built:1;
     const char     *id;               /* NULL: not an object with a usable
                                        * id; the build skips it */
     size_t          id_len;

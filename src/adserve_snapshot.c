@@ -63,6 +63,8 @@ typedef struct {
     uint32_t      style;              /* its native style, or NONE */
     adserve_alloc_t *allocs;          /* its sources, each once (grows) */
     uint32_t      nallocs, acap;
+    unsigned      ranked:1;           /* its cands came ranked (joins) */
+    unsigned      dirty:1;            /* joined again: kept again */
 } unit_rec_t;
 
 typedef struct {
@@ -79,6 +81,9 @@ typedef struct li_rec_s {
     const adserve_target_t *target;   /* decided per request; NULL: nothing */
     uint32_t      first_lica;
     adserve_str_t snap_id;            /* the id, copied into the snapshot once */
+    uint64_t      sig;                /* what it joins with (adserve_joins.h) */
+    unsigned      fresh:1;            /* parsed since the last build */
+    unsigned      dirty:1;            /* joined again, its kept pairs dropped */
 } li_rec_t;
 
 /* A native creative's "ad" object as units that render it alike want it
@@ -101,6 +106,7 @@ typedef struct creative_rec_s {
     native_head_t *native;            /* NATIVE: its heads, by unit kind */
     uint32_t      nnative;
     adserve_str_t snap_id;
+    unsigned      fresh:1;            /* parsed since the last build */
 } creative_rec_t;
 
 typedef struct {
@@ -166,6 +172,11 @@ typedef struct {
     uint32_t           *alloc_seen;   /* per unit: the last allocation that
                                        * reached it (its index + 1) */
     adserve_parsed_t  **block_ps;     /* the blocked creatives' parses */
+    adserve_joins_t    *joins;        /* the last build's, or NULL */
+    int                 incremental;  /* this build joins from them */
+    uint8_t            *fresh[ADSERVE_KIND_COUNT];  /* per record (with
+                                       * joins): parsed since the last build */
+    uint32_t            nfresh[ADSERVE_KIND_COUNT];
     char               *err;
     size_t              errlen;
 } build_t;
@@ -406,6 +417,13 @@ parse_kind(build_t *b, const adserve_input_t *in, adserve_kind_e kind)
         return NULL;
     }
 
+    if (b->joins != NULL) {
+        b->fresh[kind] = adserve_arena_alloc(&b->tmp, nrec + 1);
+        if (b->fresh[kind] == NULL) {
+            return NULL;
+        }
+    }
+
     if (kind == ADSERVE_KIND_AD_UNITS) {
         b->unit_texts = adserve_arena_alloc(&b->tmp,
                             (nrec + 1) * sizeof(adserve_input_rec_t *));
@@ -426,6 +444,15 @@ parse_kind(build_t *b, const adserve_input_t *in, adserve_kind_e kind)
             b->unit_texts[n] = &in->records[kind][i];
         }
 
+        /* built only by a build that keeps joins: another one's parses
+         * would look known to them */
+        if (b->joins != NULL) {
+            b->fresh[kind][n] = !p->built;
+            b->nfresh[kind] += !p->built;
+            p->built = 1;
+        }
+
+        p->index = n;
         ps[n++] = p;
     }
 
@@ -547,6 +574,8 @@ link_line_items(build_t *b, adserve_parsed_t **ps)
         li->p = p;
         li->first_lica = NONE;
         li->snap_li = NONE;
+        li->fresh = b->fresh[ADSERVE_KIND_LINE_ITEMS] == NULL
+                    || b->fresh[ADSERVE_KIND_LINE_ITEMS][i];
 
         order = idmap_get(&b->map[ADSERVE_KIND_ORDERS], p->order_id, p->order_hash);
         li->eligible = p->active && order != NONE && b->orders[order];
@@ -598,6 +627,8 @@ link_creatives(build_t *b, adserve_parsed_t **ps)
         b->crs[i].id = ps[i]->id;
         b->crs[i].rec = ps[i];
         b->crs[i].p = &ps[i]->u.creative;
+        b->crs[i].fresh = b->fresh[ADSERVE_KIND_CREATIVES] == NULL
+                          || b->fresh[ADSERVE_KIND_CREATIVES][i];
     }
 
     return 0;
@@ -635,6 +666,11 @@ link_licas(build_t *b, adserve_parsed_t **ps)
         l->weight = p->weight;
         l->next = b->lis[li].first_lica;
         b->lis[li].first_lica = i;
+
+        /* what the line item joins with: a creative parsed since the last
+         * build may sit where an old one was, so it is joined again */
+        b->lis[li].sig += adserve_joins_mix(b->crs[cr].rec, l->weight);
+        b->lis[li].dirty |= b->crs[cr].fresh;
     }
 
     return 0;
@@ -1373,6 +1409,9 @@ add_pair(build_t *b, unit_rec_t *u, li_rec_t *li, creative_rec_t *cr, uint32_t w
 {
     int  why = creative_fits(b, u, cr->p);
 
+    u->ranked = 0;
+    u->dirty = 1;
+
     if (why == 0 && category_blocked(&u->p->bcat, &cr->p->categories)) {
         why = ADSERVE_EXCL_BCAT;
     }
@@ -1423,6 +1462,264 @@ join_line_item(build_t *b, uint32_t i)
             }
         }
     }
+
+    return 0;
+}
+
+
+/* ---- joining again only what changed (adserve_joins.h) ----------------- */
+
+/* Joins every line item that can serve, or those marked dirty only. */
+static int
+join_lis(build_t *b, int dirty)
+{
+    uint32_t  i;
+
+    for (i = 0; i < b->n[ADSERVE_KIND_LINE_ITEMS]; i++) {
+        if ((!dirty || b->lis[i].dirty) && b->lis[i].eligible
+            && b->lis[i].first_lica != NONE)
+        {
+            if (join_line_item(b, i) != 0) {
+                return -1;
+            }
+            b->snap->stats.joined++;
+        }
+    }
+
+    return 0;
+}
+
+
+/* The kept joins stand for this build's but for line items, creatives and
+ * LICAs: the units, their hierarchy and styles, the placements and the
+ * orders are those they were joined from (a change to one of those joins
+ * everything: they are rarely written). */
+static int
+joins_usable(build_t *b)
+{
+    static const adserve_kind_e  kinds[] = {
+        ADSERVE_KIND_AD_UNITS, ADSERVE_KIND_PLACEMENTS, ADSERVE_KIND_ORDERS,
+        ADSERVE_KIND_NATIVE_STYLES, ADSERVE_KIND_AD_UNIT_NATIVE_STYLES
+    };
+    uint32_t                     k;
+
+    for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        if (b->nfresh[kinds[k]] != 0 || b->n[kinds[k]] != b->joins->n[kinds[k]]) {
+            return 0;
+        }
+    }
+
+    return b->joins->valid;
+}
+
+
+/* A unit's kept pairs, less those of the line items gone: those left are
+ * of line items unchanged since, whose parses and creatives' parses are the
+ * ones kept, and they stay ranked. */
+static int
+load_unit(build_t *b, unit_rec_t *u, const adserve_joined_unit_t *ju)
+{
+    const adserve_joined_t  *p;
+    uint32_t                 i;
+    bcand_t                 *c;
+
+    u->ncands = u->nexcl = 0;
+
+    if (ju->ncands) {
+        u->cands = malloc(ju->ncands * sizeof(bcand_t));
+        if (u->cands == NULL) {
+            return -1;
+        }
+        u->cap = ju->ncands;
+    }
+
+    if (ju->nexcl) {
+        u->excl = malloc(ju->nexcl * sizeof(bcand_t));
+        if (u->excl == NULL) {
+            return -1;
+        }
+        u->xcap = ju->nexcl;
+    }
+
+    for (i = 0; i < ju->ncands + ju->nexcl; i++) {
+        p = &ju->pairs[i];
+
+        if (adserve_joins_gone(b->joins, p->li)) {
+            u->dirty = 1;
+            continue;
+        }
+
+        c = i < ju->ncands ? &u->cands[u->ncands++] : &u->excl[u->nexcl++];
+        c->li = &b->lis[p->li->index];
+        c->cr = &b->crs[p->cr->index];
+        c->weight = p->weight;
+        c->reason = p->reason;
+    }
+
+    u->ranked = 1;
+
+    return 0;
+}
+
+
+/* Which line items join again: those parsed since, or joining with a
+ * creative parsed since, or whose signature moved (a LICA or a creative
+ * gone, a weight, an order's approval...); and which kept pairs go: theirs,
+ * and those of line items gone. Returns the number to join again; -1
+ * when the kept joins do not know a line item they should (join all), -2
+ * out of memory. */
+static int64_t
+join_dirty(build_t *b)
+{
+    adserve_joins_t      *j = b->joins;
+    adserve_joined_li_t  *e;
+    li_rec_t             *li;
+    uint32_t              i, ndirty = 0, nold = 0, found = 0;
+
+    for (i = 0; i < b->n[ADSERVE_KIND_LINE_ITEMS]; i++) {
+        li = &b->lis[i];
+
+        if (li->fresh) {
+            li->dirty = 1;
+
+        } else {
+            e = adserve_joins_li(j->lis, j->lis_mask, li->rec);
+            if (e == NULL) {
+                return -1;
+            }
+            e->seen = j->gen;
+            found++;
+            li->dirty |= e->sig != li->sig;
+            nold += li->dirty;
+        }
+
+        ndirty += li->dirty;
+    }
+
+    if (adserve_joins_gone_reset(j, nold + j->nlis - found) != 0) {
+        return -2;
+    }
+
+    for (i = 0; nold && i < b->n[ADSERVE_KIND_LINE_ITEMS]; i++) {
+        if (b->lis[i].dirty && !b->lis[i].fresh) {
+            adserve_joins_gone_add(j, b->lis[i].rec);
+        }
+    }
+
+    for (i = 0; found < j->nlis && i <= j->lis_mask; i++) {
+        if (j->lis[i].li != NULL && j->lis[i].seen != j->gen) {
+            adserve_joins_gone_add(j, j->lis[i].li);    /* changed, or deleted */
+        }
+    }
+
+    return ndirty;
+}
+
+
+static int
+join_changed(build_t *b)
+{
+    unit_rec_t                   *u;
+    const adserve_joined_unit_t  *ju;
+    uint32_t                      i;
+    int64_t                       ndirty;
+
+    b->joins->gen++;
+
+    ndirty = join_dirty(b);
+    if (ndirty == -2) {
+        return -1;
+    }
+
+    /* a batch as large as an eighth of the line items: joining them all
+     * costs less than dropping and merging */
+    if (ndirty < 0 || ndirty > b->n[ADSERVE_KIND_LINE_ITEMS] / 8) {
+        b->incremental = 0;
+        return join_lis(b, 0);
+    }
+
+    for (i = 0; i < b->n[ADSERVE_KIND_AD_UNITS]; i++) {
+        u = &b->units[i];
+        ju = u->p->active ? adserve_joins_unit(b->joins, u->rec) : NULL;
+
+        if (ju != NULL && load_unit(b, u, ju) != 0) {
+            return -1;
+        }
+    }
+
+    return join_lis(b, 1);
+}
+
+
+/* Joins the line items to the units: only what changed when the last
+ * build's joins stand for this one's. */
+static int
+join(build_t *b)
+{
+    uint32_t  i;
+
+    for (i = 0; i < b->n[ADSERVE_KIND_LINE_ITEMS]; i++) {
+        b->lis[i].sig += adserve_joins_mix(b->lis[i].rec, b->lis[i].eligible);
+    }
+
+    b->incremental = b->joins != NULL && joins_usable(b);
+
+    return b->incremental ? join_changed(b) : join_lis(b, 0);
+}
+
+
+/* Keeps this build's joins for the next: every unit's and line item's
+ * after joining all, those joined again after joining what changed. */
+static int
+keep_joins(build_t *b)
+{
+    adserve_joins_t      *j = b->joins;
+    adserve_joined_li_t  *old;
+    adserve_joined_t     *p;
+    const bcand_t        *c;
+    unit_rec_t           *u;
+    uint32_t              i, k, mask, nunits = b->n[ADSERVE_KIND_AD_UNITS];
+
+    if (!b->incremental) {
+        if (adserve_joins_reset(j, nunits, b->n[ADSERVE_KIND_LINE_ITEMS]) != 0) {
+            return -1;
+        }
+
+    } else {
+        if (adserve_joins_renew_lis(j, b->n[ADSERVE_KIND_LINE_ITEMS], &old, &mask) != 0) {
+            return -1;
+        }
+        free(old);
+    }
+
+    for (i = 0; i < b->n[ADSERVE_KIND_LINE_ITEMS]; i++) {
+        adserve_joins_put_li(j, b->lis[i].rec, b->lis[i].sig);
+    }
+
+    for (i = 0; i < nunits; i++) {
+        u = &b->units[i];
+
+        if (!u->p->active || !(u->dirty || (!b->incremental && u->ncands + u->nexcl))) {
+            continue;
+        }
+
+        if (adserve_joins_put_unit(j, u->rec, u->ncands, u->nexcl, &p) != 0) {
+            return -1;
+        }
+
+        for (k = 0; k < u->ncands + u->nexcl; k++) {
+            c = k < u->ncands ? &u->cands[k] : &u->excl[k - u->ncands];
+            p[k].li = c->li->rec;
+            p[k].cr = c->cr->rec;
+            p[k].weight = c->weight;
+            p[k].reason = c->reason;
+        }
+    }
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        j->n[k] = b->n[k];
+    }
+    j->valid = 1;
 
     return 0;
 }
@@ -2183,8 +2480,10 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     uint32_t          i, group = 0;
     unsigned          splices = 0;
 
-    if (u->ncands > 1) {                 /* cands is NULL when there is none */
+    /* cands is NULL when there is none; kept ones come ranked */
+    if (u->ncands > 1 && !u->ranked) {
         qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
+        b->snap->stats.ranked++;
     }
 
     c = adserve_arena_alloc(a, (u->ncands + 1) * sizeof(adserve_cand_t));
@@ -2731,7 +3030,7 @@ build(build_t *b, const adserve_input_t *in)
         link_settings, link_sources, link_allocations, link_blocks
     };
     adserve_parsed_t  **ps;
-    uint32_t            k, i, nunits;
+    uint32_t            k, nunits;
 
     if (parse_all(b) != 0) {
         build_error(b, "out of memory parsing records");
@@ -2755,13 +3054,9 @@ build(build_t *b, const adserve_input_t *in)
         return -1;
     }
 
-    for (i = 0; i < b->n[ADSERVE_KIND_LINE_ITEMS]; i++) {
-        if (b->lis[i].eligible && b->lis[i].first_lica != NONE
-            && join_line_item(b, i) != 0)
-        {
-            build_error(b, "out of memory joining line items");
-            return -1;
-        }
+    if (join(b) != 0) {
+        build_error(b, "out of memory joining line items");
+        return -1;
     }
 
     /* the catalog first: recommendation units resolve their presets in it */
@@ -2772,6 +3067,11 @@ build(build_t *b, const adserve_input_t *in)
     {
         build_error(b, "out of memory ranking candidates");
         return -1;
+    }
+
+    /* the snapshot stands without them: the next build joins all */
+    if (b->joins != NULL && keep_joins(b) != 0) {
+        adserve_joins_clear(b->joins);
     }
 
     return 0;
@@ -2857,8 +3157,13 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
     b.public_url = in->public_url;
     b.prev = in->prev;
     s->prev = in->prev;
+    b.joins = in->joins;
 
     if (build(&b, in) != 0) {
+        /* some parses are marked built, yet nothing was kept of them */
+        if (b.joins != NULL) {
+            adserve_joins_clear(b.joins);
+        }
         build_cleanup(&b);
         adserve_snapshot_free(s);
         return NULL;

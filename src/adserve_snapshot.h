@@ -22,6 +22,7 @@
 
 #include "adserve_arena.h"
 #include "adserve_contract.h"
+#include "adserve_joins.h"
 #include "adserve_json.h"
 #include "adserve_parsed.h"
 #include "adserve_rtb.h"
@@ -58,6 +59,9 @@ typedef struct {
                                        * each line item's pace to it */
     const adserve_allocator_t *allocator;  /* where the snapshot goes; NULL:
                                             * malloc */
+    adserve_joins_t *joins;           /* what the last build joined, used and
+                                       * kept again (adserve_joins.h), or
+                                       * NULL: join everything */
     adserve_arena_t arena;            /* owns the arrays, not the texts */
 } adserve_input_t;
 
@@ -381,6 +385,9 @@ typedef struct {
                                        * not be compiled (they never serve) */
     size_t          active_units;
     size_t          candidates;
+    size_t          joined;           /* line items joined to the units: all,
+                                       * or those changed (adserve_joins.h) */
+    size_t          ranked;           /* units whose candidates were sorted */
     size_t          bytes;
     unsigned        build_ms;
 } adserve_stats_t;

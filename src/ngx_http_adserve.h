@@ -150,6 +150,8 @@ struct ngx_http_adserve_loader_s {
      * change log they are: "" before any load, "0-0" when the log was
      * empty then (nothing to continue from: the next change reloads) */
     adserve_records_t              records[ADSERVE_KIND_COUNT];
+    adserve_joins_t                joins;         /* what the last build of
+                                                   * the records joined */
     uint64_t                       rev;
     char                           change_id[NGX_HTTP_ADSERVE_STREAM_ID];
 

@@ -347,11 +347,12 @@ ngx_http_adserve_build_finish(void *data)
         ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
                       NGX_HTTP_ADSERVE_LOG "snapshot rev %uL at change %s: %uz active ad "
                       "units, %uz candidates, %uz skipped records, %uz KiB; "
-                      "loaded in %M ms, of which the build %ud ms",
+                      "loaded in %M ms, of which the build %ud ms (%uz line "
+                      "items joined, %uz units ranked)",
                       s->rev, ld->change_id, s->stats.active_units,
                       s->stats.candidates, s->stats.skipped,
                       s->stats.bytes / 1024, ngx_current_msec - ld->started,
-                      s->stats.build_ms);
+                      s->stats.build_ms, s->stats.joined, s->stats.ranked);
 
         if (bc->full) {
             ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
@@ -437,6 +438,7 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     /* a full load's chunks were parsed as they came (_scan.c); a change
      * has a record or two to parse */
     bc->input.threads = 1;
+    bc->input.joins = &ld->joins;
     bc->input.allocator = ngx_http_adserve_zone_build_start(ld->zone);
 
     if (bc->input.allocator == NULL) {
@@ -1029,6 +1031,7 @@ ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld, ngx_cycle_t *cycle)
         adserve_records_init(&ld->records[k]);
         adserve_records_init(&ld->scan[k]);
     }
+    adserve_joins_init(&ld->joins);
 
 #ifdef __GLIBC__
     /* the scratch memory of one build is the next one's: kept in the heap,
@@ -1078,6 +1081,7 @@ ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld)
     if (ld->state != NGX_HTTP_ADSERVE_BUILDING) {
         ngx_http_adserve_records_free(ld->records);
         ngx_http_adserve_records_free(ld->scan);
+        adserve_joins_free(&ld->joins);
     }
 
     /* the snapshot is the node's: the zone keeps it for the others */

@@ -229,6 +229,9 @@ ngx_http_adserve_loader_scanned(ngx_http_adserve_loader_t *ld)
         adserve_records_init(&ld->scan[k]);
     }
 
+    /* they were the old records' joins */
+    adserve_joins_clear(&ld->joins);
+
     ld->full_loads++;
     ngx_http_adserve_loader_build(ld);
 }

@@ -111,7 +111,8 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev, unsigned threads) {
+static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev, unsigned threads,
+                                 adserve_joins_t *joins) {
     adserve_input_t in;
     adserve_snapshot_t *s = NULL;
     char err[256];
@@ -121,6 +122,8 @@ static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev, unsigned
     in.rev = rev;
     in.public_url = "http://127.0.0.1:8080";
     in.threads = threads;               /* as the loader: a full load on all */
+    in.joins = joins;                   /* as the loader: what the last
+                                         * build joined, unless ADSERVE_JOINS=0 */
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         if (adserve_records_export(&recs[k], &in, k) != 0) {
             goto done;
@@ -138,6 +141,8 @@ done:
 int main(int argc, char **argv) {
     adserve_records_t recs[ADSERVE_KIND_COUNT];
     adserve_snapshot_t *s;
+    adserve_joins_t joins;
+    const char *use_joins = getenv("ADSERVE_JOINS");
     buf_t b = {0};
     double t0;
     int k, round, rounds = argc > 1 ? atoi(argv[1]) : 3;
@@ -150,6 +155,7 @@ int main(int argc, char **argv) {
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         adserve_records_init(&recs[k]);
     }
+    adserve_joins_init(&joins);
     t0 = now_ms();
     if (read_all(stdin, &b) != 0 || load(&b, recs) != 0) {
         fprintf(stderr, "snapshot-profile: the input is not a RESP stream of HSETs\n");
@@ -168,19 +174,23 @@ int main(int argc, char **argv) {
             return 1;
         }
         t0 = now_ms();
-        s = build(recs, (uint64_t) round + 1, round == 0 ? 2 : 1);
+        s = build(recs, (uint64_t) round + 1, round == 0 ? 2 : 1,
+                  use_joins != NULL && strcmp(use_joins, "0") == 0 ? NULL : &joins);
         if (s == NULL) {
             return 1;
         }
-        printf("%-12s %6.0f ms  (build_ms %u)  %zu KiB, %zu candidates, %zu active units\n",
+        printf("%-12s %6.0f ms  (build_ms %u)  %zu KiB, %zu candidates, %zu active units, "
+               "%zu line items joined, %zu units ranked\n",
                round == 0 ? "full" : "one change", now_ms() - t0, s->stats.build_ms,
-               s->stats.bytes / 1024, s->stats.candidates, s->stats.active_units);
+               s->stats.bytes / 1024, s->stats.candidates, s->stats.active_units,
+               s->stats.joined, s->stats.ranked);
         adserve_snapshot_free(s);
     }
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         adserve_records_free(&recs[k]);
     }
+    adserve_joins_free(&joins);
     free(b.data);
     return 0;
 }

@@ -1,0 +1,432 @@
+/* adserve_joins: a build that joins only what changed makes the snapshot
+ * that joining everything makes. Each step below writes the records as the
+ * API would (line items, creatives and LICAs most, now and then a unit, a
+ * placement or an order), builds once keeping joins and once without, from
+ * the same records, and compares every unit's candidates and exclusions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adserve_records.h"
+#include "tap.h"
+
+#define NUNITS  12
+#define NPLACE  3
+#define NORDERS 4
+#define NLIS    40
+#define NCRS    60
+
+typedef struct {
+    int      exists, active, priority, type, nincl, nexcl, nplace;
+    int      order, incl[3], excl[2], place[2];
+} li_t;
+
+typedef struct {
+    int      exists, approved, w, cat;
+} cr_t;
+
+static adserve_records_t inv[ADSERVE_KIND_COUNT];
+static adserve_joins_t   joins;
+static li_t              lis[NLIS];
+static cr_t              crs[NCRS];
+static int               lica[NLIS][NCRS];       /* weight, 0: none */
+static int               bcat[NUNITS], place_units[NPLACE][3], order_ok[NORDERS];
+static unsigned long     rnd_state = 12345;
+
+static int rnd(int n) {
+    rnd_state = rnd_state * 6364136223846793005ul + 1442695040888963407ul;
+    return (int) ((rnd_state >> 33) % (unsigned long) n);
+}
+
+static void put(adserve_kind_e kind, const char *id, const char *text) {
+    if (adserve_records_put(&inv[kind], id, strlen(id), text, strlen(text)) != 0) abort();
+}
+
+static void del(adserve_kind_e kind, const char *id) {
+    adserve_records_del(&inv[kind], id, strlen(id));
+}
+
+static void put_unit(int i) {
+    char id[16], text[512];
+
+    snprintf(id, sizeof id, "u%d", i);
+    snprintf(text, sizeof text,
+             "{\"id\":\"%s\",\"code\":\"%s\",\"name\":\"U\",\"status\":\"%s\","
+             "\"display\":{\"w\":%d,\"h\":%d}%s%s%s%s}",
+             id, id, i == 11 ? "INACTIVE" : "ACTIVE", i % 2 ? 728 : 300, i % 2 ? 90 : 250,
+             i >= 1 && i <= 3 ? ",\"parent_id\":\"u0\"" : "",
+             bcat[i] ? ",\"ext\":{\"bcat\":[\"IAB" : "",
+             bcat[i] ? (bcat[i] == 1 ? "3" : "7") : "", bcat[i] ? "\"]}" : "");
+    put(ADSERVE_KIND_AD_UNITS, id, text);
+}
+
+static void put_placement(int i) {
+    char id[16], text[256];
+
+    snprintf(id, sizeof id, "p%d", i);
+    snprintf(text, sizeof text, "{\"id\":\"%s\",\"name\":\"P\",\"ad_unit_ids\":"
+             "[\"u%d\",\"u%d\",\"u%d\"]}", id, place_units[i][0], place_units[i][1],
+             place_units[i][2]);
+    put(ADSERVE_KIND_PLACEMENTS, id, text);
+}
+
+static void put_order(int i) {
+    char id[16], text[256];
+
+    snprintf(id, sizeof id, "o%d", i);
+    snprintf(text, sizeof text, "{\"id\":\"%s\",\"advertiser_id\":\"a\",\"name\":\"O\","
+             "\"status\":\"%s\"}", id, order_ok[i] ? "APPROVED" : "PAUSED");
+    put(ADSERVE_KIND_ORDERS, id, text);
+}
+
+static void put_li(int i) {
+    static const char *types[] = { "STANDARD", "PRICE_PRIORITY", "SPONSORSHIP", "HOUSE" };
+    char id[16], text[1024], incl[64] = "", excl[64] = "", place[64] = "";
+    li_t *l = &lis[i];
+    int k;
+
+    snprintf(id, sizeof id, "l%d", i);
+    if (!l->exists) {
+        del(ADSERVE_KIND_LINE_ITEMS, id);
+        return;
+    }
+    for (k = 0; k < l->nincl; k++) {
+        snprintf(incl + strlen(incl), sizeof incl - strlen(incl), "%s\"u%d\"", k ? "," : "",
+                 l->incl[k]);
+    }
+    for (k = 0; k < l->nexcl; k++) {
+        snprintf(excl + strlen(excl), sizeof excl - strlen(excl), "%s\"u%d\"", k ? "," : "",
+                 l->excl[k]);
+    }
+    for (k = 0; k < l->nplace; k++) {
+        snprintf(place + strlen(place), sizeof place - strlen(place), "%s\"p%d\"",
+                 k ? "," : "", l->place[k]);
+    }
+    snprintf(text, sizeof text,
+             "{\"id\":\"%s\",\"order_id\":\"o%d\",\"name\":\"L\",\"status\":\"%s\","
+             "\"type\":\"%s\",\"priority\":%d,\"cost_type\":\"CPM\",\"rate\":%d.5,"
+             "\"start_at\":\"2020-01-01T00:00:00Z\",\"end_at\":\"2099-01-01T00:00:00Z\","
+             "\"targeting\":{\"ad_units\":{\"include\":[%s],\"exclude\":[%s]},"
+             "\"placements\":[%s]}}",
+             id, l->order, l->active ? "ACTIVE" : "PAUSED", types[l->type], l->priority,
+             i % 7, incl, excl, place);
+    put(ADSERVE_KIND_LINE_ITEMS, id, text);
+}
+
+static void put_cr(int i) {
+    char id[16], text[512];
+    cr_t *c = &crs[i];
+
+    snprintf(id, sizeof id, "c%d", i);
+    if (!c->exists) {
+        del(ADSERVE_KIND_CREATIVES, id);
+        return;
+    }
+    snprintf(text, sizeof text,
+             "{\"id\":\"%s\",\"advertiser_id\":\"a\",\"name\":\"C\",\"type\":\"IMAGE\","
+             "\"w\":%d,\"h\":%d,\"image_url\":\"https://cdn.example/%s.png\","
+             "\"landing_url\":\"https://adv.example/\",\"approval\":\"%s\","
+             "\"categories\":[\"IAB%d\"]}",
+             id, c->w ? 728 : 300, c->w ? 90 : 250, id, c->approved ? "APPROVED" : "PENDING",
+             c->cat);
+    put(ADSERVE_KIND_CREATIVES, id, text);
+}
+
+static void put_lica(int l, int c) {
+    char id[32], text[256];
+
+    snprintf(id, sizeof id, "x%d-%d", l, c);
+    if (lica[l][c] == 0) {
+        del(ADSERVE_KIND_LICAS, id);
+        return;
+    }
+    snprintf(text, sizeof text, "{\"id\":\"%s\",\"line_item_id\":\"l%d\",\"creative_id\":"
+             "\"c%d\",\"status\":\"ACTIVE\",\"weight\":%d}", id, l, c, lica[l][c]);
+    put(ADSERVE_KIND_LICAS, id, text);
+}
+
+static void new_li(int i) {
+    li_t *l = &lis[i];
+    int k;
+
+    l->exists = 1;
+    l->active = rnd(6) != 0;
+    l->priority = 1 + rnd(4);
+    l->type = rnd(4);
+    l->order = rnd(NORDERS);
+    l->nincl = rnd(3);
+    for (k = 0; k < l->nincl; k++) l->incl[k] = rnd(NUNITS);
+    l->nexcl = rnd(4) == 0;
+    for (k = 0; k < l->nexcl; k++) l->excl[k] = rnd(NUNITS);
+    l->nplace = rnd(3) == 0;
+    for (k = 0; k < l->nplace; k++) l->place[k] = rnd(NPLACE);
+    put_li(i);
+}
+
+static void new_cr(int i) {
+    crs[i].exists = 1;
+    crs[i].approved = rnd(8) != 0;
+    crs[i].w = rnd(2);
+    crs[i].cat = 1 + rnd(8);
+    put_cr(i);
+}
+
+static adserve_snapshot_t *build(adserve_joins_t *j) {
+    adserve_input_t in;
+    adserve_snapshot_t *s;
+    char err[128];
+    int k;
+
+    adserve_input_init(&in);
+    in.public_url = "http://ads.example";
+    in.joins = j;
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        if (adserve_records_export(&inv[k], &in, k) != 0) abort();
+    }
+    s = adserve_snapshot_build(&in, err, sizeof err);
+    if (s == NULL) {
+        fprintf(stderr, "# build: %s\n", err);
+        abort();
+    }
+    adserve_input_free(&in);
+    return s;
+}
+
+static int excl_cmp(const void *pa, const void *pb) {
+    const adserve_excl_t *a = pa, *b = pb;
+    int c = strcmp(a->line_item_id.data, b->line_item_id.data);
+
+    c = c ? c : strcmp(a->creative_id.data, b->creative_id.data);
+    return c ? c : a->reason - b->reason;
+}
+
+/* "" when both snapshots serve the same, else what differs first */
+static const char *differs(const adserve_snapshot_t *a, const adserve_snapshot_t *b) {
+    static char why[256];
+    adserve_excl_t xa[NLIS * NCRS], xb[NLIS * NCRS];
+    char id[16];
+    uint32_t i, k;
+
+    if (a->stats.candidates != b->stats.candidates || a->nlis != b->nlis) {
+        return "candidates or line items";
+    }
+    for (i = 0; i < NUNITS; i++) {
+        const adserve_unit_t *ua, *ub;
+        snprintf(id, sizeof id, "u%u", i);
+        ua = adserve_snapshot_unit(a, id, strlen(id));
+        ub = adserve_snapshot_unit(b, id, strlen(id));
+        if ((ua == NULL) != (ub == NULL)) return "a unit";
+        if (ua == NULL) continue;
+        if (ua->ncands != ub->ncands || ua->nexcluded != ub->nexcluded) {
+            snprintf(why, sizeof why, "%s: %u/%u candidates, %u/%u excluded", id, ua->ncands,
+                     ub->ncands, ua->nexcluded, ub->nexcluded);
+            return why;
+        }
+        for (k = 0; k < ua->ncands; k++) {
+            const adserve_cand_t *ca = &ua->cands[k], *cb = &ub->cands[k];
+            if (strcmp(a->lis[ca->li].id.data, b->lis[cb->li].id.data) != 0
+                || strcmp(ca->creative_id.data, cb->creative_id.data) != 0
+                || ca->weight != cb->weight || ca->group != cb->group
+                || ca->bid_micros != cb->bid_micros || ca->format != cb->format
+                || ca->response_head_len != cb->response_head_len
+                || memcmp(ca->response_head, cb->response_head, ca->response_head_len) != 0)
+            {
+                snprintf(why, sizeof why, "%s: candidate %u: %s/%s against %s/%s", id, k,
+                         a->lis[ca->li].id.data, ca->creative_id.data,
+                         b->lis[cb->li].id.data, cb->creative_id.data);
+                return why;
+            }
+        }
+        if (ua->nexcluded == 0) continue;
+        memcpy(xa, ua->excluded, ua->nexcluded * sizeof(adserve_excl_t));
+        memcpy(xb, ub->excluded, ub->nexcluded * sizeof(adserve_excl_t));
+        qsort(xa, ua->nexcluded, sizeof(adserve_excl_t), excl_cmp);
+        qsort(xb, ub->nexcluded, sizeof(adserve_excl_t), excl_cmp);
+        for (k = 0; k < ua->nexcluded; k++) {
+            if (excl_cmp(&xa[k], &xb[k]) != 0) {
+                snprintf(why, sizeof why, "%s: exclusion %u", id, k);
+                return why;
+            }
+        }
+    }
+    return "";
+}
+
+/* one write, as the API would make it; *kind: which */
+static void mutate(int *kind) {
+    int l = rnd(NLIS), c = rnd(NCRS), r = rnd(100);
+
+    *kind = 0;
+    if (r < 15) {                                   /* a line item's status */
+        if (!lis[l].exists) new_li(l);
+        lis[l].active = !lis[l].active;
+        put_li(l);
+    } else if (r < 25) {                            /* its targeting */
+        if (!lis[l].exists) new_li(l);
+        lis[l].nincl = 1 + rnd(3);
+        lis[l].incl[0] = rnd(NUNITS);
+        lis[l].incl[1] = rnd(NUNITS);
+        lis[l].incl[2] = rnd(NUNITS);
+        put_li(l);
+    } else if (r < 32) {                            /* its rank */
+        if (!lis[l].exists) new_li(l);
+        lis[l].priority = 1 + rnd(4);
+        lis[l].type = rnd(4);
+        put_li(l);
+    } else if (r < 37) {                            /* deleted, or back */
+        lis[l].exists ? (lis[l].exists = 0, put_li(l)) : new_li(l);
+    } else if (r < 52) {                            /* a LICA: added, weighed, gone */
+        lica[l][c] = lica[l][c] && rnd(2) ? 0 : 1 + rnd(3);
+        put_lica(l, c);
+    } else if (r < 60) {                            /* a creative's approval */
+        if (!crs[c].exists) new_cr(c);
+        crs[c].approved = !crs[c].approved;
+        put_cr(c);
+    } else if (r < 68) {                            /* its size, its category */
+        if (!crs[c].exists) new_cr(c);
+        crs[c].w = rnd(2);
+        crs[c].cat = 1 + rnd(8);
+        put_cr(c);
+    } else if (r < 73) {                            /* deleted, or back */
+        crs[c].exists ? (crs[c].exists = 0, put_cr(c)) : new_cr(c);
+    } else if (r < 76) {                            /* the same text again */
+        put_li(l);
+        put_cr(c);
+    } else if (r < 79) {                            /* a unit's bcat */
+        *kind = 1;
+        bcat[l % NUNITS] = rnd(3);
+        put_unit(l % NUNITS);
+    } else if (r < 81) {                            /* a placement */
+        *kind = 1;
+        place_units[c % NPLACE][rnd(3)] = rnd(NUNITS);
+        put_placement(c % NPLACE);
+    } else if (r < 83) {                            /* an order */
+        *kind = 1;
+        order_ok[l % NORDERS] = !order_ok[l % NORDERS];
+        put_order(l % NORDERS);
+    } else {                                        /* a batch of the above */
+        int n = 2 + rnd(4), k, sub;
+        for (k = 0; k < n; k++) {
+            mutate(&sub);
+            *kind |= sub;
+        }
+    }
+}
+
+static void test_differential(void) {
+    adserve_snapshot_t *si, *sf;
+    int i, l, c, k, steps = 400, kind, bad = 0, partial = 0, whole = 0;
+    size_t active = 0;
+
+    for (i = 0; i < NUNITS; i++) {
+        bcat[i] = i == 5;
+        put_unit(i);
+    }
+    for (i = 0; i < NPLACE; i++) {
+        for (k = 0; k < 3; k++) place_units[i][k] = rnd(NUNITS);
+        put_placement(i);
+    }
+    for (i = 0; i < NORDERS; i++) {
+        order_ok[i] = i != 3;
+        put_order(i);
+    }
+    for (i = 0; i < NLIS; i++) new_li(i);
+    for (i = 0; i < NCRS; i++) new_cr(i);
+    for (i = 0; i < 2 * NCRS; i++) {
+        l = rnd(NLIS), c = rnd(NCRS);
+        lica[l][c] = 1 + rnd(3);
+        put_lica(l, c);
+    }
+
+    adserve_joins_init(&joins);
+    si = build(&joins);
+    sf = build(NULL);
+    is_str(differs(si, sf), "", "the first build keeping joins makes the same snapshot");
+    ok(si->stats.joined > 0 && si->stats.ranked > 0, "it joins and ranks everything (%zu, %zu)",
+       si->stats.joined, si->stats.ranked);
+    active = si->stats.active_units;
+    adserve_snapshot_free(si);
+    adserve_snapshot_free(sf);
+
+    for (i = 0; i < steps; i++) {
+        mutate(&kind);
+        si = build(&joins);
+        sf = build(NULL);
+        if (*differs(si, sf) != '\0') {
+            if (bad++ < 5) diag("step %d: %s", i, differs(si, sf));
+        }
+        if (si->stats.ranked < active && kind == 0) partial++;
+        if (kind == 1) whole += si->stats.ranked == sf->stats.ranked;
+        adserve_snapshot_free(si);
+        adserve_snapshot_free(sf);
+    }
+    ok(bad == 0, "%d writes: every build joining only what changed serves as joining all "
+       "(%d differ)", steps, bad);
+    ok(partial > steps / 2, "most of them ranked only some units (%d of %d)", partial, steps);
+    ok(whole > 0, "a unit, placement or order written joins all (%d)", whole);
+}
+
+/* One line item's status: it alone is joined again, and only the units it
+ * reaches are ranked again. */
+static void test_one_change(void) {
+    adserve_snapshot_t *s;
+    int l;
+
+    for (l = 0; l < NLIS && !(lis[l].exists && lis[l].active && lis[l].nincl == 1
+                               && order_ok[lis[l].order]); l++) { /* void */ }
+    if (l == NLIS) {
+        lis[0].exists = lis[0].active = 1;
+        lis[0].nincl = 1;
+        lis[0].nplace = 0;
+        lis[0].order = 0;
+        order_ok[0] = 1;
+        put_order(0);
+        put_li(0);
+        l = 0;
+    }
+    adserve_snapshot_free(build(&joins));
+
+    lis[l].active = 0;
+    lis[l].nincl = 1;
+    lis[l].nplace = 0;
+    lis[l].incl[0] = 4;                             /* a leaf */
+    put_li(l);
+    s = build(&joins);
+    ok(s->stats.joined == 0, "a line item paused is joined to nothing (%zu)", s->stats.joined);
+    adserve_snapshot_free(s);
+
+    lis[l].active = 1;
+    put_li(l);
+    s = build(&joins);
+    ok(s->stats.joined == 1, "resumed, it alone is joined again (%zu)", s->stats.joined);
+    ok(s->stats.ranked <= 1, "and only its unit is ranked again (%zu)", s->stats.ranked);
+    adserve_snapshot_free(s);
+
+    s = build(&joins);
+    ok(s->stats.joined == 0 && s->stats.ranked == 0, "nothing written: nothing joined "
+       "(%zu, %zu)", s->stats.joined, s->stats.ranked);
+    adserve_snapshot_free(s);
+}
+
+/* A build that fails leaves nothing: the next joins all. */
+static void test_cleared(void) {
+    adserve_snapshot_t *s;
+
+    adserve_joins_clear(&joins);
+    s = build(&joins);
+    ok(s->stats.ranked > 0 && joins.valid, "cleared joins: the next build joins all and "
+       "keeps again");
+    adserve_snapshot_free(s);
+}
+
+int main(void) {
+    int k;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_init(&inv[k]);
+    test_differential();
+    test_one_change();
+    test_cleared();
+    adserve_joins_free(&joins);
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_free(&inv[k]);
+    return done_testing();
+}
