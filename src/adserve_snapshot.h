@@ -385,6 +385,7 @@ typedef struct {
                                        * not be compiled (they never serve) */
     size_t          active_units;
     size_t          candidates;
+    size_t          excluded;         /* pairs the explainer names */
     size_t          joined;           /* line items joined to the units: all,
                                        * or those changed (adserve_joins.h) */
     size_t          ranked;           /* units whose candidates were sorted */

@@ -180,10 +180,10 @@ int main(int argc, char **argv) {
             return 1;
         }
         printf("%-12s %6.0f ms  (build_ms %u)  %zu KiB, %zu candidates, %zu active units, "
-               "%zu line items joined, %zu units ranked\n",
+               "%zu excluded, %zu line items joined, %zu units ranked\n",
                round == 0 ? "full" : "one change", now_ms() - t0, s->stats.build_ms,
                s->stats.bytes / 1024, s->stats.candidates, s->stats.active_units,
-               s->stats.joined, s->stats.ranked);
+               s->stats.excluded, s->stats.joined, s->stats.ranked);
         adserve_snapshot_free(s);
     }
 
