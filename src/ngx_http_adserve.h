@@ -196,6 +196,9 @@ struct ngx_http_adserve_loader_s {
 ngx_int_t ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld,
     ngx_cycle_t *cycle);
 void ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld);
+/* Takes the node's latest snapshot, if it is newer than the worker's: one
+ * read of a shared counter when it is not. */
+void ngx_http_adserve_loader_adopt(ngx_http_adserve_loader_t *ld);
 void ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q);
 
 /* milliseconds since t0 (CLOCK_MONOTONIC), for the log */

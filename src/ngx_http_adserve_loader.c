@@ -72,7 +72,6 @@ typedef struct {
 } ngx_http_adserve_build_ctx_t;
 
 
-static void ngx_http_adserve_loader_adopt(ngx_http_adserve_loader_t *ld);
 static void ngx_http_adserve_loader_poll(ngx_event_t *ev);
 
 
@@ -113,7 +112,7 @@ ngx_http_adserve_loader_wait(ngx_http_adserve_loader_t *ld, ngx_queue_t *q)
 
 /* The node's latest snapshot, when it is newer than the one this worker
  * serves: its pace table carried over, then the old one let go. */
-static void
+void
 ngx_http_adserve_loader_adopt(ngx_http_adserve_loader_t *ld)
 {
     adserve_snapshot_t  *s;

@@ -42,6 +42,14 @@ ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
         return ctx->unit;
     }
 
+    /* a request starts on the node's latest snapshot, not on the one of
+     * the worker's last tick (up to adserve_refresh older); a worker still
+     * waiting for its first one leaves that to the tick, which resumes
+     * the requests parked meanwhile */
+    if (ctx->unit == NULL && !ld->warming) {
+        ngx_http_adserve_loader_adopt(ld);
+    }
+
     id = r->uri.data + clcf->name.len;
     len = r->uri.len - clcf->name.len;
 
