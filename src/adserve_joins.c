@@ -123,19 +123,23 @@ adserve_joins_renew_lis(adserve_joins_t *j, uint32_t nlis, adserve_joined_li_t *
 }
 
 
-const adserve_joined_unit_t *
-adserve_joins_unit(const adserve_joins_t *j, const adserve_parsed_t *unit)
+/* The unit's slot, or a free one for it; NULL when the table is full.
+ * It is sized for every unit of the build that joined all, and a build
+ * that joins from it has the same units (joins_usable), so it never
+ * fills: the bound only keeps a broken promise from looping. */
+static adserve_joined_unit_t *
+unit_slot(const adserve_joins_t *j, const adserve_parsed_t *unit)
 {
-    uint32_t  i;
+    uint32_t  i, n;
 
     if (j->units == NULL) {
         return NULL;
     }
 
-    for (i = slot_of(unit, j->units_mask); j->units[i].unit != NULL;
-         i = (i + 1) & j->units_mask)
+    for (i = slot_of(unit, j->units_mask), n = 0; n <= j->units_mask;
+         i = (i + 1) & j->units_mask, n++)
     {
-        if (j->units[i].unit == unit) {
+        if (j->units[i].unit == unit || j->units[i].unit == NULL) {
             return &j->units[i];
         }
     }
@@ -144,28 +148,35 @@ adserve_joins_unit(const adserve_joins_t *j, const adserve_parsed_t *unit)
 }
 
 
+const adserve_joined_unit_t *
+adserve_joins_unit(const adserve_joins_t *j, const adserve_parsed_t *unit)
+{
+    const adserve_joined_unit_t  *e = unit_slot(j, unit);
+
+    return e != NULL && e->unit == unit ? e : NULL;
+}
+
+
 int
 adserve_joins_put_unit(adserve_joins_t *j, const adserve_parsed_t *unit, uint32_t ncands,
     uint32_t nexcl, adserve_joined_t **pairs)
 {
     adserve_joined_unit_t  *e;
-    uint32_t                i, n = ncands + nexcl;
+    uint32_t                n = ncands + nexcl;
 
-    for (i = slot_of(unit, j->units_mask); j->units[i].unit != NULL;
-         i = (i + 1) & j->units_mask)
-    {
-        if (j->units[i].unit == unit) {
-            break;
-        }
+    *pairs = NULL;
+
+    e = unit_slot(j, unit);
+    if (e == NULL) {
+        j->valid = 0;
+        return -1;
     }
 
-    e = &j->units[i];
     e->unit = unit;
     free(e->pairs);
     e->pairs = NULL;
     e->ncands = 0;
     e->nexcl = 0;
-    *pairs = NULL;
 
     if (n == 0) {
         return 0;

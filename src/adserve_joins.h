@@ -53,7 +53,9 @@ typedef struct {
     int                      valid;       /* 0: the next build joins all */
     uint32_t                 gen;         /* builds that used it */
     uint32_t                 n[ADSERVE_KIND_COUNT];  /* records of the
-                                           * build that kept it */
+                                           * build that kept it, */
+    uint64_t                 order[ADSERVE_KIND_COUNT];  /* their parses in
+                                           * order (adserve_joins_mix) */
     adserve_joined_unit_t   *units;
     uint32_t                 units_mask;
     adserve_joined_li_t     *lis;

@@ -195,6 +195,8 @@ typedef struct {
     uint8_t            *fresh[ADSERVE_KIND_COUNT];  /* per record (with
                                        * joins): parsed since the last build */
     uint32_t            nfresh[ADSERVE_KIND_COUNT];
+    uint64_t            order[ADSERVE_KIND_COUNT];  /* of the records used, in
+                                       * input order (with joins) */
     char               *err;
     size_t              errlen;
 } build_t;
@@ -454,6 +456,9 @@ parse_kind(build_t *b, const adserve_input_t *in, adserve_kind_e kind)
         p = b->parses[kind][i];
 
         if (p->id == NULL || idmap_put(&b->map[kind], p->id, p->id_hash, n) != 0) {
+            /* not in this build: new to its joins if it is in a later one
+             * (the duplicate that won here may go) */
+            p->built = 0;
             b->snap->stats.skipped++;
             continue;
         }
@@ -467,6 +472,7 @@ parse_kind(build_t *b, const adserve_input_t *in, adserve_kind_e kind)
         if (b->joins != NULL) {
             b->fresh[kind][n] = !p->built;
             b->nfresh[kind] += !p->built;
+            b->order[kind] = adserve_joins_mix(p, b->order[kind]);
             p->built = 1;
         }
 
@@ -1518,8 +1524,10 @@ join_lis(build_t *b, int dirty)
 
 /* The kept joins stand for this build's but for line items, creatives and
  * LICAs: the units, their hierarchy and styles, the placements and the
- * orders are those they were joined from (a change to one of those joins
- * everything: they are rarely written). */
+ * orders are those they were joined from, the same parses in the same
+ * order (which decides, say, the first of two style links of a unit), none
+ * parsed since (a change to one of those joins everything: they are
+ * rarely written). */
 static int
 joins_usable(build_t *b)
 {
@@ -1530,7 +1538,9 @@ joins_usable(build_t *b)
     uint32_t                     k;
 
     for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-        if (b->nfresh[kinds[k]] != 0 || b->n[kinds[k]] != b->joins->n[kinds[k]]) {
+        if (b->nfresh[kinds[k]] != 0 || b->n[kinds[k]] != b->joins->n[kinds[k]]
+            || b->order[kinds[k]] != b->joins->order[kinds[k]])
+        {
             return 0;
         }
     }
@@ -1749,6 +1759,7 @@ keep_joins(build_t *b)
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         j->n[k] = b->n[k];
+        j->order[k] = b->order[k];
     }
     j->valid = 1;
 
@@ -1785,8 +1796,10 @@ cand_cmp(const void *pa, const void *pb)
     }
 
     c = a->li == b->li ? 0 : strcmp(a->li->id, b->li->id);
+    c = c ? c : a->cr == b->cr ? 0 : strcmp(a->cr->id, b->cr->id);
 
-    return c ? c : a->cr == b->cr ? 0 : strcmp(a->cr->id, b->cr->id);
+    /* two LICAs of the same pair (the API keeps one) */
+    return c ? c : a->weight != b->weight ? (a->weight < b->weight ? -1 : 1) : 0;
 }
 
 

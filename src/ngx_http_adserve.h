@@ -175,6 +175,7 @@ struct ngx_http_adserve_loader_s {
     ngx_msec_t                     started;
 
     ngx_uint_t                     loads;         /* snapshots swapped in */
+    ngx_uint_t                     adopt_failed;  /* the last try: no memory */
     ngx_uint_t                     built;         /* by this worker */
     ngx_uint_t                     full_loads;
     double                         chunk_ms;      /* a full load's longest

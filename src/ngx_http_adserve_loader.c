@@ -131,8 +131,11 @@ ngx_http_adserve_loader_adopt(ngx_http_adserve_loader_t *ld)
             ngx_log_error(NGX_LOG_ERR, ld->redis.log, 0,
                           NGX_HTTP_ADSERVE_LOG "no memory for the pace table of snapshot rev %uL; "
                           "serving rev %uL", s->rev, ld->snapshot ? ld->snapshot->rev : 0);
+            ld->adopt_failed = 1;     /* tried again by the tick alone */
             return;
         }
+
+        ld->adopt_failed = 0;
 
         /* the one thing a worker does per snapshot: its pace table */
         ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,

@@ -45,8 +45,9 @@ ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
     /* a request starts on the node's latest snapshot, not on the one of
      * the worker's last tick (up to adserve_refresh older); a worker still
      * waiting for its first one leaves that to the tick, which resumes
-     * the requests parked meanwhile */
-    if (ctx->unit == NULL && !ld->warming) {
+     * the requests parked meanwhile, as does one short of memory for the
+     * last one (not a try and a log line per request) */
+    if (ctx->unit == NULL && !ld->warming && !ld->adopt_failed) {
         ngx_http_adserve_loader_adopt(ld);
     }
 

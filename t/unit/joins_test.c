@@ -38,12 +38,33 @@ static int rnd(int n) {
     return (int) ((rnd_state >> 33) % (unsigned long) n);
 }
 
+/* records written under another key than their id, twins of the records
+ * of that id (the build keeps the first of those it lists, in the order of
+ * the records' table: some keys come before the id's own, some after) */
+static const char *const twin_keys[] = { "~", "#2", "-b", ".x", "_" };
+#define NTWINS  (sizeof(twin_keys) / sizeof(twin_keys[0]))
+static const char *key_suffix = "";
+static int twin_writes, unit_twin[NUNITS], place_twin[NPLACE];   /* 1 + key */
+
 static void put(adserve_kind_e kind, const char *id, const char *text) {
-    if (adserve_records_put(&inv[kind], id, strlen(id), text, strlen(text)) != 0) abort();
+    char key[64];
+
+    snprintf(key, sizeof key, "%s%s", id, key_suffix);
+    if (adserve_records_put(&inv[kind], key, strlen(key), text, strlen(text)) != 0) abort();
 }
 
 static void del(adserve_kind_e kind, const char *id) {
-    adserve_records_del(&inv[kind], id, strlen(id));
+    char key[64];
+
+    snprintf(key, sizeof key, "%s%s", id, key_suffix);
+    adserve_records_del(&inv[kind], key, strlen(key));
+}
+
+/* Under ASan: freed parses' addresses are used again at once, so that a
+ * kept pointer meets a new parse where its old one was. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) {
+    return "quarantine_size_mb=0";
 }
 
 static void put_unit(int i) {
@@ -132,17 +153,23 @@ static void put_cr(int i) {
     put(ADSERVE_KIND_CREATIVES, id, text);
 }
 
-static void put_lica(int l, int c) {
+/* the pair's LICA, or (second) another one of the same pair, of weight w
+ * (0: none) */
+static void put_lica_as(int l, int c, int second, int w) {
     char id[32], text[256];
 
-    snprintf(id, sizeof id, "x%d-%d", l, c);
-    if (lica[l][c] == 0) {
+    snprintf(id, sizeof id, "%s%d-%d", second ? "y" : "x", l, c);
+    if (w == 0) {
         del(ADSERVE_KIND_LICAS, id);
         return;
     }
     snprintf(text, sizeof text, "{\"id\":\"%s\",\"line_item_id\":\"l%d\",\"creative_id\":"
-             "\"c%d\",\"status\":\"ACTIVE\",\"weight\":%d}", id, l, c, lica[l][c]);
+             "\"c%d\",\"status\":\"ACTIVE\",\"weight\":%d}", id, l, c, w);
     put(ADSERVE_KIND_LICAS, id, text);
+}
+
+static void put_lica(int l, int c) {
+    put_lica_as(l, c, 0, lica[l][c]);
 }
 
 static void new_li(int i) {
@@ -252,6 +279,22 @@ static const char *differs(const adserve_snapshot_t *a, const adserve_snapshot_t
     return "";
 }
 
+/* A twin of record id (again(i) writes it) under a key of its own, or the
+ * end of the twin it has; *twin: 1 + its key's index, 0 none. */
+static void toggle_twin(int *twin, adserve_kind_e kind, const char *id, void (*again)(int),
+                        int i) {
+    twin_writes++;
+    if (*twin) {
+        key_suffix = twin_keys[*twin - 1];
+        del(kind, id);
+        *twin = 0;
+    } else {
+        *twin = 1 + rnd(NTWINS);
+        key_suffix = twin_keys[*twin - 1];
+        again(i);
+    }
+}
+
 /* one write, as the API would make it; *kind: which */
 static void mutate(int *kind) {
     int l = rnd(NLIS), c = rnd(NCRS), r = rnd(100);
@@ -289,18 +332,49 @@ static void mutate(int *kind) {
         put_cr(c);
     } else if (r < 73) {                            /* deleted, or back */
         crs[c].exists ? (crs[c].exists = 0, put_cr(c)) : new_cr(c);
-    } else if (r < 76) {                            /* the same text again */
+    } else if (r < 74) {                            /* the same text again */
         put_li(l);
         put_cr(c);
-    } else if (r < 79) {                            /* a unit's bcat */
+    } else if (r < 75) {                            /* a pair's second LICA */
+        put_lica_as(l, c, 1, rnd(3) ? 1 + rnd(3) : 0);
+    } else if (r < 83) {                            /* a twin, or its end */
+        int on = rnd(2), u = l % NUNITS, pl = c % NPLACE;
+        char id[32];
+        key_suffix = twin_keys[rnd(NTWINS)];
+        switch (rnd(5)) {
+        case 0:                                     /* written, or gone */
+            *kind = 1;
+            snprintf(id, sizeof id, "u%d", u);
+            toggle_twin(&unit_twin[u], ADSERVE_KIND_AD_UNITS, id, put_unit, u);
+            break;
+        case 1:
+            *kind = 1;
+            snprintf(id, sizeof id, "p%d", pl);
+            toggle_twin(&place_twin[pl], ADSERVE_KIND_PLACEMENTS, id, put_placement, pl);
+            break;
+        case 2:
+            snprintf(id, sizeof id, "l%d", l);
+            on && lis[l].exists ? put_li(l) : del(ADSERVE_KIND_LINE_ITEMS, id);
+            break;
+        case 3:
+            snprintf(id, sizeof id, "c%d", c);
+            on && crs[c].exists ? put_cr(c) : del(ADSERVE_KIND_CREATIVES, id);
+            break;
+        default:
+            snprintf(id, sizeof id, "x%d-%d", l, c);
+            on && lica[l][c] ? put_lica(l, c) : del(ADSERVE_KIND_LICAS, id);
+            break;
+        }
+        key_suffix = "";
+    } else if (r < 88) {                            /* a unit's bcat */
         *kind = 1;
         bcat[l % NUNITS] = rnd(3);
         put_unit(l % NUNITS);
-    } else if (r < 81) {                            /* a placement */
+    } else if (r < 90) {                            /* a placement */
         *kind = 1;
         place_units[c % NPLACE][rnd(3)] = rnd(NUNITS);
         put_placement(c % NPLACE);
-    } else if (r < 83) {                            /* an order */
+    } else if (r < 92) {                            /* an order */
         *kind = 1;
         order_ok[l % NORDERS] = !order_ok[l % NORDERS];
         put_order(l % NORDERS);
@@ -315,7 +389,7 @@ static void mutate(int *kind) {
 
 static void test_differential(void) {
     adserve_snapshot_t *si, *sf;
-    int i, l, c, k, steps = 400, kind, bad = 0, partial = 0, whole = 0;
+    int i, l, c, k, steps = 1500, kind, bad = 0, partial = 0, whole = 0;
     size_t active = 0;
 
     for (i = 0; i < NUNITS; i++) {
@@ -362,6 +436,24 @@ static void test_differential(void) {
     }
     ok(bad == 0, "%d writes: every build joining only what changed serves as joining all "
        "(%d differ)", steps, bad);
+    ok(twin_writes > 10, "twins of units and placements were written, and deleted (%d)",
+       twin_writes);
+
+    /* the twins go, for the tests below */
+    for (k = 0; k < (int) NTWINS; k++) {
+        key_suffix = twin_keys[k];
+        for (i = 0; i < NUNITS; i++) { char id[16]; snprintf(id, sizeof id, "u%d", i); del(ADSERVE_KIND_AD_UNITS, id); }
+        for (i = 0; i < NPLACE; i++) { char id[16]; snprintf(id, sizeof id, "p%d", i); del(ADSERVE_KIND_PLACEMENTS, id); }
+        for (i = 0; i < NLIS; i++) { char id[16]; snprintf(id, sizeof id, "l%d", i); del(ADSERVE_KIND_LINE_ITEMS, id); }
+        for (i = 0; i < NCRS; i++) { char id[16]; snprintf(id, sizeof id, "c%d", i); del(ADSERVE_KIND_CREATIVES, id); }
+        for (l = 0; l < NLIS; l++) for (c = 0; c < NCRS; c++) { char id[32]; snprintf(id, sizeof id, "x%d-%d", l, c); del(ADSERVE_KIND_LICAS, id); }
+    }
+    key_suffix = "";
+    for (i = 0; i < NUNITS; i++) put_unit(i);
+    for (i = 0; i < NPLACE; i++) put_placement(i);
+    for (i = 0; i < NLIS; i++) put_li(i);
+    for (i = 0; i < NCRS; i++) if (crs[i].exists) put_cr(i);
+    for (l = 0; l < NLIS; l++) for (c = 0; c < NCRS; c++) if (lica[l][c]) put_lica(l, c);
     ok(partial > steps / 2, "most of them ranked only some units (%d of %d)", partial, steps);
     ok(whole > 0, "a unit, placement or order written joins all (%d)", whole);
 }

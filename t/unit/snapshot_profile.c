@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <malloc.h>
+#include <sys/mman.h>
 
 #include "adserve_records.h"
 
@@ -111,6 +112,58 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+/* ADSERVE_SHM=1: each snapshot into one half of a shared anonymous mapping,
+ * by turns, as nginx builds into its zone (a bump allocator; a half is
+ * reused two builds later, when its snapshot is long freed). */
+#define SHM_HALF  ((size_t) 768 << 20)
+
+typedef struct {
+    char   *base;
+    size_t  used;
+} shm_t;
+
+static void *shm_alloc(void *data, size_t size) {
+    shm_t *m = data;
+    void *p;
+
+    size = (size + 15) & ~(size_t) 15;
+    if (m->used + size > SHM_HALF) {
+        return NULL;
+    }
+    p = m->base + m->used;
+    m->used += size;
+    return p;
+}
+
+static void shm_free(void *data, void *p) {
+    (void) data;
+    (void) p;
+}
+
+static shm_t shm_halves[2];
+static adserve_allocator_t shm_allocs[2];
+
+static const adserve_allocator_t *shm_for(uint64_t rev) {
+    static char *base;
+    shm_t *m;
+
+    if (base == NULL) {
+        base = mmap(NULL, 2 * SHM_HALF, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                    -1, 0);
+        if (base == MAP_FAILED) {
+            perror("mmap");
+            exit(1);
+        }
+    }
+    m = &shm_halves[rev % 2];
+    m->base = base + (rev % 2) * SHM_HALF;
+    m->used = 0;
+    shm_allocs[rev % 2].alloc = shm_alloc;
+    shm_allocs[rev % 2].free = shm_free;
+    shm_allocs[rev % 2].data = m;
+    return &shm_allocs[rev % 2];
+}
+
 static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev, unsigned threads,
                                  adserve_joins_t *joins) {
     adserve_input_t in;
@@ -122,6 +175,9 @@ static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev, unsigned
     in.rev = rev;
     in.public_url = "http://127.0.0.1:8080";
     in.threads = threads;               /* as the loader: a full load on all */
+    if (getenv("ADSERVE_SHM") != NULL && strcmp(getenv("ADSERVE_SHM"), "1") == 0) {
+        in.allocator = shm_for(rev);
+    }
     in.joins = joins;                   /* as the loader: what the last
                                          * build joined, unless ADSERVE_JOINS=0 */
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
