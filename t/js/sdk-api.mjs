@@ -186,9 +186,12 @@ await inBrowser(t, async (browser) => {
     const slow = await page.evaluate(([server, tag]) => {
         const home = new URL(document.querySelector('script[src*="adserve.js"]').src).origin;
         adserve.setConfig({ server, timeout: 300 });
+        // before the request starts: taken after it, the time registerAd
+        // itself took (several ms on a busy machine) read as an early timeout
+        const asked = performance.now();
         adserve.registerAd({ tagid: tag, element: 'spare', width: 300, height: 250 });
         adserve.setConfig({ server: home, timeout: 5000 });
-        return performance.now();
+        return asked;
     }, [`http://127.0.0.1:${silent.port}`, units['demo-rectangle']]);
     const [timeout] = await waitFor(page, 'error', 'spare');
     t.is(timeout.error, 'no answer within 300 ms', 'a server that does not answer: given up after the timeout');
