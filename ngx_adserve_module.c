@@ -355,7 +355,7 @@ ngx_http_adserve_status_handler(ngx_http_request_t *r)
                      s ? s->stats.skipped : 0,
                      ld ? ld->loads : 0, ld ? ld->full_loads : 0,
                      ld ? ld->changes : 0, ld ? ld->failures : 0,
-                     s ? s->stats.bytes / 1024 : 0,
+                     s ? s->chain_bytes / 1024 : 0,
                      s ? (ngx_uint_t) s->stats.build_ms : 0, ld ? ld->built : 0);
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);

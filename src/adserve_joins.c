@@ -67,6 +67,7 @@ adserve_joins_clear(adserve_joins_t *j)
     j->gone_mask = 0;
     j->ngone = 0;
     j->valid = 0;
+    j->stamp = 0;
 }
 
 

@@ -51,6 +51,11 @@ typedef struct {
 
 typedef struct {
     int                      valid;       /* 0: the next build joins all */
+    uint64_t                 stamp;       /* the snapshot of the build that
+                                           * kept it (its joins_stamp); 0:
+                                           * none. A build borrows from its
+                                           * input's prev only when they
+                                           * match (adserve_snapshot.h) */
     uint32_t                 gen;         /* builds that used it */
     uint32_t                 n[ADSERVE_KIND_COUNT];  /* records of the
                                            * build that kept it, */

@@ -274,6 +274,10 @@ typedef struct {
      * build that keeps joins has read it before (0: parsed since) */
     uint32_t        index:31;
     uint32_t        built:1;
+    uint32_t        slot;             /* a line item's index in the lis of
+                                       * the last snapshot built with joins
+                                       * (ADSERVE_LI_NONE: none), which the
+                                       * next one borrows from */
     const char     *id;               /* NULL: not an object with a usable
                                        * id; the build skips it */
     size_t          id_len;

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <time.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -34,6 +35,14 @@ const char *const adserve_excl_names[ADSERVE_EXCL_COUNT + 1] = {
 /* A unit's pairs point all over the records: reading them a few ahead
  * overlaps the cache misses that bound a build after a change. */
 #define PREFETCH_AHEAD  8
+
+/* A chain of snapshots borrowing from each other (adserve_snapshot_t's
+ * base) ends in a full render when it would be deeper than this, or when
+ * what its builds added passes half its first snapshot (or BORROW_SLACK,
+ * for a small one: a build takes 256 KiB at least): the zone holds a
+ * chain, the snapshot being built and the old ones still read. */
+#define BORROW_DEPTH    8
+#define BORROW_SLACK    ((size_t) 4 << 20)
 #if defined(__GNUC__)
 #define adserve_prefetch(p)  __builtin_prefetch(p)
 #else
@@ -90,11 +99,16 @@ typedef struct li_rec_s {
     double        rate;
     adserve_str_t snap_id;            /* the id, copied into the snapshot once */
     const char                   *id;
-    const adserve_parsed_t       *rec;
+    adserve_parsed_t             *rec;    /* its slot is written */
     const adserve_parsed_li_t    *p;
+    uint32_t      old_slot;           /* its index in the last snapshot
+                                       * built with joins, or NONE */
     int           eligible;           /* active and its order APPROVED */
     idxs_t        include, exclude, placements;
     const adserve_target_t *target;   /* decided per request; NULL: nothing */
+    unsigned      compile:1;          /* its rule, compiled when it first
+                                       * takes a slot in the snapshot's lis
+                                       * (a borrowed slot has it already) */
     uint32_t      first_lica;
     uint64_t      sig;                /* what it joins with (adserve_joins.h) */
     unsigned      fresh:1;            /* parsed since the last build */
@@ -192,6 +206,8 @@ typedef struct {
     adserve_parsed_t  **block_ps;     /* the blocked creatives' parses */
     adserve_joins_t    *joins;        /* the last build's, or NULL */
     int                 incremental;  /* this build joins from them */
+    int                 borrow;       /* and borrows from prev (its base) */
+    uint32_t            li_cap;       /* room in the snapshot's lis */
     uint8_t            *fresh[ADSERVE_KIND_COUNT];  /* per record (with
                                        * joins): parsed since the last build */
     uint32_t            nfresh[ADSERVE_KIND_COUNT];
@@ -606,6 +622,13 @@ link_line_items(build_t *b, adserve_parsed_t **ps)
         li->fresh = b->fresh[ADSERVE_KIND_LINE_ITEMS] == NULL
                     || b->fresh[ADSERVE_KIND_LINE_ITEMS][i];
 
+        /* meaningful for a parse built before only (carry_lis); set
+         * again by this build's snapshot */
+        li->old_slot = ps[i]->slot;
+        if (b->joins != NULL) {
+            ps[i]->slot = NONE;
+        }
+
         order = idmap_get(&b->map[ADSERVE_KIND_ORDERS], p->order_id, p->order_hash);
         li->eligible = p->active && order != NONE && b->orders[order];
 
@@ -629,9 +652,7 @@ link_line_items(build_t *b, adserve_parsed_t **ps)
             b->snap->stats.skipped++;
             break;
         case ADSERVE_RULE_KEPT:
-            if (adserve_target_compile(&b->tb, p->targeting, &li->target) != 0) {
-                return -1;             /* it compiled once: out of memory */
-            }
+            li->compile = 1;
             break;
         default:
             break;
@@ -1709,6 +1730,38 @@ join(build_t *b)
 }
 
 
+/* Whether this build borrows from prev (adserve_snapshot_t's base): it
+ * joined what changed since the build that made prev, and the chain is
+ * neither too deep nor too large. */
+static int
+borrowable(build_t *b)
+{
+    const adserve_snapshot_t  *p = b->prev;
+
+    return b->incremental && p != NULL && b->joins->stamp != 0
+           && p->joins_stamp == b->joins->stamp && p->depth < BORROW_DEPTH
+           && p->chain_bytes - p->whole_bytes
+              <= (p->whole_bytes / 2 > BORROW_SLACK ? p->whole_bytes / 2 : BORROW_SLACK);
+}
+
+
+/* A stamp no other joins of any process had: the joins and the snapshot
+ * of the build that kept them carry it. */
+static uint64_t
+joins_stamp(void)
+{
+    static uint64_t  last;
+    struct timespec  t;
+    uint64_t         v;
+
+    clock_gettime(CLOCK_REALTIME, &t);
+    v = ((uint64_t) t.tv_sec * 1000000000 + (uint64_t) t.tv_nsec) ^ ((uint64_t) getpid() << 44);
+    last = v > last ? v : last + 1;
+
+    return last;
+}
+
+
 /* Keeps this build's joins for the next: every unit's and line item's
  * after joining all, those joined again after joining what changed. */
 static int
@@ -1762,6 +1815,8 @@ keep_joins(build_t *b)
         j->order[k] = b->order[k];
     }
     j->valid = 1;
+    j->stamp = joins_stamp();
+    b->snap->joins_stamp = j->stamp;
 
     return 0;
 }
@@ -2031,6 +2086,33 @@ snap_id(build_t *b, const adserve_parsed_t *rec, adserve_str_t *out)
 }
 
 
+/* Twice the room in the snapshot's lis: a build that borrows does not
+ * know how many of its line items a variant will add. The old arrays stay
+ * in the arena. */
+static int
+grow_lis(build_t *b)
+{
+    adserve_snapshot_t   *s = b->snap;
+    adserve_li_t         *lis;
+    adserve_pace_plan_t  *plan;
+    uint32_t              cap = b->li_cap * 2 + 16;
+
+    lis = adserve_arena_alloc(&s->arena, cap * sizeof(adserve_li_t));
+    plan = adserve_arena_alloc(&s->arena, cap * sizeof(adserve_pace_plan_t));
+    if (lis == NULL || plan == NULL) {
+        return -1;
+    }
+
+    memcpy(lis, s->lis, s->nlis * sizeof(adserve_li_t));
+    memcpy(plan, s->plan, s->nlis * sizeof(adserve_pace_plan_t));
+    s->lis = lis;
+    s->plan = plan;
+    b->li_cap = cap;
+
+    return 0;
+}
+
+
 /* The line item in the snapshot's lis, added the first time a candidate
  * needs it. */
 static uint32_t
@@ -2047,6 +2129,10 @@ snap_li(build_t *b, li_rec_t *r)
         return r->snap_li;
     }
 
+    if (s->nlis == b->li_cap && grow_lis(b) != 0) {
+        return NONE;
+    }
+
     if (p->ncaps) {
         caps = adserve_arena_alloc(&s->arena, p->ncaps * sizeof(adserve_cap_t));
         if (caps == NULL) {
@@ -2060,6 +2146,15 @@ snap_li(build_t *b, li_rec_t *r)
     if (snap_id(b, r->rec, &r->snap_id) != 0) {
         return NONE;
     }
+    /* it compiled when parsed: only out of memory fails here */
+    if (r->compile) {
+        if (adserve_target_compile(&b->tb, p->targeting, &r->target) != 0) {
+            return NONE;
+        }
+        r->compile = 0;
+    }
+
+    memset(li, 0, sizeof(adserve_li_t));
     li->id = r->snap_id;
 
     li->hash = r->rec->id_hash;
@@ -2093,6 +2188,9 @@ snap_li(build_t *b, li_rec_t *r)
     }
 
     r->snap_li = s->nlis++;
+    if (b->joins != NULL) {
+        r->rec->slot = r->snap_li;      /* for the next build to borrow */
+    }
 
     return r->snap_li;
 }
@@ -2461,15 +2559,15 @@ video_cands(adserve_arena_t *a, adserve_unit_t *out)
  * of a user's memberships, in one command. The ids are the rules', in the
  * snapshot's arena already. */
 static int
-unit_segments(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
+unit_segments(build_t *b, const adserve_cand_t *c, uint32_t ncands, adserve_unit_t *out)
 {
     adserve_str_t            ids[ADSERVE_UNIT_SEGMENTS_MAX], id, *sids;
     uint64_t                 hashes[ADSERVE_UNIT_SEGMENTS_MAX], h, *shashes;
     const adserve_target_t  *t, *last = NULL;
     uint32_t                 i, j, k, m, n = 0;
 
-    for (i = 0; i < u->ncands; i++) {
-        t = u->cands[i].li->target;
+    for (i = 0; i < ncands; i++) {
+        t = b->snap->lis[c[i].li].target;
         if (t == NULL || t == last) {        /* a line item's are neighbours */
             continue;
         }
@@ -2515,7 +2613,7 @@ unit_segments(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
 
 
 static int
-finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
+render_cands(build_t *b, unit_rec_t *u, adserve_unit_t *out)
 {
     adserve_arena_t  *a = &b->snap->arena;
     adserve_cand_t   *c;
@@ -2606,19 +2704,65 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     out->excluded = x;
     out->nexcluded = u->nexcl;
 
-    if (unit_segments(b, u, out) != 0) {
+    if (unit_segments(b, c, u->ncands, out) != 0) {
+        return -1;
+    }
+
+    out->cands = c;
+    out->ncands = u->ncands;
+
+    return video_cands(a, out);
+}
+
+
+/* What an ad unit that no change reached keeps of the snapshot before:
+ * its candidates and all that is made of them, as they were ranked and
+ * rendered (their lis' slots are carried, carry_lis). 1 when borrowed, 0
+ * when the base has no such unit. */
+static int
+borrow_cands(build_t *b, const unit_rec_t *u, adserve_unit_t *out)
+{
+    const adserve_unit_t  *o;
+
+    o = adserve_snapshot_unit(b->prev, u->id, u->rec->id_len);
+    if (o == NULL) {
+        return 0;
+    }
+
+    out->cands = o->cands;
+    out->ncands = o->ncands;
+    out->vcands = o->vcands;
+    out->nvcands = o->nvcands;
+    out->excluded = o->excluded;
+    out->nexcluded = o->nexcluded;
+    out->max_cap_seconds = o->max_cap_seconds;
+    out->segment_ids = o->segment_ids;
+    out->segment_hashes = o->segment_hashes;
+    out->nsegments = o->nsegments;
+    out->segments_sig = o->segments_sig;
+    out->segments_overflow = o->segments_overflow;
+    b->snap->stats.borrowed++;
+
+    return 1;
+}
+
+
+/* A unit of the snapshot: its candidates rendered, or borrowed when it may
+ * (a unit of the table, not a variant's), and the rest of it rendered. */
+static int
+finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out, int borrow)
+{
+    adserve_arena_t  *a = &b->snap->arena;
+
+    if (!(borrow && b->borrow && !u->dirty && borrow_cands(b, u, out))
+        && render_cands(b, u, out) != 0)
+    {
         return -1;
     }
 
     out->id_len = u->rec->id_len;
     out->id = adserve_arena_memdup(a, u->id, out->id_len);
     out->hash = u->rec->id_hash;
-    out->cands = c;
-    out->ncands = u->ncands;
-
-    if (video_cands(a, out) != 0) {
-        return -1;
-    }
 
     out->floor = u->p->target_ecpm;
     out->rec = u->p->rec ? 1 : 0;
@@ -2634,8 +2778,8 @@ finish_unit(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     {
         return -1;
     }
-    b->snap->stats.candidates += u->ncands;
-    b->snap->stats.excluded += u->nexcl;
+    b->snap->stats.candidates += out->ncands;
+    b->snap->stats.excluded += out->nexcluded;
 
     return out->id && render_urls(b, u, out) == 0 ? 0 : -1;
 }
@@ -2654,11 +2798,80 @@ index_lis(adserve_snapshot_t *s)
     s->li_mask = size - 1;
 
     for (i = 0; i < s->nlis; i++) {
+        if (s->lis[i].dead) {
+            continue;
+        }
+
         for (j = (uint32_t) s->lis[i].hash & s->li_mask; s->li_index[j];
              j = (j + 1) & s->li_mask)
         { /* void */ }
 
         s->li_index[j] = i + 1;
+    }
+
+    return 0;
+}
+
+
+/* A build that borrows takes the lis of its base by the same index, so
+ * that the candidates it borrows point at the same line items: those its
+ * line items still are (not changed since) stay, with their pace where it
+ * was; the others die (a changed line item gets a new slot when a unit
+ * needs it). */
+static int
+carry_lis(build_t *b)
+{
+    adserve_snapshot_t        *s = b->snap;
+    const adserve_snapshot_t  *p = b->prev;
+    adserve_pace_plan_t       *pl;
+    adserve_li_t              *li;
+    li_rec_t                  *r;
+    uint8_t                   *alive;
+    uint32_t                   i, k;
+
+    b->li_cap = p->nlis + (uint32_t) s->stats.joined + 16;
+    s->lis = adserve_arena_alloc(&s->arena, b->li_cap * sizeof(adserve_li_t));
+    s->plan = adserve_arena_alloc(&s->arena, b->li_cap * sizeof(adserve_pace_plan_t));
+    alive = adserve_arena_calloc(&b->tmp, p->nlis + 1);
+    if (s->lis == NULL || s->plan == NULL || alive == NULL) {
+        return -1;
+    }
+
+    memcpy(s->lis, p->lis, p->nlis * sizeof(adserve_li_t));
+    memcpy(s->plan, p->plan, p->nlis * sizeof(adserve_pace_plan_t));
+    s->nlis = p->nlis;
+    s->max_cap_seconds = p->max_cap_seconds;
+
+    for (i = 0; i < b->n[ADSERVE_KIND_LINE_ITEMS]; i++) {
+        r = &b->lis[i];
+        k = r->old_slot;
+
+        /* a parse built before, not joined again: the same line item */
+        if (r->dirty || r->fresh || k >= p->nlis || s->lis[k].dead) {
+            continue;
+        }
+
+        r->snap_li = k;
+        r->snap_id = s->lis[k].id;
+        r->rec->slot = k;
+        alive[k] = 1;
+    }
+
+    for (k = 0; k < p->nlis; k++) {
+        pl = &s->plan[k];
+
+        if (alive[k]) {
+            pl->prev = pl->paced || pl->cost_type != ADSERVE_COST_CPM ? k : ADSERVE_LI_NONE;
+            continue;
+        }
+
+        li = &s->lis[k];
+        li->dead = 1;
+        li->paced = 0;
+        li->cost_type = ADSERVE_COST_CPM;
+        pl->paced = 0;
+        pl->cost_type = ADSERVE_COST_CPM;
+        pl->prev = ADSERVE_LI_NONE;
     }
 
     return 0;
@@ -2676,20 +2889,28 @@ build_table(build_t *b)
         s->stats.active_units += b->units[i].p->active;
     }
 
-    s->lis = adserve_arena_calloc(&s->arena,
-                 (b->n[ADSERVE_KIND_LINE_ITEMS] + 1) * sizeof(adserve_li_t));
-    s->plan = adserve_arena_calloc(&s->arena,
-                  (b->n[ADSERVE_KIND_LINE_ITEMS] + 1) * sizeof(adserve_pace_plan_t));
-    if (s->lis == NULL || s->plan == NULL) {
-        return -1;
+    if (b->borrow) {
+        if (carry_lis(b) != 0) {
+            return -1;
+        }
+
+    } else {
+        b->li_cap = b->n[ADSERVE_KIND_LINE_ITEMS] + 1;
+        s->lis = adserve_arena_alloc(&s->arena, b->li_cap * sizeof(adserve_li_t));
+        s->plan = adserve_arena_alloc(&s->arena, b->li_cap * sizeof(adserve_pace_plan_t));
+        if (s->lis == NULL || s->plan == NULL) {
+            return -1;
+        }
     }
 
     size = table_size(s->stats.active_units);
-    s->units = adserve_arena_calloc(&s->arena, size * sizeof(adserve_unit_t));
-    if (s->units == NULL) {
+    s->units = adserve_arena_calloc(&s->arena,
+                                    (s->stats.active_units + 1) * sizeof(adserve_unit_t));
+    s->unit_index = adserve_arena_calloc(&s->arena, size * sizeof(uint32_t));
+    if (s->units == NULL || s->unit_index == NULL) {
         return -1;
     }
-    s->mask = size - 1;
+    s->unit_mask = size - 1;
 
     for (i = 0; i < n; i++) {
         u = &b->units[i];
@@ -2697,14 +2918,15 @@ build_table(build_t *b)
             continue;
         }
 
-        j = (uint32_t) u->rec->id_hash & s->mask;
-        while (s->units[j].id != NULL) {
-            j = (j + 1) & s->mask;
+        j = (uint32_t) u->rec->id_hash & s->unit_mask;
+        while (s->unit_index[j] != 0) {
+            j = (j + 1) & s->unit_mask;
         }
 
-        if (finish_unit(b, u, &s->units[j]) != 0) {
+        if (finish_unit(b, u, &s->units[s->nunits], 1) != 0) {
             return -1;
         }
+        s->unit_index[j] = ++s->nunits;
     }
 
     return 0;
@@ -2753,7 +2975,7 @@ build_variant(build_t *b, uint32_t ui, const adserve_parsed_variant_t *pv,
         }
     }
 
-    rc = finish_unit(b, &vr, out);
+    rc = finish_unit(b, &vr, out, 0);
 
 done:
 
@@ -2871,6 +3093,16 @@ build_creatives(build_t *b)
     adserve_creative_t  *c;
     creative_rec_t      *cr;
     uint32_t             i, j, size, n = b->n[ADSERVE_KIND_CREATIVES];
+
+    /* the same parses in the same order as the base's: its table */
+    if (b->borrow && b->nfresh[ADSERVE_KIND_CREATIVES] == 0
+        && n == b->joins->n[ADSERVE_KIND_CREATIVES]
+        && b->order[ADSERVE_KIND_CREATIVES] == b->joins->order[ADSERVE_KIND_CREATIVES])
+    {
+        s->creatives = b->prev->creatives;
+        s->creative_mask = b->prev->creative_mask;
+        return 0;
+    }
 
     size = table_size(n);
     s->creatives = adserve_arena_calloc(&s->arena, size * sizeof(adserve_creative_t));
@@ -3115,6 +3347,8 @@ build(build_t *b, const adserve_input_t *in)
         return -1;
     }
 
+    b->borrow = borrowable(b);
+
     /* the catalog first: recommendation units resolve their presets in it */
     /* the line items' index last: a variant may serve a line item that
      * its unit never does (a creative its bcat let in) */
@@ -3202,6 +3436,7 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
 
     s->arena = arena;
     s->rev = in->rev;
+    s->refs = 1;
 
     memset(&b, 0, sizeof(build_t));
     adserve_arena_init(&b.tmp, 256 * 1024);
@@ -3227,6 +3462,18 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
 
     build_cleanup(&b);
     s->stats.bytes = s->arena.total;
+    s->chain_bytes = s->stats.bytes;
+    s->whole_bytes = s->stats.bytes;
+
+    /* the base is only ever read again, but for its count of borrowers */
+    if (b.borrow) {
+        s->base = (adserve_snapshot_t *) in->prev;
+        s->base->refs++;
+        s->depth = s->base->depth + 1;
+        s->chain_bytes += s->base->chain_bytes;
+        s->whole_bytes = s->base->whole_bytes;
+    }
+
     s->stats.build_ms = elapsed_ms(&t0);
 
     return s;
@@ -3236,11 +3483,15 @@ adserve_snapshot_build(const adserve_input_t *in, char *err, size_t errlen)
 void
 adserve_snapshot_free(adserve_snapshot_t *s)
 {
-    adserve_arena_t  arena;
+    adserve_snapshot_t  *base;
+    adserve_arena_t      arena;
 
-    if (s != NULL) {
+    /* down the chain, as long as nothing else borrows */
+    while (s != NULL && --s->refs == 0) {
+        base = s->base;
         arena = s->arena;           /* s is in it */
         adserve_arena_free(&arena);
+        s = base;
     }
 }
 
@@ -3347,17 +3598,17 @@ adserve_snapshot_unit(const adserve_snapshot_t *s, const char *id, size_t len)
         return NULL;
     }
 
-    for (i = (uint32_t) adserve_hash(id, len) & s->mask; ; i = (i + 1) & s->mask) {
-        u = &s->units[i];
-
-        if (u->id == NULL) {
-            return NULL;
-        }
+    for (i = (uint32_t) adserve_hash(id, len) & s->unit_mask; s->unit_index[i] != 0;
+         i = (i + 1) & s->unit_mask)
+    {
+        u = &s->units[s->unit_index[i] - 1];
 
         if (u->id_len == len && memcmp(u->id, id, len) == 0) {
             return u;
         }
     }
+
+    return NULL;
 }
 
 

@@ -118,6 +118,10 @@ typedef struct {
     uint8_t         goal_type;        /* adserve_goal_e */
     uint8_t         delivery;         /* adserve_delivery_e */
     uint8_t         paced;            /* has a goal: pacing decides */
+    uint8_t         dead;             /* a slot borrowed from the snapshot
+                                       * before and left: no unit serves
+                                       * it, no lookup finds it, nothing
+                                       * paces it */
 } adserve_li_t;
 
 /* What a worker reads of a line item to carry its pace over to a new
@@ -389,6 +393,8 @@ typedef struct {
     size_t          joined;           /* line items joined to the units: all,
                                        * or those changed (adserve_joins.h) */
     size_t          ranked;           /* units whose candidates were sorted */
+    size_t          borrowed;         /* units whose candidates are the
+                                       * snapshot's before (its base) */
     size_t          bytes;
     unsigned        build_ms;
 } adserve_stats_t;
@@ -407,14 +413,36 @@ typedef struct adserve_snapshot_s {
                                        * pointer to compare, never read:
                                        * it may be gone */
     adserve_stats_t stats;
+    /* A build after a change to line items, creatives or LICAs alone
+     * borrows what it did not change from the snapshot before, its base:
+     * the candidates, exclusions and segments of every unit the change
+     * does not reach, the lis by the same index (those changed leave
+     * dead slots, their new ones go after), and the creatives' table when
+     * no creative changed. The base must outlive it: the snapshots of a
+     * chain are freed together (adserve_snapshot_free, or a zone keeping
+     * every build from the chain's first on). A full render starts a new
+     * chain when the chain would be too deep or too large. */
+    struct adserve_snapshot_s *base;  /* NULL: rendered whole */
+    uint32_t        refs;             /* its owner, and the snapshot that
+                                       * borrows from it */
+    uint32_t        depth;            /* snapshots borrowed through: 0 whole */
+    size_t          chain_bytes;      /* its arena and those of its bases */
+    size_t          whole_bytes;      /* the chain's first arena */
+    uint64_t        joins_stamp;      /* the joins its build kept
+                                       * (adserve_joins_t's stamp) */
     adserve_li_t   *lis;              /* every line item some unit can serve */
     adserve_pace_plan_t *plan;        /* by the same index */
     uint32_t        nlis;
     uint32_t       *li_index;         /* open addressing over lis, by id; */
     uint32_t        li_mask;          /* entries are index + 1, 0 empty */
     uint32_t        max_cap_seconds;  /* longest cap of all */
-    adserve_unit_t *units;            /* open-addressing table of ACTIVE units */
-    uint32_t        mask;             /* table size - 1 */
+    adserve_unit_t *units;            /* the ACTIVE units, */
+    uint32_t        nunits;
+    uint32_t       *unit_index;       /* and open addressing over them by id:
+                                       * entries are index + 1, 0 empty (a
+                                       * table of units would be 520 bytes a
+                                       * slot, most of them empty) */
+    uint32_t        unit_mask;        /* its size - 1 */
     adserve_creative_t *creatives;    /* open addressing, every creative */
     uint32_t        creative_mask;
     adserve_item_t *items;            /* open addressing by item_id */
@@ -446,6 +474,9 @@ typedef struct adserve_snapshot_s {
 
 adserve_snapshot_t *adserve_snapshot_build(const adserve_input_t *in,
     char *err, size_t errlen);
+/* Drops its owner's hold on s: s goes when nothing borrows from it, and
+ * with it each base that nothing else borrows from. A zone frees its
+ * snapshots by their builds' blocks instead. */
 void adserve_snapshot_free(adserve_snapshot_t *s);
 
 /* Any creative of the inventory (approved or not: a click on an ad served

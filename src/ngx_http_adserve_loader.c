@@ -361,13 +361,15 @@ ngx_http_adserve_build_finish(void *data)
 
         ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
                       NGX_HTTP_ADSERVE_LOG "snapshot rev %uL at change %s: %uz active ad "
-                      "units, %uz candidates, %uz skipped records, %uz KiB; "
-                      "loaded in %M ms, of which the build %ud ms (%uz line "
-                      "items joined, %uz units ranked)",
+                      "units, %uz candidates, %uz skipped records, %uz KiB "
+                      "(%uz KiB with what it borrows); loaded in %M ms, of "
+                      "which the build %ud ms (%uz line items joined, %uz "
+                      "units ranked, %uz borrowed)",
                       s->rev, ld->change_id, s->stats.active_units,
                       s->stats.candidates, s->stats.skipped,
-                      s->stats.bytes / 1024, ngx_current_msec - ld->started,
-                      s->stats.build_ms, s->stats.joined, s->stats.ranked);
+                      s->stats.bytes / 1024, s->chain_bytes / 1024,
+                      ngx_current_msec - ld->started, s->stats.build_ms,
+                      s->stats.joined, s->stats.ranked, s->stats.borrowed);
 
         if (bc->full) {
             ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,

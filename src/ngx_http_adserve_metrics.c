@@ -526,8 +526,9 @@ ngx_http_adserve_print_node(u_char *p, u_char *last, ngx_http_adserve_metrics_su
     p = ngx_slprintf(p, last, "adserve_snapshot_build_seconds %ui.%03ui\n",
                      (ngx_uint_t) s->stats.build_ms / 1000, (ngx_uint_t) s->stats.build_ms % 1000);
     p = ngx_http_adserve_scalar(p, last, "adserve_snapshot_bytes", "gauge",
-                                "Size of the snapshot served, in the node's zone.",
-                                s->stats.bytes);
+                                "Size of the snapshot served in the node's zone, "
+                                "with what it borrows from those before.",
+                                s->chain_bytes);
 
     return p;
 }

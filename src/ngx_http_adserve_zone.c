@@ -38,7 +38,7 @@
  * (the sizes below catch the rest): the zone's name carries the layout,
  * so a reload that loads a new module gets a zone of its own, loaded
  * afresh, while the old workers go on reading the old one. */
-#define NGX_HTTP_ADSERVE_ZONE_LAYOUT   4
+#define NGX_HTTP_ADSERVE_ZONE_LAYOUT   5
 #define NGX_HTTP_ADSERVE_READERS       1024    /* workers of a node, old and new:
                                                 * a 96-core node with old workers
                                                 * of two reloads still exiting is
@@ -60,6 +60,9 @@ struct ngx_http_adserve_zblock_s {
 typedef struct {
     adserve_snapshot_t         *snapshot;
     ngx_uint_t                  build;
+    ngx_uint_t                  first;        /* the build of its chain's
+                                               * whole render: it borrows
+                                               * from every build since */
     ngx_atomic_uint_t           gen;          /* its publication */
 } ngx_http_adserve_pub_t;
 
@@ -367,13 +370,19 @@ ngx_http_adserve_zone_build_end(ngx_http_adserve_zone_t *zone)
 
 
 /* Publishes s, built into the zone by this worker (the builder). NGX_OK;
- * NGX_DECLINED when too many old snapshots are still read (s is not
- * published then, and the caller frees it). */
+ * NGX_DECLINED when too many old snapshots are still read, or when s
+ * borrows from another than the one published (s is not published then,
+ * and the caller frees it). */
 ngx_int_t
 ngx_http_adserve_zone_publish(ngx_http_adserve_zone_t *zone, adserve_snapshot_t *s)
 {
     ngx_http_adserve_zone_sh_t  *sh = zone->sh;
     ngx_uint_t                   i;
+
+    /* it borrows from what it was built from: the one published */
+    if (s->base != NULL && s->base != sh->current.snapshot) {
+        return NGX_DECLINED;
+    }
 
     ngx_http_adserve_zone_collect(zone);
 
@@ -391,6 +400,9 @@ ngx_http_adserve_zone_publish(ngx_http_adserve_zone_t *zone, adserve_snapshot_t 
         sh->retired[i] = sh->current;
     }
 
+    /* a snapshot that borrows (adserve_snapshot_t's base) keeps every
+     * build of its chain: the loader builds from the published one */
+    sh->current.first = s->base != NULL ? sh->current.first : zone->build;
     sh->current.snapshot = s;
     sh->current.build = zone->build;
 
@@ -498,12 +510,16 @@ ngx_http_adserve_zone_kept(ngx_http_adserve_zone_sh_t *sh, ngx_uint_t build)
 {
     ngx_uint_t  i;
 
-    if (build == sh->current.build && sh->current.snapshot != NULL) {
+    if (sh->current.snapshot != NULL
+        && build >= sh->current.first && build <= sh->current.build)
+    {
         return 1;
     }
 
     for (i = 0; i < NGX_HTTP_ADSERVE_RETIRED; i++) {
-        if (sh->retired[i].snapshot != NULL && sh->retired[i].build == build) {
+        if (sh->retired[i].snapshot != NULL
+            && build >= sh->retired[i].first && build <= sh->retired[i].build)
+        {
             return 1;
         }
     }

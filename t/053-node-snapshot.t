@@ -42,6 +42,39 @@ is($t->ad($c2->{unit})->{status}, 200, '... and serves');
 my $after = $t->worker_status;
 is(scalar(grep { $after->{$_}{built} == 0 } @followers), 2, '... still built by the builder alone');
 
+# ---- a line item's change borrows what it does not reach from the snapshot before ------
+# (adserve_snapshot_t's base): the unit it feeds is rendered again, every other unit is
+# the one before, and a chain of them ends in a whole render. More line items than
+# eight times those written: a larger batch joins everything
+my $far = $t->chain;
+$t->chain for 1 .. 12;
+my $near = $t->chain;
+ok($t->wait_until(5, sub { $t->workers_at($near->{rev}) }), 'fourteen more units on every worker');
+my $mark = length $t->log_text('nginx-error.log');
+my ($wrong, $stale) = (0, 0);
+for my $i (1 .. 12) {
+    my $paused = $i % 2;
+    my $rev = $t->put(line_items => { %{ $near->{records}{line_items} },
+                                      status => $paused ? 'PAUSED' : 'ACTIVE' });
+    $stale++ unless $t->wait_until(5, sub { $t->workers_at($rev) });
+    $wrong++ if $t->ad($near->{unit})->{status} != ($paused ? 204 : 200);
+    $wrong++ if $t->ad($far->{unit})->{status} != 200 || $t->ad($c2->{unit})->{status} != 200;
+}
+is($stale, 0, '12 writes of a line item\'s status, each on every worker');
+is($wrong, 0, '... each served as written, and the units it does not feed as before');
+my @builds = substr($t->log_text('nginx-error.log'), $mark)
+    =~ /snapshot rev \d+ at change .*?(\d+) borrowed\)/g;
+cmp_ok(scalar(grep { $_ > 0 } @builds), '>=', 8,
+       "most of those builds borrowed the units the write does not reach (@builds)");
+ok(scalar(grep { $builds[$_] == 0 && $_ > 0 && $builds[$_ - 1] > 0 } 0 .. $#builds),
+   '... and a chain of them ended in a whole render');
+ok($t->wait_until(10, sub {
+       my $s = $t->worker_status or return 0;
+       my ($b) = grep { $_->{zone}{role} eq 'builder' } values %$s;
+       $b && $b->{zone}{used_kib} < 3 * $b->{snapshot_kib} + 64 }),
+   "the zone holds the chain served (snapshot_kib counts what it borrows), not every "
+   . "snapshot built");
+
 # ---- a reload's workers serve the node's snapshot at once, Redis down ------------------
 $t->stop('redis');
 my @old = $t->workers;

@@ -165,7 +165,7 @@ static const adserve_allocator_t *shm_for(uint64_t rev) {
 }
 
 static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev, unsigned threads,
-                                 adserve_joins_t *joins) {
+                                 adserve_joins_t *joins, const adserve_snapshot_t *prev) {
     adserve_input_t in;
     adserve_snapshot_t *s = NULL;
     char err[256];
@@ -180,6 +180,8 @@ static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev, unsigned
     }
     in.joins = joins;                   /* as the loader: what the last
                                          * build joined, unless ADSERVE_JOINS=0 */
+    in.prev = prev;                     /* as the loader: the snapshot served,
+                                         * which the build may borrow from */
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         if (adserve_records_export(&recs[k], &in, k) != 0) {
             goto done;
@@ -196,7 +198,7 @@ done:
 
 int main(int argc, char **argv) {
     adserve_records_t recs[ADSERVE_KIND_COUNT];
-    adserve_snapshot_t *s;
+    adserve_snapshot_t *s, *prev = NULL;
     adserve_joins_t joins;
     const char *use_joins = getenv("ADSERVE_JOINS");
     buf_t b = {0};
@@ -231,17 +233,23 @@ int main(int argc, char **argv) {
         }
         t0 = now_ms();
         s = build(recs, (uint64_t) round + 1, round == 0 ? 2 : 1,
-                  use_joins != NULL && strcmp(use_joins, "0") == 0 ? NULL : &joins);
+                  use_joins != NULL && strcmp(use_joins, "0") == 0 ? NULL : &joins, prev);
         if (s == NULL) {
             return 1;
         }
         printf("%-12s %6.0f ms  (build_ms %u)  %zu KiB, %zu candidates, %zu active units, "
-               "%zu excluded, %zu line items joined, %zu units ranked\n",
+               "%zu excluded, %zu line items joined, %zu units ranked, %zu borrowed "
+               "(depth %u, chain %zu KiB)\n",
                round == 0 ? "full" : "one change", now_ms() - t0, s->stats.build_ms,
                s->stats.bytes / 1024, s->stats.candidates, s->stats.active_units,
-               s->stats.excluded, s->stats.joined, s->stats.ranked);
-        adserve_snapshot_free(s);
+               s->stats.excluded, s->stats.joined, s->stats.ranked, s->stats.borrowed,
+               s->depth, s->chain_bytes / 1024);
+        /* as the zone: the snapshot before is freed once the next serves
+         * (what the new one borrows stays until it goes too) */
+        adserve_snapshot_free(prev);
+        prev = s;
     }
+    adserve_snapshot_free(prev);
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         adserve_records_free(&recs[k]);
