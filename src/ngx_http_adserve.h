@@ -127,8 +127,24 @@ typedef struct {
     ngx_uint_t                     held;          /* until chunks are parsed */
 } ngx_http_adserve_scan_t;
 
+/* The change log's watch (_watch.c): a blocking XREAD on a connection of
+ * the builder's own, which makes its next poll come at once. */
+typedef struct {
+    ngx_http_adserve_redis_t       redis;
+    ngx_http_adserve_loader_t     *loader;
+    ngx_event_t                    deadline;      /* the XREAD's, or a retry */
+    char                           seen[NGX_HTTP_ADSERVE_STREAM_ID];
+    unsigned                       started:1;
+    unsigned                       out:1;         /* an XREAD in flight */
+    unsigned                       retry:1;       /* deadline: send again */
+} ngx_http_adserve_watch_t;
+
 struct ngx_http_adserve_loader_s {
     ngx_http_adserve_redis_t       redis;
+    ngx_http_adserve_watch_t       watch;
+    ngx_uint_t                     changed;       /* the watch saw an entry
+                                                   * while the loader was
+                                                   * busy: poll once idle */
     ngx_http_adserve_zone_t       *zone;          /* the node's snapshot */
     adserve_snapshot_t            *snapshot;      /* what requests serve from, */
     ngx_uint_t                     gen;           /* the zone's publication */
@@ -196,6 +212,11 @@ struct ngx_http_adserve_loader_s {
 
 ngx_int_t ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld,
     ngx_cycle_t *cycle);
+/* The change log has an entry past what the watch saw: a poll now, or as
+ * soon as the loader is idle. */
+void ngx_http_adserve_loader_changed(ngx_http_adserve_loader_t *ld);
+void ngx_http_adserve_watch_start(ngx_http_adserve_loader_t *ld);
+void ngx_http_adserve_watch_stop(ngx_http_adserve_loader_t *ld);
 void ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld);
 /* Takes the node's latest snapshot, if it is newer than the worker's: one
  * read of a shared counter when it is not. */
@@ -726,6 +747,7 @@ typedef enum {
     NGX_HTTP_ADSERVE_CONN_SNAPSHOT = 0,
     NGX_HTTP_ADSERVE_CONN_EVENTS,
     NGX_HTTP_ADSERVE_CONN_CAPS,
+    NGX_HTTP_ADSERVE_CONN_WATCH,
     NGX_HTTP_ADSERVE_CONNS
 } ngx_http_adserve_conn_e;
 

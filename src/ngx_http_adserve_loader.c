@@ -73,6 +73,7 @@ typedef struct {
 
 
 static void ngx_http_adserve_loader_poll(ngx_event_t *ev);
+static void ngx_http_adserve_loader_tick(ngx_event_t *ev);
 
 
 /* ---- states ------------------------------------------------------------ */
@@ -193,10 +194,31 @@ ngx_http_adserve_loader_idle(ngx_http_adserve_loader_t *ld)
 
     ld->state = NGX_HTTP_ADSERVE_IDLE;
 
+    /* an entry the watch saw meanwhile: its poll now, not at the tick */
+    if (ld->changed && ld->poll.timer_set) {
+        ngx_del_timer(&ld->poll);
+    }
+
     /* exiting too: the tick hands the role over and keeps adopting */
     if (!ld->poll.timer_set && !ngx_terminate) {
-        ngx_add_timer(&ld->poll, ld->refresh);
+        ngx_add_timer(&ld->poll, ld->changed ? 1 : ld->refresh);
     }
+}
+
+
+void
+ngx_http_adserve_loader_changed(ngx_http_adserve_loader_t *ld)
+{
+    if (ld->state != NGX_HTTP_ADSERVE_IDLE) {
+        ld->changed = 1;
+        return;
+    }
+
+    if (ld->poll.timer_set) {
+        ngx_del_timer(&ld->poll);
+    }
+
+    ngx_http_adserve_loader_tick(&ld->poll);
 }
 
 
@@ -915,10 +937,12 @@ ngx_http_adserve_loader_tick(ngx_event_t *ev)
         if (ld->state == NGX_HTTP_ADSERVE_IDLE) {
             ngx_http_adserve_zone_resign(ld->zone);
         }
+        ngx_http_adserve_watch_stop(ld);
 
     } else if (ngx_http_adserve_zone_builder(ld->zone)) {
         /* what the workers have moved past goes (a few syscalls) */
         ngx_http_adserve_zone_collect(ld->zone);
+        ngx_http_adserve_watch_start(ld);
         ngx_http_adserve_loader_poll(ev);
         return;
 
@@ -958,6 +982,7 @@ ngx_http_adserve_loader_poll(ngx_event_t *ev)
     }
 
     ld->state = NGX_HTTP_ADSERVE_POLLING;
+    ld->changed = 0;              /* this poll reads it */
 
     /* one atomic read: no write can land between the revision and the log */
     if (ngx_http_adserve_loader_send(ld, NULL, ld, 1, multi) != NGX_OK
@@ -1025,6 +1050,7 @@ ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld, ngx_cycle_t *cycle)
     ngx_uint_t  k;
 
     ld->redis.log = cycle->log;
+    ld->watch.redis = ld->redis;  /* as configured: the watch's own */
     ld->redis.data = ld;
     ld->redis.on_up = ngx_http_adserve_loader_on_up;
     ld->redis.on_down = ngx_http_adserve_loader_on_down;
@@ -1079,6 +1105,7 @@ ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld)
     }
 
     ngx_http_adserve_redis_stop(&ld->redis);
+    ngx_http_adserve_watch_stop(ld);
 
     /* a build still running in a thread reads the records; the process
      * exit reclaims them then */

@@ -57,7 +57,7 @@ static const char *const  ngx_http_adserve_handler_names[NGX_HTTP_ADSERVE_HANDLE
 };
 
 static const char *const  ngx_http_adserve_conn_names[NGX_HTTP_ADSERVE_CONNS] = {
-    "snapshot", "events", "caps"
+    "snapshot", "events", "caps", "watch"
 };
 
 static const ngx_msec_t  ngx_http_adserve_bounds[ADSERVE_LATENCY_NBUCKETS] =

@@ -8,17 +8,13 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep);
-use File::Temp qw(tempfile);
 use Adserve::Test;
 
 my $ROOT = "$FindBin::Bin/..";
-open my $in, '<', "$ROOT/lua-free-conf/nginx.conf.in" or die "nginx.conf.in: $!";
-my $conf = do { local $/; <$in> };
-$conf =~ s/^(\s*adserve_redis \S+;)/$1\n    adserve_snapshot_zone 8m;/m
-    or die 'nginx.conf.in has no adserve_redis line';
-my ($fh, $template) = tempfile('adserve-conf-XXXXXX', TMPDIR => 1, UNLINK => 1);
-print $fh $conf;
-close $fh or die "$template: $!";
+my $template = Adserve::Test::conf_edited(sub {
+    $_[0] =~ s/^(\s*adserve_redis \S+;)/$1\n    adserve_snapshot_zone 8m;/m
+        or die 'nginx.conf.in has no adserve_redis line';
+});
 
 my $t = Adserve::Test->new(template => $template, workers => 2,
                            components => [qw(redis nginx)]);

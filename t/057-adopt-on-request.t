@@ -7,19 +7,10 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use File::Temp qw(tempfile);
 use Adserve::Test;
 
-my $ROOT = "$FindBin::Bin/..";
-open my $in, '<', "$ROOT/lua-free-conf/nginx.conf.in" or die "nginx.conf.in: $!";
-my $conf = do { local $/; <$in> };
-$conf =~ s/^(\s*adserve_refresh) \S+;/$1 3s;/m
-    or die 'nginx.conf.in has no adserve_refresh line';
-my ($fh, $template) = tempfile('adserve-conf-XXXXXX', TMPDIR => 1, UNLINK => 1);
-print $fh $conf;
-close $fh or die "$template: $!";
-
-my $t = Adserve::Test->new(template => $template, workers => 2);
+my $t = Adserve::Test->new(template => Adserve::Test::with_directive(adserve_refresh => '3s'),
+                           workers => 2);
 my $c = $t->chain;
 ok($t->wait_until(15, sub { $t->ad($c->{unit})->{status} == 200 }), 'fixtures serve');
 

@@ -730,10 +730,28 @@ NGINX
 # locations of TEXT too
 sub with_locations {
     my ($text) = @_;
+    return conf_edited(sub {
+        $_[0] =~ s{(include \@CONF\@/adserve-locations\.conf;\n)}{$1$text\n}
+            or die 'nginx.conf.in has no include of adserve-locations.conf';
+    });
+}
+
+# with_directive(NAME, VALUE): a copy of nginx.conf.in whose directive NAME
+# (there already) has VALUE
+sub with_directive {
+    my ($name, $value) = @_;
+    return conf_edited(sub {
+        $_[0] =~ s/^(\s*\Q$name\E) [^;]+;/$1 $value;/m or die "nginx.conf.in has no $name line";
+    });
+}
+
+# conf_edited(CODE): a copy of nginx.conf.in, its text edited in place by
+# CODE (given it as $_[0]), for new(template => ...)
+sub conf_edited {
+    my ($edit) = @_;
     open my $in, '<', "$ROOT/lua-free-conf/nginx.conf.in" or die "nginx.conf.in: $!";
     my $conf = do { local $/; <$in> };
-    $conf =~ s{(include \@CONF\@/adserve-locations\.conf;\n)}{$1$text\n}
-        or die 'nginx.conf.in has no include of adserve-locations.conf';
+    $edit->($conf);
     my ($fh, $path) = tempfile('adserve-conf-XXXXXX', TMPDIR => 1, UNLINK => 1);
     print $fh $conf;
     close $fh or die "$path: $!";
