@@ -254,20 +254,23 @@ is($as{imp}, 1, 'one impression, counted once');
 is($as{spend}, 2500, '... its revenue: 2.5 CPM = 2500 micros');
 # the report against the counters as they stood around it: a worker's
 # flush may still land after the wait above (it waited for 5 wins at least)
+# (one row an hour: a run across the hour has two)
 my ($rows, $wins);
+my $sum = sub { my ($f) = @_; my $n = 0; $n += $_->{$f} // 0 for @$rows; $n };
 $t->wait_until(10, sub {
     my $before = $t->stat_sum("as:$unit->{id}/$src_a->{id}:wins");
     $rows = $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}")->{json}{rows} // [];
     $wins = $t->stat_sum("as:$unit->{id}/$src_a->{id}:wins");
-    @$rows && $wins == $before && $rows->[0]{wins} == $wins });
-is(scalar(@$rows), 1, '/api/metrics group_by=ad_source: the source\'s row');
-is($rows->[0]{wins}, $wins, "... its wins, as counted ($wins)");
-is($rows->[0]{revenue}, 0.0025, '... its revenue: one impression at 2.5 CPM');
+    @$rows && $wins == $before && $sum->('wins') == $wins });
+ok(@$rows >= 1 && @$rows <= 2 && !grep({ $_->{ad_source_id} ne $src_a->{id} } @$rows),
+   '/api/metrics group_by=ad_source: the source\'s rows, its alone');
+is($sum->('wins'), $wins, "... its wins, as counted ($wins)");
+is($sum->('revenue'), 0.0025, '... its revenue: one impression at 2.5 CPM');
 $t->api('PATCH', "/api/ad-units/$unit->{id}", json => { ext => { %{ $t->api('GET', "/api/ad-units/$unit->{id}")->{json}{ext} }, metric_mode => 'external_only' } });
 is(scalar @{ $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}")->{json}{rows} // [] }, 0,
    'the unit made external_only: its figures left out of the internal report');
-is(scalar @{ $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}&audience=external")->{json}{rows} // [] }, 1,
-   '... and shown in the external one');
+is(scalar @{ $t->api('GET', "/api/metrics?group_by=ad_source&ad_source_id=$src_a->{id}&audience=external")->{json}{rows} // [] },
+   scalar @$rows, '... and shown in the external one');
 
 # ---- external creatives: recorded, reviewed, blocked -----------------------------------------
 my $ext;
