@@ -1731,17 +1731,24 @@ join(build_t *b)
 
 
 /* Whether this build borrows from prev (adserve_snapshot_t's base): it
- * joined what changed since the build that made prev, and the chain is
- * neither too deep nor too large. */
+ * joined what changed since the build that made prev, no experiment
+ * changed (a variant may be all that serves a line item: its slot would
+ * stay), and the chain is neither too deep nor too large: the zone must
+ * still hold, beside it, the whole render that ends it and one more
+ * snapshot read meanwhile, or the chain could never end. */
 static int
 borrowable(build_t *b)
 {
     const adserve_snapshot_t  *p = b->prev;
+    adserve_kind_e             x = ADSERVE_KIND_EXPERIMENTS;
 
     return b->incremental && p != NULL && b->joins->stamp != 0
            && p->joins_stamp == b->joins->stamp && p->depth < BORROW_DEPTH
+           && b->nfresh[x] == 0 && b->n[x] == b->joins->n[x]
+           && b->order[x] == b->joins->order[x]
            && p->chain_bytes - p->whole_bytes
-              <= (p->whole_bytes / 2 > BORROW_SLACK ? p->whole_bytes / 2 : BORROW_SLACK);
+              <= (p->whole_bytes / 2 > BORROW_SLACK ? p->whole_bytes / 2 : BORROW_SLACK)
+           && (b->in->room == 0 || p->chain_bytes + 2 * p->whole_bytes <= b->in->room);
 }
 
 

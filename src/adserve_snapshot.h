@@ -62,6 +62,11 @@ typedef struct {
     adserve_joins_t *joins;           /* what the last build joined, used and
                                        * kept again (adserve_joins.h), or
                                        * NULL: join everything */
+    size_t          room;             /* bytes the allocator has for every
+                                       * snapshot it holds (a zone's size);
+                                       * 0: no bound. A chain of borrowing
+                                       * snapshots leaves room for a whole
+                                       * render beside it, and one more */
     adserve_arena_t arena;            /* owns the arrays, not the texts */
 } adserve_input_t;
 

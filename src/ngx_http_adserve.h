@@ -137,6 +137,7 @@ typedef struct {
     unsigned                       started:1;
     unsigned                       out:1;         /* an XREAD in flight */
     unsigned                       retry:1;       /* deadline: send again */
+    unsigned                       warned:1;      /* an error reply logged */
 } ngx_http_adserve_watch_t;
 
 struct ngx_http_adserve_loader_s {
@@ -145,6 +146,7 @@ struct ngx_http_adserve_loader_s {
     ngx_uint_t                     changed;       /* the watch saw an entry
                                                    * while the loader was
                                                    * busy: poll once idle */
+    ngx_msec_t                     polled;        /* the last poll's start */
     ngx_http_adserve_zone_t       *zone;          /* the node's snapshot */
     adserve_snapshot_t            *snapshot;      /* what requests serve from, */
     ngx_uint_t                     gen;           /* the zone's publication */
@@ -286,6 +288,8 @@ adserve_snapshot_t *ngx_http_adserve_zone_latest(ngx_http_adserve_zone_t *zone,
 void ngx_http_adserve_zone_hold(ngx_http_adserve_zone_t *zone, ngx_uint_t gen);
 /* by the builder: frees what no worker reads and no build holds */
 void ngx_http_adserve_zone_collect(ngx_http_adserve_zone_t *zone);
+/* what the zone holds in all: a build's bound on borrowing (adserve_input_t) */
+size_t ngx_http_adserve_zone_room(ngx_http_adserve_zone_t *zone);
 /* appends ,"zone":{...} to the status document */
 u_char *ngx_http_adserve_zone_status(ngx_http_adserve_zone_t *zone, u_char *p,
     u_char *last);

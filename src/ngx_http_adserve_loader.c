@@ -74,6 +74,7 @@ typedef struct {
 
 static void ngx_http_adserve_loader_poll(ngx_event_t *ev);
 static void ngx_http_adserve_loader_tick(ngx_event_t *ev);
+static ngx_msec_t ngx_http_adserve_loader_gap(ngx_http_adserve_loader_t *ld);
 
 
 /* ---- states ------------------------------------------------------------ */
@@ -194,28 +195,55 @@ ngx_http_adserve_loader_idle(ngx_http_adserve_loader_t *ld)
 
     ld->state = NGX_HTTP_ADSERVE_IDLE;
 
-    /* an entry the watch saw meanwhile: its poll now, not at the tick */
+    /* an entry the watch saw meanwhile: its poll soon, not at the tick */
     if (ld->changed && ld->poll.timer_set) {
         ngx_del_timer(&ld->poll);
     }
 
     /* exiting too: the tick hands the role over and keeps adopting */
     if (!ld->poll.timer_set && !ngx_terminate) {
-        ngx_add_timer(&ld->poll, ld->changed ? 1 : ld->refresh);
+        ngx_add_timer(&ld->poll, ld->changed ? ngx_http_adserve_loader_gap(ld) : ld->refresh);
     }
+}
+
+
+/* How long until the watch may make a poll: a quarter of adserve_refresh
+ * after the last one. Each poll may publish a snapshot, and an old one is
+ * freed once every worker has moved past it, at its own tick at the
+ * latest: polls as fast as writes come (a batch, a script) would publish
+ * faster than the workers let go, and fill the zone's list of them. */
+static ngx_msec_t
+ngx_http_adserve_loader_gap(ngx_http_adserve_loader_t *ld)
+{
+    ngx_msec_t  gap = ld->refresh / 4, since = ngx_current_msec - ld->polled;
+
+    return since >= gap ? 1 : gap - since;
 }
 
 
 void
 ngx_http_adserve_loader_changed(ngx_http_adserve_loader_t *ld)
 {
+    ngx_msec_t  wait;
+
     if (ld->state != NGX_HTTP_ADSERVE_IDLE) {
         ld->changed = 1;
         return;
     }
 
+    wait = ngx_http_adserve_loader_gap(ld);
+
     if (ld->poll.timer_set) {
+        if (ld->poll.timer.key <= ngx_current_msec + wait) {
+            return;                 /* the tick comes sooner */
+        }
         ngx_del_timer(&ld->poll);
+    }
+
+    if (wait > 1) {
+        ld->changed = 1;
+        ngx_add_timer(&ld->poll, wait);
+        return;
     }
 
     ngx_http_adserve_loader_tick(&ld->poll);
@@ -346,12 +374,15 @@ ngx_http_adserve_build_finish(void *data)
     ngx_http_adserve_build_ctx_t  *bc = data;
     ngx_http_adserve_loader_t     *ld = bc->loader;
     adserve_snapshot_t            *s = bc->snapshot;
+    ngx_uint_t                     declined;
 
     /* the input went with the build (ngx_http_adserve_build_thread) */
     ld->state = NGX_HTTP_ADSERVE_IDLE;
 
+    declined = 0;
     if (s != NULL && ngx_http_adserve_zone_publish(ld->zone, s) != NGX_OK) {
         s = NULL;                   /* its blocks go with the build */
+        declined = 1;
         ngx_cpystrn((u_char *) bc->err,
                     (u_char *) "too many old snapshots are still read",
                     sizeof(bc->err));
@@ -365,10 +396,13 @@ ngx_http_adserve_build_finish(void *data)
 
         /* the records are still those of ld->rev: the poll builds them
          * again when nothing newer comes, later each time (a zone too
-         * small fails every time; reading Redis again would not help) */
+         * small fails every time; reading Redis again would not help),
+         * but at the next tick when it was only not published (the
+         * workers let go of old snapshots at their ticks) */
         ld->rebuild_at = ngx_current_msec
-                         + ngx_min(ld->refresh << ngx_min(ld->rebuild, 8), 30000);
-        ld->rebuild++;
+                         + (declined ? ld->refresh
+                            : ngx_min(ld->refresh << ngx_min(ld->rebuild, 8), 30000));
+        ld->rebuild += !declined;
 
         ngx_log_error(NGX_LOG_ERR, ld->redis.log, 0,
                       NGX_HTTP_ADSERVE_LOG "snapshot build failed: %s%s", bc->err,
@@ -477,6 +511,7 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
      * has a record or two to parse */
     bc->input.threads = 1;
     bc->input.joins = &ld->joins;
+    bc->input.room = ngx_http_adserve_zone_room(ld->zone);
     bc->input.allocator = ngx_http_adserve_zone_build_start(ld->zone);
 
     if (bc->input.allocator == NULL) {
@@ -983,6 +1018,7 @@ ngx_http_adserve_loader_poll(ngx_event_t *ev)
 
     ld->state = NGX_HTTP_ADSERVE_POLLING;
     ld->changed = 0;              /* this poll reads it */
+    ld->polled = ngx_current_msec;
 
     /* one atomic read: no write can land between the revision and the log */
     if (ngx_http_adserve_loader_send(ld, NULL, ld, 1, multi) != NGX_OK

@@ -16,6 +16,7 @@
 
 
 #define NGX_HTTP_ADSERVE_WATCH_BLOCK    "1000"   /* ms Redis holds an XREAD */
+#define NGX_HTTP_ADSERVE_WATCH_COUNT    "1000"   /* a backlog in one reply */
 #define NGX_HTTP_ADSERVE_WATCH_MS       1000
 #define NGX_HTTP_ADSERVE_WATCH_RETRY    1000     /* ms after an error reply */
 
@@ -42,14 +43,22 @@ ngx_http_adserve_watch_reply(redisAsyncContext *ac, void *r, void *data)
 
     if (reply->type == REDIS_REPLY_ERROR) {
         /* a reply the poll may explain better (a key of another type): the
-         * watch waits, the tick goes on */
-        ngx_log_error(NGX_LOG_WARN, w->redis.log, 0,
-                      NGX_HTTP_ADSERVE_LOG "the change log's watch: %*s",
-                      (size_t) reply->len, reply->str);
+         * watch waits, the tick goes on; logged once until it answers */
+        if (!w->warned) {
+            ngx_log_error(NGX_LOG_WARN, w->redis.log, 0,
+                          NGX_HTTP_ADSERVE_LOG "the change log's watch: %*s",
+                          (size_t) reply->len, reply->str);
+            w->warned = 1;
+        }
         w->retry = 1;
         ngx_add_timer(&w->deadline, NGX_HTTP_ADSERVE_WATCH_RETRY);
         return;
     }
+
+    /* an answer, if only "nothing in a second": its backoff starts over,
+     * and its next outage is logged */
+    ngx_http_adserve_redis_healthy(&w->redis);
+    w->warned = 0;
 
     /* [[stream, [[id, [field, value, ...]]]]], or nil when it timed out */
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1
@@ -79,7 +88,8 @@ ngx_http_adserve_watch_reply(redisAsyncContext *ac, void *r, void *data)
 static void
 ngx_http_adserve_watch_send(ngx_http_adserve_watch_t *w)
 {
-    const char  *argv[] = { "XREAD", "BLOCK", NGX_HTTP_ADSERVE_WATCH_BLOCK, "COUNT", "1",
+    const char  *argv[] = { "XREAD", "BLOCK", NGX_HTTP_ADSERVE_WATCH_BLOCK,
+                            "COUNT", NGX_HTTP_ADSERVE_WATCH_COUNT,
                             "STREAMS", ADSERVE_KEY_CHANGES, w->seen };
 
     if (w->out || !w->redis.connected || w->redis.exiting) {
@@ -163,7 +173,9 @@ ngx_http_adserve_watch_start(ngx_http_adserve_loader_t *ld)
         return;
     }
 
-    /* w->redis: the loader's address as configured (_loader_init) */
+    /* w->redis: the loader's address as configured (_loader_init); a
+     * watch stopped before is one no more */
+    w->redis.exiting = 0;
     w->redis.data = w;
     w->redis.on_up = ngx_http_adserve_watch_on_up;
     w->redis.on_down = ngx_http_adserve_watch_on_down;

@@ -588,6 +588,13 @@ ngx_http_adserve_zone_collect(ngx_http_adserve_zone_t *zone)
 }
 
 
+size_t
+ngx_http_adserve_zone_room(ngx_http_adserve_zone_t *zone)
+{
+    return zone->sh->size;
+}
+
+
 u_char *
 ngx_http_adserve_zone_status(ngx_http_adserve_zone_t *zone, u_char *p, u_char *last)
 {

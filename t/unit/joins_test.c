@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "adserve_records.h"
+#include "adserve_pacing.h"
 #include "tap.h"
 
 #define NUNITS  12
@@ -125,12 +126,12 @@ static void put_li(int i) {
     }
     snprintf(text, sizeof text,
              "{\"id\":\"%s\",\"order_id\":\"o%d\",\"name\":\"L\",\"status\":\"%s\","
-             "\"type\":\"%s\",\"priority\":%d,\"cost_type\":\"CPM\",\"rate\":%d.5,"
+             "\"type\":\"%s\",\"priority\":%d,\"cost_type\":\"%s\",\"rate\":%d.5,"
              "\"start_at\":\"2020-01-01T00:00:00Z\",\"end_at\":\"2099-01-01T00:00:00Z\","
              "\"targeting\":{\"ad_units\":{\"include\":[%s],\"exclude\":[%s]},"
              "\"placements\":[%s]}}",
              id, l->order, l->active ? "ACTIVE" : "PAUSED", types[l->type], l->priority,
-             i % 7, incl, excl, place);
+             i % 3 ? "CPM" : "CPC", i % 7, incl, excl, place);
     put(ADSERVE_KIND_LINE_ITEMS, id, text);
 }
 
@@ -200,6 +201,8 @@ static void new_cr(int i) {
 
 /* prev: the snapshot served, which the build may borrow from (the loader
  * passes its own last one) */
+static size_t room;                 /* the input's: 0, no bound */
+
 static adserve_snapshot_t *build_from(adserve_joins_t *j, const adserve_snapshot_t *prev) {
     adserve_input_t in;
     adserve_snapshot_t *s;
@@ -210,6 +213,7 @@ static adserve_snapshot_t *build_from(adserve_joins_t *j, const adserve_snapshot
     in.public_url = "http://ads.example";
     in.joins = j;
     in.prev = prev;
+    in.room = room;
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         if (adserve_records_export(&inv[k], &in, k) != 0) abort();
     }
@@ -239,6 +243,28 @@ static int excl_cmp(const void *pa, const void *pb) {
 
     c = c ? c : strcmp(a->creative_id.data, b->creative_id.data);
     return c ? c : a->reason - b->reason;
+}
+
+/* "" when each line item of s whose pace carries (not CPM, here) is
+ * mapped to its own slot in the snapshot before, and no other is */
+static const char *plan_differs(const adserve_snapshot_t *s, const adserve_snapshot_t *prev) {
+    static char why[128];
+    const adserve_li_t *o;
+    uint32_t i, want;
+
+    for (i = 0; i < s->nlis; i++) {
+        if (s->lis[i].dead) continue;
+        o = prev ? adserve_snapshot_li(prev, s->lis[i].id.data, s->lis[i].id.len) : NULL;
+        want = o != NULL && (s->lis[i].paced || s->lis[i].cost_type != ADSERVE_COST_CPM)
+               && adserve_pace_carries(o, &s->lis[i])
+               ? (uint32_t) (o - prev->lis) : ADSERVE_LI_NONE;
+        if (s->plan[i].prev != want) {
+            snprintf(why, sizeof why, "%s's pace maps to %u, not %u", s->lis[i].id.data,
+                     s->plan[i].prev, want);
+            return why;
+        }
+    }
+    return "";
 }
 
 /* "" when both snapshots serve the same, else what differs first */
@@ -465,6 +491,9 @@ static void test_differential(void) {
         if (*differs(si, sf) != '\0') {
             if (bad++ < 5) diag("step %d: %s", i, differs(si, sf));
         }
+        if (*plan_differs(si, prev) != '\0') {
+            if (bad++ < 5) diag("step %d: %s", i, plan_differs(si, prev));
+        }
         if (si->stats.ranked < active && kind == 0) partial++;
         if (kind == 1) whole += si->stats.ranked == sf->stats.ranked;
         borrowed += si->stats.borrowed > 0;
@@ -544,6 +573,33 @@ static void test_one_change(void) {
     adserve_snapshot_free(s);
 }
 
+/* A chain leaves room for two whole snapshots beside it, in what the
+ * allocator holds: with less, a build after a change renders whole. */
+static void test_room(void) {
+    adserve_snapshot_t *s0, *s1, *s2;
+    int l = 0;
+
+    lis[l].exists = 1;
+    put_li(l);
+    s0 = build_from(&joins, NULL);
+    lis[l].active = !lis[l].active;
+    put_li(l);
+    room = s0->chain_bytes + 2 * s0->whole_bytes - 1;
+    s1 = build_from(&joins, s0);
+    ok(s1->depth == 0 && s1->base == NULL, "a byte short of two whole snapshots beside the "
+       "chain: whole (depth %u)", s1->depth);
+    lis[l].active = !lis[l].active;
+    put_li(l);
+    room = s1->chain_bytes + 2 * s1->whole_bytes;
+    s2 = build_from(&joins, s1);
+    ok(s2->depth == 1 && s2->base == s1, "room for them: it borrows (depth %u)", s2->depth);
+    room = 0;
+    adserve_snapshot_free(s0);
+    adserve_snapshot_free(s1);
+    ok(s2->base->refs == 1, "the base freed by its owner stays for the one that borrows");
+    adserve_snapshot_free(s2);
+}
+
 /* A build that fails leaves nothing: the next joins all. */
 static void test_cleared(void) {
     adserve_snapshot_t *s;
@@ -561,6 +617,7 @@ int main(void) {
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_init(&inv[k]);
     test_differential();
     test_one_change();
+    test_room();
     test_cleared();
     adserve_joins_free(&joins);
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_free(&inv[k]);
