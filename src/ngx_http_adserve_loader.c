@@ -56,6 +56,8 @@
 #endif
 
 
+#define NGX_HTTP_ADSERVE_POLL_GAP       25       /* ms between polls the
+                                                  * watch makes (_gap) */
 #define NGX_HTTP_ADSERVE_BUILD_NICE     10       /* a tenth of a core against
                                                   * a busy worker */
 #define NGX_HTTP_ADSERVE_CHANGES_N      1000     /* log entries per poll */
@@ -207,15 +209,17 @@ ngx_http_adserve_loader_idle(ngx_http_adserve_loader_t *ld)
 }
 
 
-/* How long until the watch may make a poll: a quarter of adserve_refresh
- * after the last one. Each poll may publish a snapshot, and an old one is
- * freed once every worker has moved past it, at its own tick at the
- * latest: polls as fast as writes come (a batch, a script) would publish
- * faster than the workers let go, and fill the zone's list of them. */
+/* How long until the watch may make a poll: NGX_HTTP_ADSERVE_POLL_GAP
+ * after the last one, or a quarter of adserve_refresh if that is less.
+ * Each poll may publish a snapshot, and an old one is freed once every
+ * worker has moved past it (at its tick or its next request): polls as
+ * fast as writes come (a batch, a script) would publish faster than the
+ * workers let go, and fill the zone's list of them. */
 static ngx_msec_t
 ngx_http_adserve_loader_gap(ngx_http_adserve_loader_t *ld)
 {
-    ngx_msec_t  gap = ld->refresh / 4, since = ngx_current_msec - ld->polled;
+    ngx_msec_t  gap = ngx_min(ld->refresh / 4, NGX_HTTP_ADSERVE_POLL_GAP);
+    ngx_msec_t  since = ngx_current_msec - ld->polled;
 
     return since >= gap ? 1 : gap - since;
 }
