@@ -15,9 +15,10 @@
 #include "ngx_http_adserve.h"
 
 
-#define NGX_HTTP_ADSERVE_WATCH_BLOCK    "1000"   /* ms Redis holds an XREAD */
+#define NGX_HTTP_ADSERVE_WATCH_MS       1000     /* Redis holds an XREAD */
 #define NGX_HTTP_ADSERVE_WATCH_COUNT    "1000"   /* a backlog in one reply */
-#define NGX_HTTP_ADSERVE_WATCH_MS       1000
+#define ngx_http_adserve_watch_str(n)   ngx_http_adserve_watch_str_(n)
+#define ngx_http_adserve_watch_str_(n)  #n
 #define NGX_HTTP_ADSERVE_WATCH_RETRY    1000     /* ms after an error reply */
 
 
@@ -88,7 +89,8 @@ ngx_http_adserve_watch_reply(redisAsyncContext *ac, void *r, void *data)
 static void
 ngx_http_adserve_watch_send(ngx_http_adserve_watch_t *w)
 {
-    const char  *argv[] = { "XREAD", "BLOCK", NGX_HTTP_ADSERVE_WATCH_BLOCK,
+    const char  *argv[] = { "XREAD", "BLOCK",
+                            ngx_http_adserve_watch_str(NGX_HTTP_ADSERVE_WATCH_MS),
                             "COUNT", NGX_HTTP_ADSERVE_WATCH_COUNT,
                             "STREAMS", ADSERVE_KEY_CHANGES, w->seen };
 
