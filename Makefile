@@ -11,9 +11,13 @@ UNIT_LIBS = -lcjson -lcrypto -lm
 ENGINE   = src/adserve_contract.c src/adserve_arena.c src/adserve_json.c src/adserve_fields.c src/adserve_jsonw.c src/adserve_vast.c src/adserve_native.c src/adserve_parsed.c src/adserve_snapshot.c src/adserve_pacing.c \
            src/adserve_target.c src/adserve_experiment.c src/adserve_token.c src/adserve_records.c src/adserve_rtb.c src/adserve_rtb_native.c \
            src/adserve_joins.c
-# every unit test twice: plain, and under AddressSanitizer + UBSan
+TSAN     = -fsanitize=thread -fno-omit-frame-pointer
+# every unit test twice: plain, and under AddressSanitizer + UBSan; those of
+# the snapshot build, which shares its work over threads, a third time
+# under ThreadSanitizer
 UNIT     = $(patsubst t/unit/%_test.c,$(BUILD)/t/%.t,$(wildcard t/unit/*_test.c)) \
-           $(patsubst t/unit/%_test.c,$(BUILD)/t/%-asan.t,$(wildcard t/unit/*_test.c))
+           $(patsubst t/unit/%_test.c,$(BUILD)/t/%-asan.t,$(wildcard t/unit/*_test.c)) \
+           $(BUILD)/t/snapshot-tsan.t $(BUILD)/t/joins-tsan.t
 # libFuzzer harnesses of the parsers of untrusted bytes (t/fuzz/): make fuzz
 # runs each for FUZZ_SECONDS; make test replays their corpora
 FUZZ_CC  ?= clang
@@ -90,6 +94,10 @@ fuzz: build
 $(BUILD)/t/%-asan.t: t/unit/%_test.c t/unit/tap.h $(ENGINE) $(wildcard src/adserve_*.h)
 	@mkdir -p $(@D)
 	$(UNIT_CC) $(UNIT_CFLAGS) $(ASAN) $(ENGINE) $< -o $@ $(UNIT_LIBS)
+
+$(BUILD)/t/%-tsan.t: t/unit/%_test.c t/unit/tap.h $(ENGINE) $(wildcard src/adserve_*.h)
+	@mkdir -p $(@D)
+	$(UNIT_CC) $(UNIT_CFLAGS) $(TSAN) $(ENGINE) $< -o $@ $(UNIT_LIBS)
 
 $(BUILD)/t/tools/targeting-check: t/unit/targeting_check.c $(ENGINE) $(wildcard src/adserve_*.h)
 	@mkdir -p $(@D)

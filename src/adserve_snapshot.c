@@ -42,6 +42,11 @@ const char *const adserve_excl_names[ADSERVE_EXCL_COUNT + 1] = {
  * for a small one: a build takes 256 KiB at least): the zone holds a
  * chain, the snapshot being built and the old ones still read. */
 #define BORROW_DEPTH    8
+/* A build's work over several threads: at most this many parts, and a
+ * join, its ranking and its keeping shared out from this many line items
+ * (adserve_input_t's share_from) */
+#define PARTS_MAX       16
+#define JOIN_SHARED     4096
 #define BORROW_SLACK    ((size_t) 4 << 20)
 #if defined(__GNUC__)
 #define adserve_prefetch(p)  __builtin_prefetch(p)
@@ -192,10 +197,6 @@ typedef struct {
     uint32_t            nsnapshot_files;
     uint32_t            n[ADSERVE_KIND_COUNT];
     idmap_t             map[ADSERVE_KIND_COUNT];
-    uint32_t           *stamp;        /* per unit: last line item that included it */
-    uint32_t           *xstamp;       /* per unit: last line item that excluded it */
-    uint32_t           *marked;       /* the units the line item included */
-    uint32_t            nmarked;
     adserve_target_builder_t  tb;     /* compiles targeting into the snapshot */
     const char         *public_url;
     const adserve_snapshot_t  *prev;  /* whose lis the pace map points at */
@@ -207,6 +208,7 @@ typedef struct {
     adserve_joins_t    *joins;        /* the last build's, or NULL */
     int                 incremental;  /* this build joins from them */
     int                 borrow;       /* and borrows from prev (its base) */
+    int                 borrow_creatives;  /* its creatives' table too */
     uint32_t            li_cap;       /* room in the snapshot's lis */
     uint8_t            *fresh[ADSERVE_KIND_COUNT];  /* per record (with
                                        * joins): parsed since the last build */
@@ -329,13 +331,88 @@ get_idxs(build_t *b, const adserve_strs_t *s, adserve_kind_e kind, idxs_t *x)
 }
 
 
-/* ---- the records, parsed ----------------------------------------------- */
+/* ---- work over several threads ---------------------------------------- */
+
+/* What each part of a build's shared work starts with: run_parts fills it
+ * in. */
+typedef struct {
+    build_t            *b;
+    unsigned            part, nparts;
+} part_t;
+
+
+/* Runs fn over n parts (an array of structs of size bytes, each starting
+ * with a part_t, the rest set by the caller): parts 1.. in threads of
+ * their own, part 0 on this one; a part whose thread cannot start is run
+ * here, after. The parts share nothing the others write. */
+static void
+run_parts(build_t *b, void *(*fn)(void *), void *parts, size_t size, unsigned n)
+{
+    pthread_t  tids[PARTS_MAX];
+    unsigned   i, started = 1;
+    char      *v = parts;
+    part_t    *h;
+
+    for (i = 0; i < n; i++) {
+        h = (part_t *) (v + i * size);
+        h->b = b;
+        h->part = i;
+        h->nparts = n;
+    }
+
+    for (i = 1; i < n; i++) {
+        if (pthread_create(&tids[i], NULL, fn, v + i * size) != 0) {
+            break;
+        }
+        started++;
+    }
+
+    (void) fn(v);
+
+    for (i = 1; i < n; i++) {
+        if (i < started) {
+            (void) pthread_join(tids[i], NULL);
+
+        } else {
+            (void) fn(v + i * size);
+        }
+    }
+}
+
+
+/* A part's contiguous share of n things: [*from, *to). */
+static void
+part_share(const part_t *h, size_t n, size_t *from, size_t *to)
+{
+    *from = n * h->part / h->nparts;
+    *to = n * (h->part + 1) / h->nparts;
+}
+
+
+/* The parts a build splits its work into: the caller's choice of threads
+ * (a node that serves on every core builds on them, at a lower priority;
+ * a test, on one), and one when there is too little work to share. */
+static unsigned
+nparts(const build_t *b, size_t work, size_t least)
+{
+    unsigned  n = b->in->threads > 1 ? b->in->threads : 1;
+
+    return work < least ? 1 : n > PARTS_MAX ? PARTS_MAX : n;
+}
+
+
+/* Line items joined from which joining, ranking and keeping are shared. */
+static size_t
+share_from(const build_t *b)
+{
+    return b->in->share_from ? b->in->share_from : JOIN_SHARED;
+}
+
 
 /* ---- the records, parsed, by several threads ---------------------------- */
 
 typedef struct {
-    build_t            *b;
-    unsigned            part, nparts;
+    part_t              h;
     int                 oom;
 } parse_part_t;
 
@@ -348,7 +425,7 @@ static void *
 parse_part(void *data)
 {
     parse_part_t               *pt = data;
-    const adserve_input_t      *in = pt->b->in;
+    const adserve_input_t      *in = pt->h.b->in;
     const adserve_input_rec_t  *rec;
     adserve_parsed_t           *p;
     size_t                      i, from, to, n;
@@ -356,8 +433,7 @@ parse_part(void *data)
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         n = in->nrecords[k];
-        from = n * pt->part / pt->nparts;
-        to = n * (pt->part + 1) / pt->nparts;
+        part_share(&pt->h, n, &from, &to);
 
         for (i = from; i < to; i++) {
             rec = &in->records[k][i];
@@ -377,7 +453,7 @@ parse_part(void *data)
                 }
             }
 
-            pt->b->parses[k][i] = p;
+            pt->h.b->parses[k][i] = p;
         }
     }
 
@@ -388,9 +464,8 @@ parse_part(void *data)
 static int
 parse_all(build_t *b)
 {
-    parse_part_t  parts[16];
-    pthread_t     tids[16];
-    unsigned      i, n, started = 1;
+    parse_part_t  parts[PARTS_MAX];
+    unsigned      i, n;
     size_t        k;
     int           oom = 0;
 
@@ -402,40 +477,18 @@ parse_all(build_t *b)
         }
     }
 
-    /* the caller's choice: a full load parses on every core, a build after
-     * a change has a record or two to parse */
-    n = b->in->threads > 1 ? b->in->threads : 1;
-    n = n > 16 ? 16 : n;
+    /* from the loader, a full load comes parsed (each chunk as it came)
+     * and a change has a record or two to parse: the bulk of parsing here
+     * is a test's or a tool's */
+    n = nparts(b, b->in->nrecords[ADSERVE_KIND_LINE_ITEMS], 1);
+    memset(parts, 0, sizeof(parts));
+    run_parts(b, parse_part, parts, sizeof(parse_part_t), n);
 
     for (i = 0; i < n; i++) {
-        parts[i].b = b;
-        parts[i].part = i;
-        parts[i].nparts = n;
-        parts[i].oom = 0;
-    }
-
-    /* parts 1.. in threads of their own; a thread that cannot start has
-     * its part done here, after ours */
-    for (i = 1; i < n; i++) {
-        if (pthread_create(&tids[i], NULL, parse_part, &parts[i]) != 0) {
-            break;
-        }
-        started++;
-    }
-
-    (void) parse_part(&parts[0]);
-
-    for (i = 1; i < n; i++) {
-        if (i < started) {
-            (void) pthread_join(tids[i], NULL);
-
-        } else {
-            (void) parse_part(&parts[i]);
-        }
         oom |= parts[i].oom;
     }
 
-    return oom | parts[0].oom ? -1 : 0;
+    return oom ? -1 : 0;
 }
 
 
@@ -688,42 +741,81 @@ link_creatives(build_t *b, adserve_parsed_t **ps)
 }
 
 
+/* Resolves a share of the LICAs, [from, to): the two lookups of each, the
+ * bulk of linking them. One that cannot serve keeps a weight of 0. */
+typedef struct {
+    part_t                  h;
+    adserve_parsed_t      **ps;
+} lica_part_t;
+
+
+static void *
+lica_part(void *data)
+{
+    lica_part_t                  *lp = data;
+    build_t                      *b = lp->h.b;
+    const adserve_parsed_lica_t  *p;
+    size_t                        i, from, to;
+    uint32_t                      li, cr;
+
+    part_share(&lp->h, b->n[ADSERVE_KIND_LICAS], &from, &to);
+
+    for (i = from; i < to; i++) {
+        p = &lp->ps[i]->u.lica;
+        li = idmap_get(&b->map[ADSERVE_KIND_LINE_ITEMS], p->line_item_id,
+                       p->line_item_hash);
+        cr = idmap_get(&b->map[ADSERVE_KIND_CREATIVES], p->creative_id,
+                       p->creative_hash);
+
+        if (li != NONE && cr != NONE && b->lis[li].eligible && b->crs[cr].p->approved) {
+            b->licas[i].li = li;
+            b->licas[i].cr = cr;
+            b->licas[i].weight = p->weight;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* Each line item's LICAs, resolved in shares over the build's threads,
+ * then chained in order on this one. */
 static int
 link_licas(build_t *b, adserve_parsed_t **ps)
 {
-    uint32_t                      i, li, cr, n = b->n[ADSERVE_KIND_LICAS];
-    const adserve_parsed_lica_t  *p;
-    lica_rec_t                   *l;
+    lica_part_t   parts[PARTS_MAX];
+    uint32_t      i, n = b->n[ADSERVE_KIND_LICAS];
+    unsigned      k, np;
+    lica_rec_t   *l;
+    li_rec_t     *li;
 
     b->licas = adserve_arena_calloc(&b->tmp, (n + 1) * sizeof(lica_rec_t));
     if (b->licas == NULL) {
         return -1;
     }
 
-    for (i = 0; i < n; i++) {
-        p = &ps[i]->u.lica;
-        li = idmap_get(&b->map[ADSERVE_KIND_LINE_ITEMS], p->line_item_id,
-                       p->line_item_hash);
-        cr = idmap_get(&b->map[ADSERVE_KIND_CREATIVES], p->creative_id,
-                       p->creative_hash);
+    np = nparts(b, n, share_from(b));
 
-        if (li == NONE || cr == NONE || !b->lis[li].eligible
-            || !b->crs[cr].p->approved || p->weight == 0)
-        {
+    for (k = 0; k < np; k++) {
+        parts[k].ps = ps;
+    }
+
+    run_parts(b, lica_part, parts, sizeof(lica_part_t), np);
+
+    for (i = 0; i < n; i++) {
+        l = &b->licas[i];
+        if (l->weight == 0) {
             continue;
         }
 
-        l = &b->licas[i];
-        l->li = li;
-        l->cr = cr;
-        l->weight = p->weight;
-        l->next = b->lis[li].first_lica;
-        b->lis[li].first_lica = i;
+        li = &b->lis[l->li];
+        l->next = li->first_lica;
+        li->first_lica = i;
 
         /* what the line item joins with: a creative parsed since the last
          * build may sit where an old one was, so it is joined again */
-        b->lis[li].sig += adserve_joins_mix(b->crs[cr].rec, l->weight);
-        b->lis[li].dirty |= b->crs[cr].fresh;
+        li->sig += adserve_joins_mix(b->crs[l->cr].rec, l->weight);
+        li->dirty |= b->crs[l->cr].fresh;
     }
 
     return 0;
@@ -1404,13 +1496,32 @@ category_blocked(const adserve_strs_t *bcat, const adserve_strs_t *cats)
 }
 
 
+/* One thread's share of joining line items to units: the line items
+ * [from, to), its own marks, and where its pairs go. Part 0 writes the
+ * units' own pairs; each other part a shadow of the units of its own,
+ * appended after (join_merge), so that every unit's pairs come in line
+ * item order, as when one thread joins them all. */
+typedef struct {
+    part_t              h;
+    unit_rec_t         *dst;          /* b->units, or a shadow */
+    uint32_t           *stamp;        /* per unit: last line item that included it */
+    uint32_t           *xstamp;       /* per unit: last line item that excluded it */
+    uint32_t           *marked;       /* the units the line item included */
+    uint32_t            nmarked;
+    int                 dirty;        /* those marked dirty only */
+    size_t              joined;
+    int                 rc;
+} join_part_t;
+
+
 /* Marks unit u and its whole subtree with stamp; included units are also
- * listed in b->marked, so a line item visits the units it targets and not
- * the whole inventory. */
+ * listed in jp->marked, so a line item visits the units it targets and
+ * not the whole inventory. */
 static void
-mark_subtree(build_t *b, uint32_t *marks, uint32_t u, uint32_t stamp)
+mark_subtree(join_part_t *jp, uint32_t *marks, uint32_t u, uint32_t stamp)
 {
-    uint32_t  c;
+    const unit_rec_t  *units = jp->h.b->units;
+    uint32_t           c;
 
     if (marks[u] == stamp) {
         return;                      /* already there through another root */
@@ -1418,12 +1529,12 @@ mark_subtree(build_t *b, uint32_t *marks, uint32_t u, uint32_t stamp)
 
     marks[u] = stamp;
 
-    if (marks == b->stamp) {
-        b->marked[b->nmarked++] = u;
+    if (marks == jp->stamp) {
+        jp->marked[jp->nmarked++] = u;
     }
 
-    for (c = b->units[u].first_child; c != NONE; c = b->units[c].next_sibling) {
-        mark_subtree(b, marks, c, stamp);
+    for (c = units[u].first_child; c != NONE; c = units[c].next_sibling) {
+        mark_subtree(jp, marks, c, stamp);
     }
 }
 
@@ -1455,93 +1566,200 @@ push_bcand(bcand_t **v, uint32_t *n, uint32_t *cap, li_rec_t *li, creative_rec_t
 }
 
 
-/* A creative of a line item that targets the unit: a candidate, or, for
- * the explainer, one that cannot serve there and why. */
+/* A creative of a line item that targets unit u: a candidate, or, for the
+ * explainer, one that cannot serve there and why; into dst's pairs (u's
+ * own, or a part's shadow of it). */
 static int
-add_pair(build_t *b, unit_rec_t *u, li_rec_t *li, creative_rec_t *cr, uint32_t weight)
+add_pair(build_t *b, const unit_rec_t *u, unit_rec_t *dst, li_rec_t *li,
+    creative_rec_t *cr, uint32_t weight)
 {
     int  why = creative_fits(b, u, cr->p);
 
-    u->ranked = 0;
-    u->dirty = 1;
+    dst->ranked = 0;
+    dst->dirty = 1;
 
     if (why == 0 && category_blocked(&u->p->bcat, &cr->p->categories)) {
         why = ADSERVE_EXCL_BCAT;
     }
 
-    return why ? push_bcand(&u->excl, &u->nexcl, &u->xcap, li, cr, weight, (uint32_t) why)
-               : push_bcand(&u->cands, &u->ncands, &u->cap, li, cr, weight, 0);
+    return why ? push_bcand(&dst->excl, &dst->nexcl, &dst->xcap, li, cr, weight,
+                            (uint32_t) why)
+               : push_bcand(&dst->cands, &dst->ncands, &dst->cap, li, cr, weight, 0);
 }
 
 
 static int
-join_line_item(build_t *b, uint32_t i)
+join_line_item(join_part_t *jp, uint32_t i)
 {
+    build_t         *b = jp->h.b;
     li_rec_t        *li = &b->lis[i];
     lica_rec_t      *l;
     unit_rec_t      *u;
     uint32_t         k, j, m, stamp = i + 1;
 
-    b->nmarked = 0;
+    jp->nmarked = 0;
 
     for (k = 0; k < li->include.n; k++) {
-        mark_subtree(b, b->stamp, li->include.v[k], stamp);
+        mark_subtree(jp, jp->stamp, li->include.v[k], stamp);
     }
 
     for (k = 0; k < li->placements.n; k++) {
         for (j = 0; j < b->placements[li->placements.v[k]].units.n; j++) {
-            mark_subtree(b, b->stamp, b->placements[li->placements.v[k]].units.v[j],
+            mark_subtree(jp, jp->stamp, b->placements[li->placements.v[k]].units.v[j],
                          stamp);
         }
     }
 
     for (k = 0; k < li->exclude.n; k++) {
-        mark_subtree(b, b->xstamp, li->exclude.v[k], stamp);
+        mark_subtree(jp, jp->xstamp, li->exclude.v[k], stamp);
     }
 
-    for (m = 0; m < b->nmarked; m++) {
-        j = b->marked[m];
+    for (m = 0; m < jp->nmarked; m++) {
+        j = jp->marked[m];
         u = &b->units[j];
 
-        if (b->xstamp[j] == stamp || !u->p->active) {
+        if (jp->xstamp[j] == stamp || !u->p->active) {
             continue;
         }
 
         for (k = li->first_lica; k != NONE; k = l->next) {
             l = &b->licas[k];
 
-            if (add_pair(b, u, li, &b->crs[l->cr], l->weight) != 0) {
+            if (add_pair(b, u, &jp->dst[j], li, &b->crs[l->cr], l->weight) != 0) {
                 return -1;
             }
         }
     }
 
     return 0;
+}
+
+
+static void *
+join_part(void *data)
+{
+    join_part_t  *jp = data;
+    li_rec_t     *li;
+    size_t        i, from, to;
+
+    part_share(&jp->h, jp->h.b->n[ADSERVE_KIND_LINE_ITEMS], &from, &to);
+
+    for (i = from; i < to; i++) {
+        li = &jp->h.b->lis[i];
+
+        if ((!jp->dirty || li->dirty) && li->eligible && li->first_lica != NONE) {
+            if (join_line_item(jp, (uint32_t) i) != 0) {
+                jp->rc = -1;
+                return NULL;
+            }
+            jp->joined++;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* Pairs x (nx) after those of *v (*n), which then fill it: 0, or -1 out
+ * of memory (*v as it was). */
+static int
+append_pairs(bcand_t **v, uint32_t *n, uint32_t *cap, const bcand_t *x, uint32_t nx)
+{
+    bcand_t  *w;
+
+    if (nx == 0) {
+        return 0;
+    }
+
+    w = realloc(*v, (*n + nx) * sizeof(bcand_t));
+    if (w == NULL) {
+        return -1;
+    }
+
+    memcpy(w + *n, x, nx * sizeof(bcand_t));
+    *v = w;
+    *n += nx;
+    *cap = *n;
+
+    return 0;
+}
+
+
+/* A part's pairs after those of the parts before it, unit by unit. */
+static int
+join_merge(build_t *b, unit_rec_t *shadow)
+{
+    unit_rec_t  *u, *x;
+    uint32_t     i;
+    int          rc = 0;
+
+    for (i = 0; i < b->n[ADSERVE_KIND_AD_UNITS]; i++) {
+        u = &b->units[i];
+        x = &shadow[i];
+
+        if (rc == 0
+            && (append_pairs(&u->cands, &u->ncands, &u->cap, x->cands, x->ncands) != 0
+                || append_pairs(&u->excl, &u->nexcl, &u->xcap, x->excl, x->nexcl) != 0))
+        {
+            rc = -1;
+        }
+
+        if (x->dirty) {
+            u->ranked = 0;
+            u->dirty = 1;
+        }
+
+        free(x->cands);
+        free(x->excl);
+    }
+
+    return rc;
+}
+
+
+/* Joins every line item that can serve, or those marked dirty only: all
+ * of them in contiguous shares over the build's threads. */
+static int
+join_lis(build_t *b, int dirty)
+{
+    join_part_t  parts[PARTS_MAX];
+    uint32_t     nunits = b->n[ADSERVE_KIND_AD_UNITS], nlis = b->n[ADSERVE_KIND_LINE_ITEMS];
+    unsigned     i, n;
+    int          rc = 0;
+
+    n = dirty ? 1 : nparts(b, nlis, share_from(b));
+
+    for (i = 0; i < n; i++) {
+        memset(&parts[i], 0, sizeof(join_part_t));
+        parts[i].dirty = dirty;
+        parts[i].dst = i == 0 ? b->units
+                       : adserve_arena_calloc(&b->tmp, (nunits + 1) * sizeof(unit_rec_t));
+        parts[i].stamp = adserve_arena_calloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
+        parts[i].xstamp = adserve_arena_calloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
+        parts[i].marked = adserve_arena_alloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
+        if (parts[i].dst == NULL || parts[i].stamp == NULL || parts[i].xstamp == NULL
+            || parts[i].marked == NULL)
+        {
+            return -1;
+        }
+    }
+
+    run_parts(b, join_part, parts, sizeof(join_part_t), n);
+
+    /* in order; each merge frees its shadow's pairs, after a failure too */
+    for (i = 0; i < n; i++) {
+        rc |= parts[i].rc;
+        if (i > 0 && join_merge(b, parts[i].dst) != 0) {
+            rc = -1;
+        }
+        b->snap->stats.joined += parts[i].joined;
+    }
+
+    return rc;
 }
 
 
 /* ---- joining again only what changed (adserve_joins.h) ----------------- */
-
-/* Joins every line item that can serve, or those marked dirty only. */
-static int
-join_lis(build_t *b, int dirty)
-{
-    uint32_t  i;
-
-    for (i = 0; i < b->n[ADSERVE_KIND_LINE_ITEMS]; i++) {
-        if ((!dirty || b->lis[i].dirty) && b->lis[i].eligible
-            && b->lis[i].first_lica != NONE)
-        {
-            if (join_line_item(b, i) != 0) {
-                return -1;
-            }
-            b->snap->stats.joined++;
-        }
-    }
-
-    return 0;
-}
-
 
 /* The kept joins stand for this build's but for line items, creatives and
  * LICAs: the units, their hierarchy and styles, the placements and the
@@ -1862,6 +2080,52 @@ cand_cmp(const void *pa, const void *pb)
 
     /* two LICAs of the same pair (the API keeps one) */
     return c ? c : a->weight != b->weight ? (a->weight < b->weight ? -1 : 1) : 0;
+}
+
+
+/* Ranks the candidates of every unit the join reached, units shared out
+ * over the build's threads one by one (one unit may have many more
+ * candidates than the next): each sorts its own units' pairs, nothing
+ * else. */
+typedef struct {
+    part_t              h;
+    size_t              ranked;
+} rank_part_t;
+
+
+static void *
+rank_part(void *data)
+{
+    rank_part_t  *rp = data;
+    unit_rec_t   *u;
+    uint32_t      i;
+
+    for (i = rp->h.part; i < rp->h.b->n[ADSERVE_KIND_AD_UNITS]; i += rp->h.nparts) {
+        u = &rp->h.b->units[i];
+
+        if (u->ncands > 1 && !u->ranked) {
+            qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
+            rp->ranked++;
+        }
+        u->ranked = 1;
+    }
+
+    return NULL;
+}
+
+
+static void
+rank_units(build_t *b)
+{
+    rank_part_t  parts[PARTS_MAX];
+    unsigned     i, n = nparts(b, b->snap->stats.joined, share_from(b));
+
+    memset(parts, 0, sizeof(parts));
+    run_parts(b, rank_part, parts, sizeof(rank_part_t), n);
+
+    for (i = 0; i < n; i++) {
+        b->snap->stats.ranked += parts[i].ranked;
+    }
 }
 
 
@@ -2977,7 +3241,7 @@ build_variant(build_t *b, uint32_t ui, const adserve_parsed_variant_t *pv,
         const bcand_t  *bc = i < base->ncands ? &base->cands[i]
                                               : &base->excl[i - base->ncands];
 
-        if (add_pair(b, &vr, bc->li, bc->cr, bc->weight) != 0) {
+        if (add_pair(b, &vr, &vr, bc->li, bc->cr, bc->weight) != 0) {
             goto done;
         }
     }
@@ -3101,11 +3365,7 @@ build_creatives(build_t *b)
     creative_rec_t      *cr;
     uint32_t             i, j, size, n = b->n[ADSERVE_KIND_CREATIVES];
 
-    /* the same parses in the same order as the base's: its table */
-    if (b->borrow && b->nfresh[ADSERVE_KIND_CREATIVES] == 0
-        && n == b->joins->n[ADSERVE_KIND_CREATIVES]
-        && b->order[ADSERVE_KIND_CREATIVES] == b->joins->order[ADSERVE_KIND_CREATIVES])
-    {
+    if (b->borrow_creatives) {
         s->creatives = b->prev->creatives;
         s->creative_mask = b->prev->creative_mask;
         return 0;
@@ -3312,6 +3572,58 @@ build_pools(build_t *b)
 
 /* ---- the build --------------------------------------------------------- */
 
+/* The ms since *t, and *t moved to now: one phase's time. */
+static unsigned
+phase_ms(struct timespec *t)
+{
+    struct timespec  t0 = *t;
+
+    clock_gettime(CLOCK_MONOTONIC, t);
+
+    return (unsigned) ((t->tv_sec - t0.tv_sec) * 1000
+                       + (t->tv_nsec - t0.tv_nsec) / 1000000);
+}
+
+
+static unsigned
+elapsed_ms(const struct timespec *t0)
+{
+    struct timespec  t1 = *t0;
+
+    return phase_ms(&t1);
+}
+
+
+/* Everything of the snapshot made of the joined and ranked units. The
+ * catalog first: recommendation units resolve their presets in it; the
+ * line items' index last: a variant may serve a line item that its unit
+ * never does (a creative its bcat let in). */
+static int
+render(build_t *b)
+{
+    return build_items(b) != 0 || build_pools(b) != 0 || build_table(b) != 0
+           || build_experiments(b) != 0 || index_lis(b->snap) != 0
+           || build_creatives(b) != 0 ? -1 : 0;
+}
+
+
+typedef struct {
+    build_t            *b;
+    int                 rc;
+} keep_part_t;
+
+
+static void *
+keep_part(void *data)
+{
+    keep_part_t  *kp = data;
+
+    kp->rc = keep_joins(kp->b);
+
+    return NULL;
+}
+
+
 typedef int (*link_pt)(build_t *b, adserve_parsed_t **ps);
 
 static int
@@ -3324,13 +3636,22 @@ build(build_t *b, const adserve_input_t *in)
         link_items, link_pools, link_popular, link_coview, link_experiments,
         link_settings, link_sources, link_allocations, link_blocks
     };
+    adserve_stats_t    *st = &b->snap->stats;
     adserve_parsed_t  **ps;
-    uint32_t            k, nunits;
+    keep_part_t         kp;
+    pthread_t           tid;
+    uint32_t            k;
+    int                 keeping, rc;
+    struct timespec     t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
 
     if (parse_all(b) != 0) {
         build_error(b, "out of memory parsing records");
         return -1;
     }
+
+    st->parse_ms = phase_ms(&t);
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         ps = parse_kind(b, in, k);
@@ -3340,38 +3661,55 @@ build(build_t *b, const adserve_input_t *in)
         }
     }
 
-    nunits = b->n[ADSERVE_KIND_AD_UNITS];
-    b->stamp = adserve_arena_calloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
-    b->xstamp = adserve_arena_calloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
-    b->marked = adserve_arena_alloc(&b->tmp, (nunits + 1) * sizeof(uint32_t));
-    if (b->stamp == NULL || b->xstamp == NULL || b->marked == NULL) {
-        build_error(b, "out of memory");
-        return -1;
-    }
+    st->link_ms = phase_ms(&t);
 
     if (join(b) != 0) {
         build_error(b, "out of memory joining line items");
         return -1;
     }
 
+    rank_units(b);
+    st->join_ms = phase_ms(&t);
+
     b->borrow = borrowable(b);
 
-    /* the catalog first: recommendation units resolve their presets in it */
-    /* the line items' index last: a variant may serve a line item that
-     * its unit never does (a creative its bcat let in) */
-    if (build_items(b) != 0 || build_pools(b) != 0 || build_table(b) != 0
-        || build_experiments(b) != 0 || index_lis(b->snap) != 0 || build_creatives(b) != 0)
-    {
-        build_error(b, "out of memory ranking candidates");
-        return -1;
+    /* the same parses in the same order as the base's: its table (decided
+     * before the joins are kept anew, below) */
+    b->borrow_creatives = b->borrow && b->nfresh[ADSERVE_KIND_CREATIVES] == 0
+        && b->n[ADSERVE_KIND_CREATIVES] == b->joins->n[ADSERVE_KIND_CREATIVES]
+        && b->order[ADSERVE_KIND_CREATIVES] == b->joins->order[ADSERVE_KIND_CREATIVES];
+
+    /* the joins are kept for the next build while this one renders, on
+     * another thread: keeping reads the units' pairs, ranked, and nothing
+     * that rendering writes */
+    kp.b = b;
+    kp.rc = 0;
+    keeping = b->joins != NULL && nparts(b, st->joined, share_from(b)) > 1
+              && pthread_create(&tid, NULL, keep_part, &kp) == 0;
+
+    rc = render(b);
+
+    st->render_ms = phase_ms(&t);
+
+    if (keeping) {
+        (void) pthread_join(tid, NULL);
+
+    } else if (b->joins != NULL) {
+        (void) keep_part(&kp);
     }
 
     /* the snapshot stands without them: the next build joins all */
-    if (b->joins != NULL && keep_joins(b) != 0) {
+    if (b->joins != NULL && kp.rc != 0) {
         adserve_joins_clear(b->joins);
     }
 
-    return 0;
+    st->keep_ms = phase_ms(&t);
+
+    if (rc != 0) {
+        build_error(b, "out of memory ranking candidates");
+    }
+
+    return rc;
 }
 
 
@@ -3405,18 +3743,6 @@ build_cleanup(build_t *b)
 
     adserve_target_builder_free(&b->tb);
     adserve_arena_free(&b->tmp);
-}
-
-
-static unsigned
-elapsed_ms(const struct timespec *t0)
-{
-    struct timespec  t1;
-
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-
-    return (unsigned) ((t1.tv_sec - t0->tv_sec) * 1000
-                       + (t1.tv_nsec - t0->tv_nsec) / 1000000);
 }
 
 

@@ -51,9 +51,13 @@ typedef struct {
                                        * terminated, no trailing slash */
     const char     *rec_snapshots;    /* the snapshot fallbacks' folder, or
                                        * NULL: they have no items */
-    unsigned        threads;          /* parse on this many, at most 16
+    unsigned        threads;          /* build on this many, at most 16
                                        * (0, 1: the build's own only): the
-                                       * loader's choice for a full load */
+                                       * records not parsed yet, and a join
+                                       * of all line items, their ranking
+                                       * and the joins kept, when it joins
+                                       * at least share_from of them */
+    uint32_t        share_from;       /* 0: 4096 (tests share small ones) */
     const struct adserve_snapshot_s *prev;  /* the snapshot the workers
                                        * serve now, or NULL: the build maps
                                        * each line item's pace to it */
@@ -402,6 +406,12 @@ typedef struct {
                                        * snapshot's before (its base) */
     size_t          bytes;
     unsigned        build_ms;
+    /* where build_ms went, for the loader's log and snapshot-profile */
+    unsigned        parse_ms;         /* records the input had not parsed */
+    unsigned        link_ms;          /* id maps, references resolved */
+    unsigned        join_ms;          /* line items to units */
+    unsigned        render_ms;        /* units, experiments, creatives */
+    unsigned        keep_ms;          /* the joins kept for the next build */
 } adserve_stats_t;
 
 /* A creative as events need it: where its clicks go. */

@@ -287,7 +287,7 @@ ngx_http_adserve_loader_send(ngx_http_adserve_loader_t *ld, redisCallbackFn *fn,
 /* ---- the build, in a thread -------------------------------------------- */
 
 /* A build or a chunk's parse is background work: the workers' event loops
- * come first, on a node whose cores all serve (a build's parse threads
+ * come first, on a node whose cores all serve (a build's own threads
  * inherit this). Returns the thread's priority to give back after, where
  * the worker may raise it (RLIMIT_NICE; else the pool's thread stays a
  * build's), or INT_MIN when it was not lowered. */
@@ -423,12 +423,15 @@ ngx_http_adserve_build_finish(void *data)
                       NGX_HTTP_ADSERVE_LOG "snapshot rev %uL at change %s: %uz active ad "
                       "units, %uz candidates, %uz skipped records, %uz KiB "
                       "(%uz KiB with what it borrows); loaded in %M ms, of "
-                      "which the build %ud ms (%uz line items joined, %uz "
+                      "which the build %ud ms (parse %ud, link %ud, join %ud, "
+                      "render %ud, keep %ud; %uz line items joined, %uz "
                       "units ranked, %uz borrowed)",
                       s->rev, ld->change_id, s->stats.active_units,
                       s->stats.candidates, s->stats.skipped,
                       s->stats.bytes / 1024, s->chain_bytes / 1024,
                       ngx_current_msec - ld->started, s->stats.build_ms,
+                      s->stats.parse_ms, s->stats.link_ms, s->stats.join_ms,
+                      s->stats.render_ms, s->stats.keep_ms,
                       s->stats.joined, s->stats.ranked, s->stats.borrowed);
 
         if (bc->full) {
@@ -511,9 +514,11 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     bc->input.public_url = ld->public_url;
     bc->input.rec_snapshots = ld->rec_snapshots;
     bc->input.prev = ld->snapshot;          /* our slot keeps it while we build */
-    /* a full load's chunks were parsed as they came (_scan.c); a change
-     * has a record or two to parse */
-    bc->input.threads = 1;
+    /* on every core, at the build's low priority: a full load's join and
+     * ranking, and the joins kept while it renders (a change joins too few
+     * line items to share; a full load's chunks were parsed as they came,
+     * _scan.c) */
+    bc->input.threads = (unsigned) ngx_max(ngx_ncpu, 1);
     bc->input.joins = &ld->joins;
     bc->input.room = ngx_http_adserve_zone_room(ld->zone);
     bc->input.allocator = ngx_http_adserve_zone_build_start(ld->zone);

@@ -202,6 +202,7 @@ static void new_cr(int i) {
 /* prev: the snapshot served, which the build may borrow from (the loader
  * passes its own last one) */
 static size_t room;                 /* the input's: 0, no bound */
+static unsigned builds;
 
 static adserve_snapshot_t *build_from(adserve_joins_t *j, const adserve_snapshot_t *prev) {
     adserve_input_t in;
@@ -214,6 +215,10 @@ static adserve_snapshot_t *build_from(adserve_joins_t *j, const adserve_snapshot
     in.joins = j;
     in.prev = prev;
     in.room = room;
+    /* on one, two or three threads in turn, however few the line items: a
+     * build that joins all of them shares its join, ranking and keeping */
+    in.threads = 1 + builds++ % 3;
+    in.share_from = 1;
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         if (adserve_records_export(&inv[k], &in, k) != 0) abort();
     }

@@ -174,7 +174,7 @@ static adserve_snapshot_t *build(adserve_records_t *recs, uint64_t rev, unsigned
     adserve_input_init(&in);
     in.rev = rev;
     in.public_url = "http://127.0.0.1:8080";
-    in.threads = threads;               /* as the loader: a full load on all */
+    in.threads = threads;               /* as the loader: on every core */
     if (getenv("ADSERVE_SHM") != NULL && strcmp(getenv("ADSERVE_SHM"), "1") == 0) {
         in.allocator = shm_for(rev);
     }
@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         t0 = now_ms();
-        s = build(recs, (uint64_t) round + 1, round == 0 ? 2 : 1,
+        s = build(recs, (uint64_t) round + 1, 2,
                   use_joins != NULL && strcmp(use_joins, "0") == 0 ? NULL : &joins, prev);
         if (s == NULL) {
             return 1;
@@ -244,6 +244,9 @@ int main(int argc, char **argv) {
                s->stats.bytes / 1024, s->stats.candidates, s->stats.active_units,
                s->stats.excluded, s->stats.joined, s->stats.ranked, s->stats.borrowed,
                s->depth, s->chain_bytes / 1024);
+        printf("%-12s parse %u, link %u, join %u, render %u, keep %u ms\n", "",
+               s->stats.parse_ms, s->stats.link_ms, s->stats.join_ms,
+               s->stats.render_ms, s->stats.keep_ms);
         /* as the zone: the snapshot before is freed once the next serves
          * (what the new one borrows stays until it goes too) */
         adserve_snapshot_free(prev);

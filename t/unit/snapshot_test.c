@@ -2459,14 +2459,20 @@ static void test_scale(void) {
     }
     is_int(bad, 0, "scale: every ACTIVE unit found, ranked, serving in flight only");
 
-    /* a full load parses on several threads: the same snapshot */
+    /* a full load parses, joins, ranks and keeps on several threads: the
+     * same snapshot, slot for slot */
     {
         adserve_snapshot_t *s4;
         const adserve_unit_t *u1, *u4;
 
+        adserve_joins_t joins4;
+
+        adserve_joins_init(&joins4);
         in.threads = 4;
+        in.joins = &joins4;
         s4 = build_input(&in);
         in.threads = 0;
+        in.joins = NULL;
         bad = s4 == NULL || s4->stats.candidates != s->stats.candidates
               || s4->stats.active_units != s->stats.active_units
               || s4->stats.bytes != s->stats.bytes || s4->nlis != s->nlis;
@@ -2475,19 +2481,32 @@ static void test_scale(void) {
             u1 = unit(s, buf);
             u4 = unit(s4, buf);
             if ((u1 == NULL) != (u4 == NULL)) bad++;
+            if (u1 && u4 && u1->nexcluded != u4->nexcluded) bad++;
+            for (a = 0; u1 && u4 && !bad && a < (int) u1->nexcluded; a++) {
+                if (strcmp(u1->excluded[a].line_item_id.data, u4->excluded[a].line_item_id.data)
+                    || strcmp(u1->excluded[a].creative_id.data, u4->excluded[a].creative_id.data)
+                    || u1->excluded[a].reason != u4->excluded[a].reason)
+                {
+                    bad++;
+                }
+            }
             for (a = 0; u1 && u4 && a < (int) u1->ncands; a++) {
                 if (u1->ncands != u4->ncands
                     || u1->cands[a].response_head_len != u4->cands[a].response_head_len
                     || memcmp(u1->cands[a].response_head, u4->cands[a].response_head,
                               u1->cands[a].response_head_len) != 0
+                    || u1->cands[a].li != u4->cands[a].li
                     || strcmp(s->lis[u1->cands[a].li].id.data, s4->lis[u4->cands[a].li].id.data))
                 {
                     bad++;
                 }
             }
         }
-        ok(!bad, "scale: parsed on 4 threads, the same snapshot, candidate for candidate");
+        ok(!bad, "scale: built on 4 threads, the same snapshot, candidate for candidate");
+        ok(s4 != NULL && s4->stats.ranked == s->stats.ranked && joins4.valid,
+           "scale: on 4 threads, as many units ranked, and the joins kept");
         adserve_snapshot_free(s4);
+        adserve_joins_free(&joins4);
     }
 
     adserve_snapshot_free(s);
