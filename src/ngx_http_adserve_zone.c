@@ -45,8 +45,6 @@
                                                 * 288; 16 bytes each */
 #define NGX_HTTP_ADSERVE_RETIRED       16
 #define NGX_HTTP_ADSERVE_BUILDS        4       /* in flight: one, and old ones */
-#define NGX_HTTP_ADSERVE_POPULATE      (16 * 1024 * 1024)  /* faulted in ahead
-                                                * of a build's blocks */
 
 
 /* a block of the zone, as the arena gets it: after this header */
@@ -100,9 +98,6 @@ struct ngx_http_adserve_zone_s {
     ngx_http_adserve_reader_t  *me;           /* this worker's slot */
     adserve_allocator_t         allocator;    /* of the build in flight */
     ngx_uint_t                  build;        /* its ticket; 0: none */
-    u_char                     *populated;    /* this process's pages of the */
-    u_char                     *populated_end;  /* zone faulted in ahead */
-    ngx_uint_t                  populate_off; /* madvise refused it */
 };
 
 
@@ -199,45 +194,6 @@ ngx_http_adserve_zone_add(ngx_conf_t *cf, size_t size)
 
 /* ---- blocks ------------------------------------------------------------ */
 
-/*
- * A zone's page is faulted in by the first write to it, one 4 KiB fault at
- * a time, each charging the memory cgroup: a fresh zone's first build at
- * 100k line items spent a third of its time (600 of 1,860 ms) in faults.
- * One madvise(MADV_POPULATE_WRITE) of 16 MiB ahead of the block the build
- * takes does the same work in bulk, for a fifth of the cost. The slab
- * hands pages out from the lowest free run, so the pages after a new
- * block are those the build takes next; the ones below were written by
- * earlier builds. Nothing is written: a page in use is left as it is.
- */
-static void
-ngx_http_adserve_zone_populate(ngx_http_adserve_zone_t *zone, u_char *p, size_t size)
-{
-    u_char  *start, *end;
-
-    if (zone->populate_off
-        || (p >= zone->populated && p + size <= zone->populated_end))
-    {
-        return;
-    }
-
-    start = (u_char *) ((uintptr_t) p & ~((uintptr_t) ngx_pagesize - 1));
-    end = ngx_min(ngx_align_ptr(p + size + NGX_HTTP_ADSERVE_POPULATE, ngx_pagesize),
-                  zone->shpool->end);
-
-#if defined(MADV_POPULATE_WRITE)
-    if (madvise(start, end - start, MADV_POPULATE_WRITE) == 0) {
-        zone->populated = start;
-        zone->populated_end = end;
-        return;
-    }
-#endif
-
-    /* a kernel before 5.14: faults as they come */
-    ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, ngx_errno, "XXX populate off %p %p %p", start, end, zone->shpool->end);
-    zone->populate_off = 1;
-}
-
-
 /* the arena's blocks, from the build thread (the slab's mutex orders it
  * with the builder's frees) */
 static void *
@@ -263,14 +219,7 @@ ngx_http_adserve_zone_alloc(void *data, size_t size)
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
-    if (b == NULL) {
-        return NULL;
-    }
-
-    ngx_http_adserve_zone_populate(zone, (u_char *) b,
-                                   sizeof(ngx_http_adserve_zblock_t) + size);
-
-    return b + 1;
+    return b != NULL ? (void *) (b + 1) : NULL;
 }
 
 
