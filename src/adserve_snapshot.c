@@ -478,8 +478,9 @@ parse_all(build_t *b)
     }
 
     /* from the loader, a full load comes parsed (each chunk as it came)
-     * and a change has a record or two to parse: the bulk of parsing here
-     * is a test's or a tool's */
+     * and a change has a record or two to parse: the parts then only list
+     * the parses (a pointer a record); the bulk of parsing here is a
+     * test's or a tool's */
     n = nparts(b, b->in->nrecords[ADSERVE_KIND_LINE_ITEMS], 1);
     memset(parts, 0, sizeof(parts));
     run_parts(b, parse_part, parts, sizeof(parse_part_t), n);
@@ -741,14 +742,14 @@ link_creatives(build_t *b, adserve_parsed_t **ps)
 }
 
 
-/* Resolves a share of the LICAs, [from, to): the two lookups of each, the
- * bulk of linking them. One that cannot serve keeps a weight of 0. */
 typedef struct {
     part_t                  h;
     adserve_parsed_t      **ps;
 } lica_part_t;
 
 
+/* Resolves a share of the LICAs: the two lookups of each, the bulk of
+ * linking them. One that cannot serve keeps a weight of 0. */
 static void *
 lica_part(void *data)
 {
@@ -2083,16 +2084,16 @@ cand_cmp(const void *pa, const void *pb)
 }
 
 
-/* Ranks the candidates of every unit the join reached, units shared out
- * over the build's threads one by one (one unit may have many more
- * candidates than the next): each sorts its own units' pairs, nothing
- * else. */
 typedef struct {
     part_t              h;
     size_t              ranked;
 } rank_part_t;
 
 
+/* Ranks the candidates of every unit the join reached, units dealt out
+ * over the build's threads one by one (one unit may have many more
+ * candidates than the next): each sorts its own units' pairs, nothing
+ * else. */
 static void *
 rank_part(void *data)
 {
@@ -2103,11 +2104,13 @@ rank_part(void *data)
     for (i = rp->h.part; i < rp->h.b->n[ADSERVE_KIND_AD_UNITS]; i += rp->h.nparts) {
         u = &rp->h.b->units[i];
 
-        if (u->ncands > 1 && !u->ranked) {
-            qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
-            rp->ranked++;
+        if (!u->ranked) {
+            if (u->ncands > 1) {
+                qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
+                rp->ranked++;
+            }
+            u->ranked = 1;
         }
-        u->ranked = 1;
     }
 
     return NULL;
@@ -3694,7 +3697,7 @@ build(build_t *b, const adserve_input_t *in)
     if (keeping) {
         (void) pthread_join(tid, NULL);
 
-    } else if (b->joins != NULL) {
+    } else if (b->joins != NULL && rc == 0) {
         (void) keep_part(&kp);
     }
 

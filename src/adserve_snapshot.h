@@ -409,9 +409,11 @@ typedef struct {
     /* where build_ms went, for the loader's log and snapshot-profile */
     unsigned        parse_ms;         /* records the input had not parsed */
     unsigned        link_ms;          /* id maps, references resolved */
-    unsigned        join_ms;          /* line items to units */
+    unsigned        join_ms;          /* line items to units, and ranked */
     unsigned        render_ms;        /* units, experiments, creatives */
-    unsigned        keep_ms;          /* the joins kept for the next build */
+    unsigned        keep_ms;          /* the joins kept for the next build:
+                                       * on a thread of its own, what it
+                                       * took past the render */
 } adserve_stats_t;
 
 /* A creative as events need it: where its clicks go. */

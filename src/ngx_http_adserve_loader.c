@@ -372,6 +372,23 @@ ngx_http_adserve_build_thread(void *data, ngx_log_t *log)
 }
 
 
+/* The cores this worker may run on (worker_cpu_affinity, a container's
+ * cpuset): a build's threads inherit them. */
+static unsigned
+ngx_http_adserve_build_threads(void)
+{
+#if (NGX_HAVE_SCHED_SETAFFINITY)
+    cpu_set_t  set;
+
+    if (sched_getaffinity(0, sizeof(cpu_set_t), &set) == 0 && CPU_COUNT(&set) > 0) {
+        return (unsigned) CPU_COUNT(&set);
+    }
+#endif
+
+    return (unsigned) ngx_max(ngx_ncpu, 1);
+}
+
+
 static void
 ngx_http_adserve_build_finish(void *data)
 {
@@ -514,11 +531,11 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     bc->input.public_url = ld->public_url;
     bc->input.rec_snapshots = ld->rec_snapshots;
     bc->input.prev = ld->snapshot;          /* our slot keeps it while we build */
-    /* on every core, at the build's low priority: a full load's join and
-     * ranking, and the joins kept while it renders (a change joins too few
-     * line items to share; a full load's chunks were parsed as they came,
-     * _scan.c) */
-    bc->input.threads = (unsigned) ngx_max(ngx_ncpu, 1);
+    /* on every core it may use, at the build's low priority: a full load's
+     * join and ranking, and the joins kept while it renders (a change joins
+     * too few line items to share; a full load's chunks were parsed as they
+     * came, _scan.c) */
+    bc->input.threads = ngx_http_adserve_build_threads();
     bc->input.joins = &ld->joins;
     bc->input.room = ngx_http_adserve_zone_room(ld->zone);
     bc->input.allocator = ngx_http_adserve_zone_build_start(ld->zone);

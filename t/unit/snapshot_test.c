@@ -2358,6 +2358,8 @@ static void test_robustness(void) {
 
 static int s_parent(int k) { return k >= 10 ? k / 10 : -1; }
 static int s_active(int k) { return k % 37 != 5; }
+/* a creative at the units' 300x250, or a 728x90 that they exclude */
+static int s_fits(int c) { return c % 7 != 3; }
 
 static double seconds(void) {
     struct timespec ts;
@@ -2409,10 +2411,11 @@ static void test_scale(void) {
     for (i = 0; i < S_CRS; i++) {
         snprintf(buf, sizeof(buf),
                  "{\"id\":\"cr-%05d\",\"approval\":\"APPROVED\",\"type\":\"%s\","
-                 "\"w\":300,\"h\":250,\"image_url\":\"https://cdn.example/%05d.png\","
+                 "\"w\":%d,\"h\":%d,\"image_url\":\"https://cdn.example/%05d.png\","
                  "\"html\":\"<a href=\\\"https://adv.example/%d\\\">ad</a>\","
                  "\"landing_url\":\"https://adv.example/\",\"categories\":[\"IAB%d-1\"]}",
-                 i, i % 2 ? "HTML" : "IMAGE", i, i, 1 + i % 20);
+                 i, i % 2 ? "HTML" : "IMAGE", s_fits(i) ? 300 : 728, s_fits(i) ? 250 : 90,
+                 i, i, 1 + i % 20);
         add(&in, ADSERVE_KIND_CREATIVES, buf);
         snprintf(buf, sizeof(buf),
                  "{\"id\":\"lica-%05d\",\"line_item_id\":\"li-%05d\",\"creative_id\":"
@@ -2420,12 +2423,13 @@ static void test_scale(void) {
         add(&in, ADSERVE_KIND_LICAS, buf);
     }
 
-    /* expected candidates: per line item, its ACTIVE units reached, x 2 creatives */
+    /* expected candidates: per line item, its ACTIVE units reached, x its
+     * 2 creatives that fit (the others are exclusions) */
     for (i = 0; i < S_LIS; i++) {
         for (k = 0; k < S_UNITS; k++) {
             int p = k;
             while (p >= 0 && p != target[i]) p = s_parent(p);
-            if (p >= 0 && s_active(k)) cands += 2;
+            if (p >= 0 && s_active(k)) cands += s_fits(2 * i) + s_fits(2 * i + 1);
         }
     }
 
@@ -2440,6 +2444,8 @@ static void test_scale(void) {
     is_int((long long) s->stats.active_units, (long long) active, "scale: active_units");
     is_int((long long) s->stats.candidates, (long long) cands, "scale: candidates");
     is_int((long long) s->stats.skipped, 0, "scale: nothing skipped");
+    ok(s->stats.excluded > 0, "scale: creatives of another size are exclusions (%zu)",
+       s->stats.excluded);
 
     for (k = 0; k < S_UNITS; k++) {
         snprintf(buf, sizeof(buf), "unit-%04d", k);
