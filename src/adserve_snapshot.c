@@ -2090,6 +2090,24 @@ typedef struct {
 } rank_part_t;
 
 
+/* Sorts a unit's candidates unless they came ranked: 1 when it sorted. */
+static int
+rank_unit(unit_rec_t *u)
+{
+    int  sorted = 0;
+
+    if (!u->ranked) {
+        if (u->ncands > 1) {
+            qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
+            sorted = 1;
+        }
+        u->ranked = 1;
+    }
+
+    return sorted;
+}
+
+
 /* Ranks the candidates of every unit the join reached, units dealt out
  * over the build's threads one by one (one unit may have many more
  * candidates than the next): each sorts its own units' pairs, nothing
@@ -2098,19 +2116,10 @@ static void *
 rank_part(void *data)
 {
     rank_part_t  *rp = data;
-    unit_rec_t   *u;
     uint32_t      i;
 
     for (i = rp->h.part; i < rp->h.b->n[ADSERVE_KIND_AD_UNITS]; i += rp->h.nparts) {
-        u = &rp->h.b->units[i];
-
-        if (!u->ranked) {
-            if (u->ncands > 1) {
-                qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
-                rp->ranked++;
-            }
-            u->ranked = 1;
-        }
+        rp->ranked += rank_unit(&rp->h.b->units[i]);
     }
 
     return NULL;
@@ -2896,11 +2905,8 @@ render_cands(build_t *b, unit_rec_t *u, adserve_unit_t *out)
     uint32_t          i, group = 0;
     unsigned          splices = 0;
 
-    /* cands is NULL when there is none; kept ones come ranked */
-    if (u->ncands > 1 && !u->ranked) {
-        qsort(u->cands, u->ncands, sizeof(bcand_t), cand_cmp);
-        b->snap->stats.ranked++;
-    }
+    /* the table's units come ranked (rank_units), a variant's not yet */
+    b->snap->stats.ranked += rank_unit(u);
 
     c = adserve_arena_alloc(a, (u->ncands + 1) * sizeof(adserve_cand_t));
     if (c == NULL) {

@@ -53,10 +53,11 @@ typedef struct {
                                        * NULL: they have no items */
     unsigned        threads;          /* build on this many, at most 16
                                        * (0, 1: the build's own only): the
-                                       * records not parsed yet, and a join
-                                       * of all line items, their ranking
-                                       * and the joins kept, when it joins
-                                       * at least share_from of them */
+                                       * records not parsed yet; the LICAs'
+                                       * lookups, from share_from LICAs;
+                                       * and a join of all line items, their
+                                       * ranking and the joins kept, from
+                                       * share_from line items joined */
     uint32_t        share_from;       /* 0: 4096 (tests share small ones) */
     const struct adserve_snapshot_s *prev;  /* the snapshot the workers
                                        * serve now, or NULL: the build maps

@@ -531,10 +531,10 @@ ngx_http_adserve_loader_build(ngx_http_adserve_loader_t *ld)
     bc->input.public_url = ld->public_url;
     bc->input.rec_snapshots = ld->rec_snapshots;
     bc->input.prev = ld->snapshot;          /* our slot keeps it while we build */
-    /* on every core it may use, at the build's low priority: a full load's
-     * join and ranking, and the joins kept while it renders (a change joins
-     * too few line items to share; a full load's chunks were parsed as they
-     * came, _scan.c) */
+    /* on every core it may use, at the build's low priority: the LICAs'
+     * lookups, and a full load's join, ranking, and joins kept while it
+     * renders (a change joins too few line items to share those; a full
+     * load's chunks were parsed as they came, _scan.c) */
     bc->input.threads = ngx_http_adserve_build_threads();
     bc->input.joins = &ld->joins;
     bc->input.room = ngx_http_adserve_zone_room(ld->zone);
