@@ -155,6 +155,10 @@ await inBrowser(t, async (browser) => {
     await page.getByLabel('Description of jazz').fill('Smooth & <b>cool</b>');
     await jazz.getByRole('button', { name: 'Save' }).click();
     await page.locator('[role=status]', { hasText: 'Saved the description of jazz.' }).waitFor();
+    // the row is drawn again from the value the API gave back, which may
+    // come after the status: wait for it, then read it exactly
+    await jazz.getByRole('button', { name: 'Edit the description of jazz' }).waitFor();
+    await jazz.locator('td', { hasText: 'cool' }).first().waitFor();
     t.is(await jazz.locator('td').first().innerText(), 'Smooth & <b>cool</b>', "a value's description edited in its row, shown as text");
     t.is(await jazz.locator('td b').count(), 0, '... not as markup');
     const keyId = page.url().match(/targeting-keys\/([0-9a-f-]{36})/)[1];
