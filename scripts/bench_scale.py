@@ -258,6 +258,23 @@ def adoptions():
     return (later, first) if later else None
 
 
+def full_load_steps():
+    """From nginx's log: each full load's longest step on the builder's event
+    loop (a chunk copied or a slice of parses stored), on the clock and on
+    a core: the clock's is longer when the node's other threads held it."""
+    steps = []
+    try:
+        with open(os.path.join(ENV["ADSERVE_VAR"], "log", "nginx-error.log")) as f:
+            for line in f:
+                if "full load's longest step on the event loop" not in line:
+                    continue
+                words = line.split(" took ", 1)[1].split()
+                steps.append((float(words[0]), float(words[2])))
+    except OSError:
+        return []
+    return steps
+
+
 def main():
     out = []
     say("loading %d ad units, %d line items (%d%% paced), %d creatives into Redis"
@@ -329,6 +346,11 @@ def main():
           % (WORKERS[0], rl["requests"], rl["failed"], rl["slowest_ms"], rl["slowest_at"],
              rl["p99_ms"], rl["p50_ms"],
              ("; errors: " + ", ".join(rl["errors"])) if rl["errors"] else ""))
+    steps = full_load_steps()
+    if steps:
+        print("full load (the builder's event loop): longest step %.1f ms on the clock, "
+              "%.1f ms on a core, over %d loads"
+              % (max(w for w, _ in steps), max(c for _, c in steps), len(steps)))
     ad = adoptions()
     if ad:
         print("adoption (a worker's event loop taking a new snapshot, its pace table): "

@@ -116,6 +116,22 @@ typedef void (*ngx_http_adserve_resume_pt)(ngx_queue_t *q);
 
 typedef struct ngx_http_adserve_zone_s  ngx_http_adserve_zone_t;
 
+/* How long the longest of some steps held the event loop, in ms: on the
+ * clock, and in the thread's CPU time. They differ by the time the thread
+ * waited for a core that the node's other processes held. */
+typedef struct {
+    double                         wall_ms;
+    double                         cpu_ms;
+} ngx_http_adserve_longest_t;
+
+typedef struct {
+    struct timespec                wall, cpu;
+} ngx_http_adserve_step_t;
+
+void ngx_http_adserve_step_start(ngx_http_adserve_step_t *st);
+void ngx_http_adserve_step_end(const ngx_http_adserve_step_t *st,
+    ngx_http_adserve_longest_t *longest);
+
 /* One hash of a full load: every kind is scanned at once, one HSCAN
  * of each in flight, so that Redis reads the next chunk of one while
  * the worker stores another's. */
@@ -196,8 +212,8 @@ struct ngx_http_adserve_loader_s {
     ngx_uint_t                     adopt_failed;  /* the last try: no memory */
     ngx_uint_t                     built;         /* by this worker */
     ngx_uint_t                     full_loads;
-    double                         chunk_ms;      /* a full load's longest
-                                                   * chunk, stored */
+    ngx_http_adserve_longest_t     longest;       /* a full load's longest
+                                                   * step on the event loop */
     ngx_uint_t                     changes;       /* change log entries applied */
     ngx_uint_t                     failures;
     ngx_uint_t                     rebuild;       /* failed builds in a row: */

@@ -453,9 +453,11 @@ ngx_http_adserve_build_finish(void *data)
 
         if (bc->full) {
             ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
-                          NGX_HTTP_ADSERVE_LOG "the full load's longest HSCAN chunk took "
-                          "the event loop %.3f ms to store; reading waited "
-                          "%ui times for parsing", ld->chunk_ms, ld->holds);
+                          NGX_HTTP_ADSERVE_LOG "the full load's longest step on the "
+                          "event loop (a chunk copied or a slice stored) took "
+                          "%.3f ms, %.3f ms of it on a core; reading waited "
+                          "%ui times for parsing", ld->longest.wall_ms,
+                          ld->longest.cpu_ms, ld->holds);
         }
     }
 

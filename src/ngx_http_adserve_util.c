@@ -252,16 +252,43 @@ ngx_http_adserve_json_str(u_char *p, const adserve_str_t *s)
 }
 
 
+static double
+ngx_http_adserve_since_ms(clockid_t clock, const struct timespec *t0)
+{
+    struct timespec  t1;
+
+    (void) clock_gettime(clock, &t1);
+
+    return (double) (t1.tv_sec - t0->tv_sec) * 1000
+           + (double) (t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+
 /* Milliseconds since t0 (CLOCK_MONOTONIC), for the log. */
 double
 ngx_http_adserve_elapsed_ms(const struct timespec *t0)
 {
-    struct timespec  t1;
+    return ngx_http_adserve_since_ms(CLOCK_MONOTONIC, t0);
+}
 
-    (void) clock_gettime(CLOCK_MONOTONIC, &t1);
 
-    return (double) (t1.tv_sec - t0->tv_sec) * 1000
-           + (double) (t1.tv_nsec - t0->tv_nsec) / 1e6;
+void
+ngx_http_adserve_step_start(ngx_http_adserve_step_t *st)
+{
+    (void) clock_gettime(CLOCK_MONOTONIC, &st->wall);
+    (void) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &st->cpu);
+}
+
+
+void
+ngx_http_adserve_step_end(const ngx_http_adserve_step_t *st,
+    ngx_http_adserve_longest_t *longest)
+{
+    longest->wall_ms = ngx_max(longest->wall_ms,
+                               ngx_http_adserve_since_ms(CLOCK_MONOTONIC, &st->wall));
+    longest->cpu_ms = ngx_max(longest->cpu_ms,
+                              ngx_http_adserve_since_ms(CLOCK_THREAD_CPUTIME_ID,
+                                                        &st->cpu));
 }
 
 
