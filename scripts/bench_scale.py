@@ -260,8 +260,8 @@ def adoptions():
 
 def full_load_steps():
     """From nginx's log: each full load's longest step on the builder's event
-    loop (a chunk copied or a slice of parses stored), on the clock and on
-    a core: the clock's is longer when the node's other threads held it."""
+    loop (a chunk copied), on the clock and on a core: the clock's is
+    longer when the node's other threads held the core."""
     steps = []
     try:
         with open(os.path.join(ENV["ADSERVE_VAR"], "log", "nginx-error.log")) as f:

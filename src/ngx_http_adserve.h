@@ -116,6 +116,9 @@ typedef void (*ngx_http_adserve_resume_pt)(ngx_queue_t *q);
 
 typedef struct ngx_http_adserve_zone_s  ngx_http_adserve_zone_t;
 
+/* a full load's fresh copy of the records (_scan.c) */
+typedef struct ngx_http_adserve_load_s  ngx_http_adserve_load_t;
+
 /* How long the longest of some steps held the event loop, in ms: on the
  * clock, and in the thread's CPU time. They differ by the time the thread
  * waited for a core that the node's other processes held. */
@@ -190,11 +193,10 @@ struct ngx_http_adserve_loader_s {
     char                           change_id[NGX_HTTP_ADSERVE_STREAM_ID];
 
     /* a load in progress */
-    adserve_records_t              scan[ADSERVE_KIND_COUNT];    /* full */
+    ngx_http_adserve_load_t       *load;          /* full */
     ngx_http_adserve_scan_t        scans[ADSERVE_KIND_COUNT];
     ngx_uint_t                     scanning;      /* hashes not done yet */
     ngx_uint_t                     parsing;       /* chunks in the pool */
-    ngx_uint_t                     full_started;  /* full loads begun */
     ngx_uint_t                     holds;         /* scans held for parsing */
     adserve_arena_t                fetch_arena;   /* ids being fetched: the */
     adserve_str_t                 *fetch_ids[ADSERVE_KIND_COUNT];  /* poll's */
@@ -261,6 +263,8 @@ void ngx_http_adserve_offload(ngx_http_adserve_loader_t *ld, ngx_http_adserve_of
 
 /* the loader's states, for the full load (_scan.c) */
 void ngx_http_adserve_loader_full(ngx_http_adserve_loader_t *ld);
+/* the full load given up: its copy goes once the pool is done with it */
+void ngx_http_adserve_loader_full_drop(ngx_http_adserve_loader_t *ld);
 void ngx_http_adserve_loader_fail(ngx_http_adserve_loader_t *ld, const char *why);
 ngx_int_t ngx_http_adserve_loader_send(ngx_http_adserve_loader_t *ld,
     redisCallbackFn *fn, void *data, int argc, const char **argv);

@@ -185,7 +185,7 @@ ngx_http_adserve_loader_idle(ngx_http_adserve_loader_t *ld)
     }
 
     if (ld->state == NGX_HTTP_ADSERVE_SCANNING) {
-        ngx_http_adserve_records_free(ld->scan);
+        ngx_http_adserve_loader_full_drop(ld);
     }
 
     if (ld->state == NGX_HTTP_ADSERVE_FETCHING) {
@@ -454,7 +454,7 @@ ngx_http_adserve_build_finish(void *data)
         if (bc->full) {
             ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
                           NGX_HTTP_ADSERVE_LOG "the full load's longest step on the "
-                          "event loop (a chunk copied or a slice stored) took "
+                          "event loop (a chunk copied) took "
                           "%.3f ms, %.3f ms of it on a core; reading waited "
                           "%ui times for parsing", ld->longest.wall_ms,
                           ld->longest.cpu_ms, ld->holds);
@@ -1123,8 +1123,8 @@ ngx_http_adserve_loader_init(ngx_http_adserve_loader_t *ld, ngx_cycle_t *cycle)
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         adserve_records_init(&ld->records[k]);
-        adserve_records_init(&ld->scan[k]);
     }
+    ld->load = NULL;
     adserve_joins_init(&ld->joins);
 
 #ifdef __GLIBC__
@@ -1175,7 +1175,7 @@ ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld)
      * exit reclaims them then */
     if (ld->state != NGX_HTTP_ADSERVE_BUILDING) {
         ngx_http_adserve_records_free(ld->records);
-        ngx_http_adserve_records_free(ld->scan);
+        ngx_http_adserve_loader_full_drop(ld);
         adserve_joins_free(&ld->joins);
     }
 

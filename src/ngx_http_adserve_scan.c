@@ -1,17 +1,16 @@
 
 /*
  * A full load: every hash of the contract read with HSCAN into a fresh
- * copy of the records (ld->scan), which replaces the builder's own when
+ * copy of the records (ld->load), which replaces the builder's own when
  * it is complete, and a build.
  *
  * Every hash is scanned at once, one HSCAN of each in flight, so Redis
  * reads the next chunk of one while the worker copies another's. Each
- * chunk is parsed in the thread pool (adserve_parse): the builder keeps
- * the parses, never the texts, and the build finds every record parsed.
+ * chunk is parsed in the thread pool (adserve_parse) and stored there
+ * into the copy: the builder keeps the parses, never the texts, and the
+ * build finds every record parsed. The event loop only copies chunks.
  * Reading stays at most NGX_HTTP_ADSERVE_PARSE_AHEAD chunks ahead of the
  * parsing, so that the memory of a load is its parses and a few chunks.
- * The parses are stored in slices, one a turn of the event loop, so that
- * serving goes on between them.
  */
 
 
@@ -25,10 +24,23 @@
 #define NGX_HTTP_ADSERVE_PARSE_AHEAD    8        /* chunks read, not yet
                                                   * parsed (the pool's
                                                   * max_queue is 16) */
-#define NGX_HTTP_ADSERVE_STORE_SLICE    128      /* records stored a turn */
 
 
 static void ngx_http_adserve_loader_scan(ngx_http_adserve_scan_t *sc);
+
+
+/* The copy a full load fills. The pool's threads store each chunk's
+ * records into it (a lock for each hash, in case the pool has more than
+ * one thread), so it lives until the last of its chunks is back, even
+ * when the load is given up before. */
+struct ngx_http_adserve_load_s {
+    adserve_records_t           records[ADSERVE_KIND_COUNT];
+#if (NGX_THREADS)
+    ngx_thread_mutex_t          lock[ADSERVE_KIND_COUNT];
+#endif
+    ngx_uint_t                  chunks;        /* in the pool */
+    ngx_log_t                  *log;
+};
 
 
 /* A chunk of a full load, parsed in the thread pool while Redis reads the
@@ -42,14 +54,91 @@ typedef struct {
 
 typedef struct {
     ngx_http_adserve_offload_t  offload;
-    ngx_event_t                 store;         /* its next slice */
     ngx_http_adserve_loader_t  *loader;
-    ngx_uint_t                  load;          /* ld->full_started of its load */
+    ngx_http_adserve_load_t    *load;
     adserve_kind_e              kind;
+    ngx_uint_t                  oom;           /* a record not stored */
     size_t                      n;
-    size_t                      stored;        /* recs before it: stored */
     ngx_http_adserve_chunk_rec_t  recs[];      /* then the records' bytes */
 } ngx_http_adserve_chunk_t;
+
+
+static ngx_http_adserve_load_t *
+ngx_http_adserve_load_new(ngx_log_t *log)
+{
+    ngx_http_adserve_load_t  *load;
+    ngx_uint_t                k;
+
+    load = ngx_calloc(sizeof(ngx_http_adserve_load_t), log);
+    if (load == NULL) {
+        return NULL;
+    }
+
+    load->log = log;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_init(&load->records[k]);
+
+#if (NGX_THREADS)
+        if (ngx_thread_mutex_create(&load->lock[k], log) != NGX_OK) {
+            while (k--) {
+                (void) ngx_thread_mutex_destroy(&load->lock[k], log);
+            }
+
+            ngx_free(load);
+            return NULL;
+        }
+#endif
+    }
+
+    return load;
+}
+
+
+/* Its records go too, unless a build took them (adserve_records_init). */
+static void
+ngx_http_adserve_load_free(ngx_http_adserve_load_t *load)
+{
+    ngx_uint_t  k;
+
+    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        adserve_records_free(&load->records[k]);
+#if (NGX_THREADS)
+        (void) ngx_thread_mutex_destroy(&load->lock[k], load->log);
+#endif
+    }
+
+    ngx_free(load);
+}
+
+
+static void
+ngx_http_adserve_load_lock(ngx_http_adserve_load_t *load, adserve_kind_e kind)
+{
+#if (NGX_THREADS)
+    (void) ngx_thread_mutex_lock(&load->lock[kind], load->log);
+#endif
+}
+
+
+static void
+ngx_http_adserve_load_unlock(ngx_http_adserve_load_t *load, adserve_kind_e kind)
+{
+#if (NGX_THREADS)
+    (void) ngx_thread_mutex_unlock(&load->lock[kind], load->log);
+#endif
+}
+
+
+void
+ngx_http_adserve_loader_full_drop(ngx_http_adserve_loader_t *ld)
+{
+    if (ld->load != NULL && ld->load->chunks == 0) {
+        ngx_http_adserve_load_free(ld->load);
+    }
+
+    ld->load = NULL;                    /* else its last chunk frees it */
+}
 
 
 static ngx_http_adserve_chunk_t *
@@ -78,12 +167,11 @@ ngx_http_adserve_chunk_copy(ngx_http_adserve_scan_t *sc, const redisReply *items
         return NULL;
     }
 
-    ngx_memzero(&ch->store, sizeof(ngx_event_t));
     ch->loader = sc->loader;
-    ch->load = sc->loader->full_started;
+    ch->load = sc->loader->load;
     ch->kind = sc->kind;
+    ch->oom = 0;
     ch->n = n;
-    ch->stored = 0;
     p = (u_char *) &ch->recs[n];
     rec = ch->recs;
 
@@ -109,20 +197,47 @@ ngx_http_adserve_chunk_copy(ngx_http_adserve_scan_t *sc, const redisReply *items
 }
 
 
-/* In the pool's thread: nothing but the chunk's own bytes. */
+/* In the pool's thread: the chunk's records parsed, and stored into its
+ * load's copy. Stored on the event loop, they held it 1 to 5 ms of CPU a
+ * chunk: inserting into tables of megabytes is a few cache misses a
+ * record, and it was the loop's largest work in a full load. */
 static void
 ngx_http_adserve_chunk_parse(void *data, ngx_log_t *log)
 {
-    ngx_http_adserve_chunk_t  *ch = data;
-    size_t                     i;
-    int                        nice;
+    ngx_http_adserve_chunk_t      *ch = data;
+    ngx_http_adserve_chunk_rec_t  *rec;
+    size_t                         i;
+    int                            nice;
 
     nice = ngx_http_adserve_background_begin();
 
     for (i = 0; i < ch->n; i++) {
-        ch->recs[i].parsed = adserve_parse(ch->kind, ch->recs[i].text,
-                                           ch->recs[i].len);
+        rec = &ch->recs[i];
+        rec->parsed = adserve_parse(ch->kind, rec->text, rec->len);
     }
+
+    ngx_http_adserve_load_lock(ch->load, ch->kind);
+
+    for (i = 0; i < ch->n; i++) {
+        rec = &ch->recs[i];
+
+        /* an ad unit keeps its text: its experiments' variants are
+         * parsed from it by every build (ngx_http_adserve_build_thread);
+         * adserve_parse returns NULL only when out of memory, and a
+         * record not stored frees its parse */
+        if (rec->parsed == NULL
+            || adserve_records_put_parsed(&ch->load->records[ch->kind], rec->id,
+                                          rec->id_len, rec->text,
+                                          ch->kind == ADSERVE_KIND_AD_UNITS
+                                          ? rec->len : 0,
+                                          rec->parsed)
+               != 0)
+        {
+            ch->oom = 1;
+        }
+    }
+
+    ngx_http_adserve_load_unlock(ch->load, ch->kind);
 
     ngx_http_adserve_background_end(nice);
 }
@@ -131,80 +246,33 @@ ngx_http_adserve_chunk_parse(void *data, ngx_log_t *log)
 static void ngx_http_adserve_loader_scanned(ngx_http_adserve_loader_t *ld);
 
 
-/* The chunk's parses not stored yet go, and so does the chunk. */
+/* Back on the event loop: the chunk is stored, or its load was given up. */
 static void
-ngx_http_adserve_chunk_free(ngx_http_adserve_chunk_t *ch)
+ngx_http_adserve_chunk_done(void *data)
 {
-    for ( /* void */ ; ch->stored < ch->n; ch->stored++) {
-        adserve_parsed_free(ch->recs[ch->stored].parsed);
-    }
+    ngx_http_adserve_chunk_t   *ch = data;
+    ngx_http_adserve_loader_t  *ld = ch->loader;
+    ngx_http_adserve_load_t    *load = ch->load;
+    ngx_uint_t                  oom = ch->oom;
 
-    ch->loader->parsing--;
     ngx_free(ch);
-}
+    ld->parsing--;
+    load->chunks--;
 
-
-/* On the event loop: a slice of the parses into the builder's copy, unless
- * the load they belong to was given up, and the next slice at the next
- * turn. A chunk of 1,000 records stored at once held the loop 1 to 5 ms of
- * CPU (a fresh table's pages fault in as records land in them), and on a
- * busy node three times that on the clock. */
-static void
-ngx_http_adserve_chunk_store(void *data)
-{
-    ngx_http_adserve_chunk_t      *ch = data;
-    ngx_http_adserve_loader_t     *ld = ch->loader;
-    ngx_http_adserve_chunk_rec_t  *rec;
-    ngx_http_adserve_step_t        step;
-    size_t                         end;
-
-    if (ld->state != NGX_HTTP_ADSERVE_SCANNING || ch->load != ld->full_started) {
-        ngx_http_adserve_chunk_free(ch);
-        return;
-    }
-
-    ngx_http_adserve_step_start(&step);
-
-    end = ngx_min(ch->n, ch->stored + NGX_HTTP_ADSERVE_STORE_SLICE);
-
-    for ( /* void */ ; ch->stored < end; ch->stored++) {
-        rec = &ch->recs[ch->stored];
-
-        /* an ad unit keeps its text: its experiments' variants are
-         * parsed from it by every build (ngx_http_adserve_build_thread);
-         * adserve_parse returns NULL only when out of memory, and a
-         * record not stored frees its parse */
-        if (rec->parsed == NULL
-            || adserve_records_put_parsed(&ld->scan[ch->kind], rec->id,
-                                          rec->id_len, rec->text,
-                                          ch->kind == ADSERVE_KIND_AD_UNITS
-                                          ? rec->len : 0,
-                                          rec->parsed)
-               != 0)
-        {
-            ch->stored++;
-            ngx_http_adserve_chunk_free(ch);
-            ngx_http_adserve_loader_fail(ld, "out of memory");
-            return;
+    if (load != ld->load) {
+        if (load->chunks == 0) {
+            ngx_http_adserve_load_free(load);
         }
-    }
 
-    ngx_http_adserve_step_end(&step, &ld->longest);
-
-    if (ch->stored < ch->n) {
-        ngx_post_event(&ch->store, &ngx_posted_next_events);
         return;
     }
 
-    ngx_http_adserve_chunk_free(ch);
+    if (oom) {
+        ngx_http_adserve_loader_fail(ld, "out of memory");
+        return;
+    }
+
     ngx_http_adserve_loader_scanned(ld);
-}
-
-
-static void
-ngx_http_adserve_chunk_store_next(ngx_event_t *ev)
-{
-    ngx_http_adserve_chunk_store(ev->data);
 }
 
 
@@ -216,13 +284,10 @@ ngx_http_adserve_chunk_post(ngx_http_adserve_chunk_t *ch)
     ngx_http_adserve_loader_t  *ld = ch->loader;
 
     ld->parsing++;
-
-    ch->store.handler = ngx_http_adserve_chunk_store_next;
-    ch->store.data = ch;
-    ch->store.log = ld->redis.log;
+    ch->load->chunks++;
 
     ch->offload.work = ngx_http_adserve_chunk_parse;
-    ch->offload.finish = ngx_http_adserve_chunk_store;
+    ch->offload.finish = ngx_http_adserve_chunk_done;
     ch->offload.data = ch;
     ngx_http_adserve_offload(ld, &ch->offload);
 }
@@ -256,9 +321,12 @@ ngx_http_adserve_loader_scanned(ngx_http_adserve_loader_t *ld)
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         adserve_records_free(&ld->records[k]);
-        ld->records[k] = ld->scan[k];
-        adserve_records_init(&ld->scan[k]);
+        ld->records[k] = ld->load->records[k];
+        adserve_records_init(&ld->load->records[k]);
     }
+
+    ngx_http_adserve_load_free(ld->load);
+    ld->load = NULL;
 
     /* they were the old records' joins */
     adserve_joins_clear(&ld->joins);
@@ -355,6 +423,7 @@ ngx_http_adserve_loader_on_hlen(redisAsyncContext *ac, void *r, void *data)
     ngx_http_adserve_scan_t    *sc = data;
     ngx_http_adserve_loader_t  *ld = sc->loader;
     redisReply                 *reply = r;
+    int                         rc;
 
     if (reply == NULL || ld->state != NGX_HTTP_ADSERVE_SCANNING
         || reply->type != REDIS_REPLY_INTEGER || reply->integer <= 0)
@@ -362,11 +431,14 @@ ngx_http_adserve_loader_on_hlen(redisAsyncContext *ac, void *r, void *data)
         return;                         /* the scan goes on without it */
     }
 
-    /* a little room over: what lands during the scan */
-    if (adserve_records_reserve(&ld->scan[sc->kind],
-                                (size_t) reply->integer + reply->integer / 8)
-        != 0)
-    {
+    /* a little room over: what lands during the scan (the hash's first
+     * chunk comes after this reply, so no thread holds the lock yet) */
+    ngx_http_adserve_load_lock(ld->load, sc->kind);
+    rc = adserve_records_reserve(&ld->load->records[sc->kind],
+                                 (size_t) reply->integer + reply->integer / 8);
+    ngx_http_adserve_load_unlock(ld->load, sc->kind);
+
+    if (rc != 0) {
         ngx_http_adserve_loader_fail(ld, "out of memory");
     }
 }
@@ -412,16 +484,19 @@ ngx_http_adserve_loader_full(ngx_http_adserve_loader_t *ld)
     ngx_http_adserve_scan_t  *sc;
     ngx_uint_t                k;
 
+    ngx_http_adserve_loader_full_drop(ld);
+
+    ld->load = ngx_http_adserve_load_new(ld->redis.log);
+    if (ld->load == NULL) {
+        ngx_http_adserve_loader_fail(ld, "out of memory");
+        return;
+    }
+
     ld->longest.wall_ms = 0;
     ld->longest.cpu_ms = 0;
     ld->holds = 0;
     ld->state = NGX_HTTP_ADSERVE_SCANNING;
     ld->scanning = ADSERVE_KIND_COUNT;
-    ld->full_started++;                 /* parses of an earlier one: dropped */
-
-    for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
-        adserve_records_init(&ld->scan[k]);
-    }
 
     for (k = 0; k < ADSERVE_KIND_COUNT && ld->state == NGX_HTTP_ADSERVE_SCANNING; k++) {
         sc = &ld->scans[k];
