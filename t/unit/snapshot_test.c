@@ -261,6 +261,14 @@ static adserve_li_t *lookup(const adserve_snapshot_t *s, const char *id) {
 }
 
 /* The line item of a candidate. */
+/* qsort: ids in the order of their hashes, as a group's line items rank */
+static int hash_order(const void *a, const void *b) {
+    const char *x = *(const char *const *) a, *y = *(const char *const *) b;
+    uint64_t hx = adserve_hash(x, strlen(x)), hy = adserve_hash(y, strlen(y));
+
+    return hx != hy ? (hx < hy ? -1 : 1) : strcmp(x, y);
+}
+
 static const adserve_li_t *li_of(const adserve_snapshot_t *s, const adserve_cand_t *c) {
     (void) paces(s);
     return &s->lis[c->li];
@@ -816,7 +824,7 @@ static void test_ranking(void) {
 
     /* priority within a tier beats price; eCPM within a priority. The
      * candidates of a group are no longer sorted by an eCPM fixed at build
-     * (they are in line item id order): each request computes bid x
+     * (they are in their ids' hashes' order): each request computes bid x
      * pace.factor, and the highest wins. A CPC line item with no observed
      * rate yet ranks on the prior CTR (1 click in 1000 impressions, factor
      * 1), not after every CPM one as it used to. */
@@ -834,20 +842,28 @@ static void test_ranking(void) {
     u = unit(s, "u1");
     ok(u && u->ncands == 5, "priority/eCPM: five candidates");
     if (u && u->ncands == 5) {
-        is_id(li_of(s, &u->cands[0])->id, "p1-cheap", "group order: line item ids (p1-cheap)");
-        is_id(li_of(s, &u->cands[1])->id, "p1-cpc", "group order: line item ids (p1-cpc)");
-        is_id(li_of(s, &u->cands[2])->id, "p1-mid", "group order: line item ids (p1-mid)");
-        is_id(li_of(s, &u->cands[3])->id, "p1-top", "group order: line item ids (p1-top)");
+        /* the group in its ids' hashes' order (cand_cmp) */
+        const char            *group[] = { "p1-cheap", "p1-cpc", "p1-mid", "p1-top" };
+        const adserve_cand_t  *top = NULL, *cpc = NULL;
+        char                   name[64];
+
+        qsort(group, 4, sizeof(group[0]), hash_order);
+        for (i = 0; i < 4; i++) {
+            snprintf(name, sizeof(name), "group order: the line item ids' hashes (%s)", group[i]);
+            is_id(li_of(s, &u->cands[i])->id, group[i], name);
+            top = strcmp(group[i], "p1-top") == 0 ? &u->cands[i] : top;
+            cpc = strcmp(group[i], "p1-cpc") == 0 ? &u->cands[i] : cpc;
+        }
         is_id(li_of(s, &u->cands[4])->id, "p2-rich", "priority: priority 2 after all of priority 1 despite rate 500");
         ok(u->cands[0].group == 0 && u->cands[3].group == 0 && u->cands[4].group == 1,
            "priority: priority 1 one group, priority 2 the next");
-        is_int((long long) u->cands[3].bid_micros, 3250000, "bid_micros = rate x 1e6");
-        ok(u->cands[3].bid == 3.25, "bid = rate");
-        is_int(li_of(s, &u->cands[3])->cost_type, ADSERVE_COST_CPM, "cost_type CPM");
-        is_int(li_of(s, &u->cands[1])->cost_type, ADSERVE_COST_CPC, "cost_type CPC");
-        is_int((long long) u->cands[1].bid_micros, 100000000, "CPC bid_micros");
-        ok(near(PACE(li_of(s, &u->cands[1]))->factor, 1), "CPC before any read: prior factor 1");
-        ok(near(PACE(li_of(s, &u->cands[3]))->factor, 1), "CPM: factor 1");
+        is_int((long long) top->bid_micros, 3250000, "bid_micros = rate x 1e6");
+        ok(top->bid == 3.25, "bid = rate");
+        is_int(li_of(s, top)->cost_type, ADSERVE_COST_CPM, "cost_type CPM");
+        is_int(li_of(s, cpc)->cost_type, ADSERVE_COST_CPC, "cost_type CPC");
+        is_int((long long) cpc->bid_micros, 100000000, "CPC bid_micros");
+        ok(near(PACE(li_of(s, cpc))->factor, 1), "CPC before any read: prior factor 1");
+        ok(near(PACE(li_of(s, top))->factor, 1), "CPM: factor 1");
     }
     is_str(serve(s, "u1", NOW, 7), "c5", "priority/eCPM: CPC 100 at the prior CTR (eCPM 100) serves");
     /* 1e6 impressions, no click: eCPM 100 x 1000 / 1001000 ~ 0.1 */
