@@ -4,6 +4,7 @@
  * the whole table at each build, so simplicity wins over cleverness.
  */
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,12 +29,22 @@ adserve_records_init(adserve_records_t *r)
 }
 
 
+#define RECORDS_AHEAD  8              /* a batch's prefetch distance */
+#define RECORDS_RING   (2 * RECORDS_AHEAD)   /* its hashes, in flight */
+
+#if defined(__GNUC__)
+#define records_prefetch(p)  __builtin_prefetch(p)
+#else
+#define records_prefetch(p)  (void) (p)
+#endif
+
+
 static adserve_record_t **
-find(const adserve_records_t *r, const char *id, size_t id_len)
+find(const adserve_records_t *r, uint64_t hash, const char *id, size_t id_len)
 {
     adserve_record_t  **p;
 
-    p = &r->buckets[adserve_hash(id, id_len) & (r->nbuckets - 1)];
+    p = &r->buckets[hash & (r->nbuckets - 1)];
 
     for (; *p != NULL; p = &(*p)->next) {
         if ((*p)->id_len == id_len && memcmp((*p)->data, id, id_len) == 0) {
@@ -99,11 +110,11 @@ adserve_records_reserve(adserve_records_t *r, size_t n)
 }
 
 
-/* Sets id to a new entry of text (len bytes, kept after the id) and
- * parse; the entry it replaces goes, with its parse. */
+/* Sets id (of that hash) to a new entry of text (len bytes, kept after
+ * the id) and parse; the entry it replaces goes, with its parse. */
 static int
-insert(adserve_records_t *r, const char *id, size_t id_len, const char *text,
-    size_t len, adserve_parsed_t *parsed)
+insert(adserve_records_t *r, uint64_t hash, const char *id, size_t id_len,
+    const char *text, size_t len, adserve_parsed_t *parsed)
 {
     adserve_record_t  **p, *e;
 
@@ -124,7 +135,7 @@ insert(adserve_records_t *r, const char *id, size_t id_len, const char *text,
         memcpy(e->data + id_len, text, len);
     }
 
-    p = find(r, id, id_len);
+    p = find(r, hash, id, id_len);
 
     if (*p != NULL) {                       /* replace */
         e->next = (*p)->next;
@@ -148,7 +159,7 @@ int
 adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
     const char *text, size_t len)
 {
-    return insert(r, id, id_len, text, len, NULL);
+    return insert(r, adserve_hash(id, id_len), id, id_len, text, len, NULL);
 }
 
 
@@ -156,12 +167,58 @@ int
 adserve_records_put_parsed(adserve_records_t *r, const char *id, size_t id_len,
     const char *text, size_t len, adserve_parsed_t *parsed)
 {
-    if (insert(r, id, id_len, text, len, parsed) != 0) {
+    if (insert(r, adserve_hash(id, id_len), id, id_len, text, len, parsed) != 0) {
         adserve_parsed_free(parsed);
         return -1;
     }
 
     return 0;
+}
+
+
+/* Each record in three stages: hashed and its bucket fetched RECORDS_AHEAD
+ * records before its insert, its chain's first entry half way, inserted. */
+size_t
+adserve_records_put_batch(adserve_records_t *r, const adserve_records_item_t *items,
+    size_t n, int keep_texts)
+{
+    const adserve_records_item_t  *it;
+    uint64_t                       hash[RECORDS_RING];
+    size_t                         i, j, failed = 0;
+
+    for (i = 0; i < n + RECORDS_AHEAD; i++) {
+        if (i < n) {
+            hash[i % RECORDS_RING] = adserve_hash(items[i].id, items[i].id_len);
+            if (r->nbuckets > 0) {
+                records_prefetch(&r->buckets[hash[i % RECORDS_RING] & (r->nbuckets - 1)]);
+            }
+        }
+
+        j = i - RECORDS_AHEAD / 2;
+        if (i >= RECORDS_AHEAD / 2 && j < n && r->nbuckets > 0) {
+            records_prefetch(r->buckets[hash[j % RECORDS_RING] & (r->nbuckets - 1)]);
+        }
+
+        if (i < RECORDS_AHEAD) {
+            continue;
+        }
+
+        j = i - RECORDS_AHEAD;
+        it = &items[j];
+
+        if (it->parsed == NULL) {
+            failed++;
+
+        } else if (insert(r, hash[j % RECORDS_RING], it->id, it->id_len, it->text,
+                          keep_texts ? it->len : 0, it->parsed)
+                   != 0)
+        {
+            adserve_parsed_free(it->parsed);
+            failed++;
+        }
+    }
+
+    return failed;
 }
 
 
@@ -174,7 +231,7 @@ adserve_records_del(adserve_records_t *r, const char *id, size_t id_len)
         return;
     }
 
-    p = find(r, id, id_len);
+    p = find(r, adserve_hash(id, id_len), id, id_len);
     e = *p;
 
     if (e != NULL) {

@@ -39,6 +39,22 @@ int adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
 int adserve_records_put_parsed(adserve_records_t *r, const char *id,
     size_t id_len, const char *text, size_t len, adserve_parsed_t *parsed);
 
+/* One record of a batch (adserve_records_put_batch). */
+typedef struct {
+    const char        *id, *text;
+    size_t             id_len, len;
+    adserve_parsed_t  *parsed;        /* NULL: it could not be parsed for
+                                       * want of memory */
+} adserve_records_item_t;
+
+/* adserve_records_put_parsed of n records, their texts kept when
+ * keep_texts, with each record's bucket and chain brought into the cache a
+ * few records ahead of its insert: a full load puts half a million, and
+ * in tables of megabytes each insert's reads are cache misses. Returns how
+ * many were not stored (out of memory; r owns every parse still). */
+size_t adserve_records_put_batch(adserve_records_t *r,
+    const adserve_records_item_t *items, size_t n, int keep_texts);
+
 /* Room for n records without growing: a full load knows how many are
  * coming (HLEN), and a growth of a large table rehashes every record at
  * once (38 ms of a worker's event loop at 200,000). 0, or -1 out of

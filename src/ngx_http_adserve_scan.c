@@ -45,13 +45,8 @@ struct ngx_http_adserve_load_s {
 
 /* A chunk of a full load, parsed in the thread pool while Redis reads the
  * next: the records' parse is what the builder keeps, so their texts are
- * never stored, and a full load's build finds every record parsed. */
-typedef struct {
-    const char                 *id, *text;
-    size_t                      id_len, len;
-    adserve_parsed_t           *parsed;
-} ngx_http_adserve_chunk_rec_t;
-
+ * never stored (but the ad units'), and a full load's build finds every
+ * record parsed. */
 typedef struct {
     ngx_http_adserve_offload_t  offload;
     ngx_http_adserve_loader_t  *loader;
@@ -59,7 +54,7 @@ typedef struct {
     adserve_kind_e              kind;
     ngx_uint_t                  oom;           /* a record not stored */
     size_t                      n;
-    ngx_http_adserve_chunk_rec_t  recs[];      /* then the records' bytes */
+    adserve_records_item_t      recs[];        /* then the records' bytes */
 } ngx_http_adserve_chunk_t;
 
 
@@ -145,7 +140,7 @@ static ngx_http_adserve_chunk_t *
 ngx_http_adserve_chunk_copy(ngx_http_adserve_scan_t *sc, const redisReply *items)
 {
     ngx_http_adserve_chunk_t      *ch;
-    ngx_http_adserve_chunk_rec_t  *rec;
+    adserve_records_item_t        *rec;
     const redisReply              *f, *v;
     size_t                         i, n = 0, bytes = 0;
     u_char                        *p;
@@ -161,7 +156,7 @@ ngx_http_adserve_chunk_copy(ngx_http_adserve_scan_t *sc, const redisReply *items
     }
 
     ch = ngx_alloc(sizeof(ngx_http_adserve_chunk_t)
-                   + n * sizeof(ngx_http_adserve_chunk_rec_t) + bytes,
+                   + n * sizeof(adserve_records_item_t) + bytes,
                    sc->loader->redis.log);
     if (ch == NULL) {
         return NULL;
@@ -205,38 +200,24 @@ static void
 ngx_http_adserve_chunk_parse(void *data, ngx_log_t *log)
 {
     ngx_http_adserve_chunk_t      *ch = data;
-    ngx_http_adserve_chunk_rec_t  *rec;
+    adserve_records_item_t        *rec;
     size_t                         i;
     int                            nice;
 
     nice = ngx_http_adserve_background_begin();
 
+    /* NULL only when out of memory */
     for (i = 0; i < ch->n; i++) {
         rec = &ch->recs[i];
         rec->parsed = adserve_parse(ch->kind, rec->text, rec->len);
     }
 
+    /* an ad unit keeps its text: its experiments' variants are parsed from
+     * it by every build (ngx_http_adserve_build_thread) */
     ngx_http_adserve_load_lock(ch->load, ch->kind);
-
-    for (i = 0; i < ch->n; i++) {
-        rec = &ch->recs[i];
-
-        /* an ad unit keeps its text: its experiments' variants are
-         * parsed from it by every build (ngx_http_adserve_build_thread);
-         * adserve_parse returns NULL only when out of memory, and a
-         * record not stored frees its parse */
-        if (rec->parsed == NULL
-            || adserve_records_put_parsed(&ch->load->records[ch->kind], rec->id,
-                                          rec->id_len, rec->text,
-                                          ch->kind == ADSERVE_KIND_AD_UNITS
-                                          ? rec->len : 0,
-                                          rec->parsed)
-               != 0)
-        {
-            ch->oom = 1;
-        }
-    }
-
+    ch->oom = adserve_records_put_batch(&ch->load->records[ch->kind], ch->recs, ch->n,
+                                        ch->kind == ADSERVE_KIND_AD_UNITS)
+              > 0;
     ngx_http_adserve_load_unlock(ch->load, ch->kind);
 
     ngx_http_adserve_background_end(nice);

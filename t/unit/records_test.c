@@ -146,6 +146,88 @@ static void test_put_parsed(void) {
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_free(&inv[k]);
 }
 
+/* A full load's chunk: put_batch stores as put_parsed would, a record at a
+ * time, whatever the batch's length next to its prefetch distance; an id
+ * twice in a batch is the later one; a record that could not be parsed
+ * (NULL: out of memory) is counted, not stored. */
+static void test_put_batch(void) {
+    static const char *texts[2] = { "{\"id\":\"x\",\"status\":\"APPROVED\"}",
+                                    "{\"id\":\"x\",\"status\":\"PAUSED\"}" };
+    static const size_t sizes[] = { 0, 1, 3, 4, 5, 8, 9, 17, 1000 };
+    adserve_records_item_t items[1001];
+    adserve_records_t r;
+    adserve_input_t in;
+    char ids[1001][24];
+    size_t z, i, n, failed;
+    int right;
+
+    for (z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+        n = sizes[z];
+        adserve_records_init(&r);
+        if (z % 2 == 0 && adserve_records_reserve(&r, n) != 0) abort();
+        for (i = 0; i < n; i++) {
+            snprintf(ids[i], sizeof ids[i], "o-%zu", i);
+            items[i].id = ids[i];
+            items[i].id_len = strlen(ids[i]);
+            items[i].text = texts[i % 2];
+            items[i].len = strlen(texts[i % 2]);
+            items[i].parsed = i % 97 == 50 ? NULL
+                              : adserve_parse(ADSERVE_KIND_ORDERS, items[i].text, items[i].len);
+            if (i % 97 != 50 && items[i].parsed == NULL) abort();
+        }
+        if (n == 1000) {                    /* the last one, again: replaced */
+            items[n] = items[n - 1];
+            items[n].text = texts[0];
+            items[n].len = strlen(texts[0]);
+            items[n].parsed = adserve_parse(ADSERVE_KIND_ORDERS, texts[0], items[n].len);
+            if (items[n].parsed == NULL) abort();
+            n++;
+        }
+
+        failed = adserve_records_put_batch(&r, items, n, z % 3 == 0);
+        is_int((long long) failed, (long long) (sizes[z] > 50) * ((sizes[z] - 51) / 97 + 1),
+               "put_batch of %zu: the unparsed ones counted", sizes[z]);
+        is_int((long long) r.count, (long long) (sizes[z] - failed),
+               "put_batch of %zu: the rest stored, each once", sizes[z]);
+        is_int((long long) (r.bytes > 0), (long long) (z % 3 == 0 && r.count > 0),
+               "put_batch of %zu: texts kept only when asked", sizes[z]);
+
+        /* each stored record has the parse it was given (the first o-999
+         * of the 1,000, replaced, is not among them) */
+        adserve_input_init(&in);
+        if (adserve_records_export(&r, &in, ADSERVE_KIND_ORDERS) != 0) abort();
+        right = in.nrecords[ADSERVE_KIND_ORDERS] == r.count;
+        for (i = 0; right && i < in.nrecords[ADSERVE_KIND_ORDERS]; i++) {
+            const adserve_parsed_t *got = *in.records[ADSERVE_KIND_ORDERS][i].parsed;
+            size_t k;
+
+            for (k = 0; k < n && (items[k].parsed != got || (n == 1001 && k == 999)); k++) {}
+            right = got != NULL && k < n;
+        }
+        adserve_input_free(&in);
+        ok(right, "put_batch of %zu: each stored with its own parse", sizes[z]);
+
+        if (n == 1001) {
+            /* o-999 was PAUSED first, then APPROVED: the later one stays */
+            adserve_input_init(&in);
+            if (adserve_records_export(&r, &in, ADSERVE_KIND_ORDERS) != 0) abort();
+            right = 0;
+            for (i = 0; i < in.nrecords[ADSERVE_KIND_ORDERS]; i++) {
+                right += *in.records[ADSERVE_KIND_ORDERS][i].parsed == items[1000].parsed;
+            }
+            adserve_input_free(&in);
+            is_int(right, 1, "put_batch: an id twice in a batch is the later one");
+        }
+
+        /* each where a lookup of its id finds it */
+        for (i = 0; i < n; i++) {
+            adserve_records_del(&r, items[i].id, items[i].id_len);
+        }
+        is_int((long long) r.count, 0, "put_batch of %zu: each found by its id", sizes[z]);
+        adserve_records_free(&r);
+    }
+}
+
 int main(void) {
     adserve_records_t r;
     adserve_input_t in;
@@ -215,6 +297,7 @@ int main(void) {
 
     test_kept_parses();
     test_put_parsed();
+    test_put_batch();
 
     return done_testing();
 }
