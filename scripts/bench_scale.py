@@ -259,14 +259,14 @@ def adoptions():
 
 
 def full_load_steps():
-    """From nginx's log: each full load's longest step on the builder's event
-    loop (a chunk copied), on the clock and on a core: the clock's is
-    longer when the node's other threads held the core."""
+    """From nginx's log: each full load's longest chunk copy on the builder's
+    event loop, on the clock and on a core: the clock's is longer when the
+    node's other threads held the core."""
     steps = []
     try:
         with open(os.path.join(ENV["ADSERVE_VAR"], "log", "nginx-error.log")) as f:
             for line in f:
-                if "full load's longest step on the event loop" not in line:
+                if "full load's longest chunk copy" not in line:
                     continue
                 words = line.split(" took ", 1)[1].split()
                 steps.append((float(words[0]), float(words[2])))
@@ -348,7 +348,7 @@ def main():
              ("; errors: " + ", ".join(rl["errors"])) if rl["errors"] else ""))
     steps = full_load_steps()
     if steps:
-        print("full load (the builder's event loop): longest step %.1f ms on the clock, "
+        print("full load (the builder's event loop): longest chunk copy %.1f ms on the clock, "
               "%.1f ms on a core, over %d loads"
               % (max(w for w, _ in steps), max(c for _, c in steps), len(steps)))
     ad = adoptions()

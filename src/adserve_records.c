@@ -32,12 +32,6 @@ adserve_records_init(adserve_records_t *r)
 #define RECORDS_AHEAD  8              /* a batch's prefetch distance */
 #define RECORDS_RING   (2 * RECORDS_AHEAD)   /* its hashes, in flight */
 
-#if defined(__GNUC__)
-#define records_prefetch(p)  __builtin_prefetch(p)
-#else
-#define records_prefetch(p)  (void) (p)
-#endif
-
 
 static adserve_record_t **
 find(const adserve_records_t *r, uint64_t hash, const char *id, size_t id_len)
@@ -176,27 +170,35 @@ adserve_records_put_parsed(adserve_records_t *r, const char *id, size_t id_len,
 }
 
 
+/* The bucket of a hash, for a prefetch (NULL: no buckets yet). */
+static adserve_record_t **
+bucket_of(const adserve_records_t *r, uint64_t hash)
+{
+    return r->nbuckets ? &r->buckets[hash & (r->nbuckets - 1)] : NULL;
+}
+
+
 /* Each record in three stages: hashed and its bucket fetched RECORDS_AHEAD
  * records before its insert, its chain's first entry half way, inserted. */
 size_t
-adserve_records_put_batch(adserve_records_t *r, const adserve_records_item_t *items,
-    size_t n, int keep_texts)
+adserve_records_put_batch(adserve_records_t *r,
+    const adserve_records_item_t *items, size_t n, int keep_texts)
 {
-    const adserve_records_item_t  *it;
-    uint64_t                       hash[RECORDS_RING];
-    size_t                         i, j, failed = 0;
+    const adserve_records_item_t   *it;
+    adserve_record_t              **b;
+    uint64_t                        hash[RECORDS_RING];
+    size_t                          i, j, failed = 0;
 
     for (i = 0; i < n + RECORDS_AHEAD; i++) {
         if (i < n) {
             hash[i % RECORDS_RING] = adserve_hash(items[i].id, items[i].id_len);
-            if (r->nbuckets > 0) {
-                records_prefetch(&r->buckets[hash[i % RECORDS_RING] & (r->nbuckets - 1)]);
-            }
+            adserve_prefetch(bucket_of(r, hash[i % RECORDS_RING]));
         }
 
         j = i - RECORDS_AHEAD / 2;
-        if (i >= RECORDS_AHEAD / 2 && j < n && r->nbuckets > 0) {
-            records_prefetch(r->buckets[hash[j % RECORDS_RING] & (r->nbuckets - 1)]);
+        if (i >= RECORDS_AHEAD / 2 && j < n) {
+            b = bucket_of(r, hash[j % RECORDS_RING]);
+            adserve_prefetch(b ? *b : NULL);
         }
 
         if (i < RECORDS_AHEAD) {
@@ -209,8 +211,8 @@ adserve_records_put_batch(adserve_records_t *r, const adserve_records_item_t *it
         if (it->parsed == NULL) {
             failed++;
 
-        } else if (insert(r, hash[j % RECORDS_RING], it->id, it->id_len, it->text,
-                          keep_texts ? it->len : 0, it->parsed)
+        } else if (insert(r, hash[j % RECORDS_RING], it->id, it->id_len,
+                          it->text, keep_texts ? it->len : 0, it->parsed)
                    != 0)
         {
             adserve_parsed_free(it->parsed);

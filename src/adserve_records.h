@@ -5,7 +5,9 @@
  * (adserve:changes) are fetched again and put or deleted here, and the
  * snapshot is built from what it holds. Serving never reads it: only the
  * loader, one stage at a time, so a build in the thread pool always sees it
- * unchanged (and is the only one to write it: the parses it keeps).
+ * unchanged (and is the only one to write it: the parses it keeps). A full
+ * load's fresh copy is filled by the pool's threads as they parse its
+ * chunks, one at a time for each copy (ngx_http_adserve_scan.c).
  */
 
 #ifndef ADSERVE_RECORDS_H
@@ -51,7 +53,8 @@ typedef struct {
  * keep_texts, with each record's bucket and chain brought into the cache a
  * few records ahead of its insert: a full load puts half a million, and
  * in tables of megabytes each insert's reads are cache misses. Returns how
- * many were not stored (out of memory; r owns every parse still). */
+ * many were not stored (out of memory): their parses are freed, and r owns
+ * the others. */
 size_t adserve_records_put_batch(adserve_records_t *r,
     const adserve_records_item_t *items, size_t n, int keep_texts);
 

@@ -48,11 +48,6 @@ const char *const adserve_excl_names[ADSERVE_EXCL_COUNT + 1] = {
 #define PARTS_MAX       16
 #define JOIN_SHARED     4096
 #define BORROW_SLACK    ((size_t) 4 << 20)
-#if defined(__GNUC__)
-#define adserve_prefetch(p)  __builtin_prefetch(p)
-#else
-#define adserve_prefetch(p)  (void) (p)
-#endif
 
 typedef struct {
     uint32_t     *v;

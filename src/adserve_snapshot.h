@@ -30,6 +30,15 @@
 #include "adserve_token.h"
 
 
+/* A read of p brought into the cache ahead of its use (p may be NULL):
+ * for loops whose every step is a cache miss in a large table. */
+#if defined(__GNUC__)
+#define adserve_prefetch(p)  __builtin_prefetch(p)
+#else
+#define adserve_prefetch(p)  (void) (p)
+#endif
+
+
 /* One record of the input: its text, and where its parse is kept between
  * builds (NULL: nowhere; the build parses it and frees the parse). The
  * build fills an empty slot and reuses a full one, so the slot must be

@@ -453,8 +453,8 @@ ngx_http_adserve_build_finish(void *data)
 
         if (bc->full) {
             ngx_log_error(NGX_LOG_INFO, ld->redis.log, 0,
-                          NGX_HTTP_ADSERVE_LOG "the full load's longest step on the "
-                          "event loop (a chunk copied) took "
+                          NGX_HTTP_ADSERVE_LOG "the full load's longest chunk copy (out of "
+                          "hiredis's reply, on the event loop) took "
                           "%.3f ms, %.3f ms of it on a core; reading waited "
                           "%ui times for parsing", ld->longest.wall_ms,
                           ld->longest.cpu_ms, ld->holds);

@@ -16,8 +16,6 @@
 
 #include "ngx_http_adserve.h"
 
-#include <time.h>
-
 
 
 #define NGX_HTTP_ADSERVE_SCAN_COUNT     "1000"
@@ -107,15 +105,18 @@ ngx_http_adserve_load_free(ngx_http_adserve_load_t *load)
 }
 
 
-static void
+static ngx_int_t
 ngx_http_adserve_load_lock(ngx_http_adserve_load_t *load, adserve_kind_e kind)
 {
 #if (NGX_THREADS)
-    (void) ngx_thread_mutex_lock(&load->lock[kind], load->log);
+    return ngx_thread_mutex_lock(&load->lock[kind], load->log);
+#else
+    return NGX_OK;
 #endif
 }
 
 
+/* Only after a lock that succeeded; nginx logs a failure. */
 static void
 ngx_http_adserve_load_unlock(ngx_http_adserve_load_t *load, adserve_kind_e kind)
 {
@@ -167,6 +168,11 @@ ngx_http_adserve_chunk_copy(ngx_http_adserve_scan_t *sc, const redisReply *items
     ch->kind = sc->kind;
     ch->oom = 0;
     ch->n = n;
+
+    /* counted from now: should the load be given up before the chunk is
+     * posted (the next HSCAN not sent), the chunk still holds it */
+    ch->load->chunks++;
+    sc->loader->parsing++;
     p = (u_char *) &ch->recs[n];
     rec = ch->recs;
 
@@ -201,7 +207,8 @@ ngx_http_adserve_chunk_parse(void *data, ngx_log_t *log)
 {
     ngx_http_adserve_chunk_t      *ch = data;
     adserve_records_item_t        *rec;
-    size_t                         i;
+    adserve_records_t             *records;
+    size_t                         i, failed;
     int                            nice;
 
     nice = ngx_http_adserve_background_begin();
@@ -214,11 +221,21 @@ ngx_http_adserve_chunk_parse(void *data, ngx_log_t *log)
 
     /* an ad unit keeps its text: its experiments' variants are parsed from
      * it by every build (ngx_http_adserve_build_thread) */
-    ngx_http_adserve_load_lock(ch->load, ch->kind);
-    ch->oom = adserve_records_put_batch(&ch->load->records[ch->kind], ch->recs, ch->n,
-                                        ch->kind == ADSERVE_KIND_AD_UNITS)
-              > 0;
-    ngx_http_adserve_load_unlock(ch->load, ch->kind);
+    records = &ch->load->records[ch->kind];
+
+    if (ngx_http_adserve_load_lock(ch->load, ch->kind) != NGX_OK) {
+        failed = ch->n;
+        for (i = 0; i < ch->n; i++) {
+            adserve_parsed_free(ch->recs[i].parsed);
+        }
+
+    } else {
+        failed = adserve_records_put_batch(records, ch->recs, ch->n,
+                                           ch->kind == ADSERVE_KIND_AD_UNITS);
+        ngx_http_adserve_load_unlock(ch->load, ch->kind);
+    }
+
+    ch->oom = failed > 0;
 
     ngx_http_adserve_background_end(nice);
 }
@@ -245,6 +262,11 @@ ngx_http_adserve_chunk_done(void *data)
             ngx_http_adserve_load_free(load);
         }
 
+        /* a load since may have held its scans for this chunk's room */
+        if (ld->state == NGX_HTTP_ADSERVE_SCANNING) {
+            ngx_http_adserve_loader_scanned(ld);
+        }
+
         return;
     }
 
@@ -263,9 +285,6 @@ static void
 ngx_http_adserve_chunk_post(ngx_http_adserve_chunk_t *ch)
 {
     ngx_http_adserve_loader_t  *ld = ch->loader;
-
-    ld->parsing++;
-    ch->load->chunks++;
 
     ch->offload.work = ngx_http_adserve_chunk_parse;
     ch->offload.finish = ngx_http_adserve_chunk_done;
@@ -294,8 +313,9 @@ ngx_http_adserve_loader_scanned(ngx_http_adserve_loader_t *ld)
         }
     }
 
-    if (ld->scanning > 0 || ld->parsing > 0
-        || ld->state != NGX_HTTP_ADSERVE_SCANNING)
+    /* its own chunks: those of a load given up may still be in the pool */
+    if (ld->state != NGX_HTTP_ADSERVE_SCANNING || ld->scanning > 0
+        || ld->load->chunks > 0)
     {
         return;
     }
@@ -414,7 +434,10 @@ ngx_http_adserve_loader_on_hlen(redisAsyncContext *ac, void *r, void *data)
 
     /* a little room over: what lands during the scan (the hash's first
      * chunk comes after this reply, so no thread holds the lock yet) */
-    ngx_http_adserve_load_lock(ld->load, sc->kind);
+    if (ngx_http_adserve_load_lock(ld->load, sc->kind) != NGX_OK) {
+        return;                         /* the scan goes on without it */
+    }
+
     rc = adserve_records_reserve(&ld->load->records[sc->kind],
                                  (size_t) reply->integer + reply->integer / 8);
     ngx_http_adserve_load_unlock(ld->load, sc->kind);

@@ -284,11 +284,13 @@ void
 ngx_http_adserve_step_end(const ngx_http_adserve_step_t *st,
     ngx_http_adserve_longest_t *longest)
 {
-    longest->wall_ms = ngx_max(longest->wall_ms,
-                               ngx_http_adserve_since_ms(CLOCK_MONOTONIC, &st->wall));
-    longest->cpu_ms = ngx_max(longest->cpu_ms,
-                              ngx_http_adserve_since_ms(CLOCK_THREAD_CPUTIME_ID,
-                                                        &st->cpu));
+    double  wall, cpu;
+
+    wall = ngx_http_adserve_since_ms(CLOCK_MONOTONIC, &st->wall);
+    cpu = ngx_http_adserve_since_ms(CLOCK_THREAD_CPUTIME_ID, &st->cpu);
+
+    longest->wall_ms = ngx_max(longest->wall_ms, wall);
+    longest->cpu_ms = ngx_max(longest->cpu_ms, cpu);
 }
 
 

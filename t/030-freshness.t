@@ -142,8 +142,8 @@ my @wrong = grep {
 } @units[map { int rand @units } 1 .. 60];
 is(scalar @wrong, 0, '... 60 of them, drawn at random, serve their own creative');
 like(substr($t->log_text('nginx-error.log'), $mark),
-     qr/full load's longest step on the event loop \(a chunk copied\) took [0-9.]+ ms, [0-9.]+ ms of it on a core/,
-     "the log gives the full load's longest step on the event loop");
+     qr/full load's longest chunk copy \(out of hiredis's reply, on the event loop\) took [0-9.]+ ms, [0-9.]+ ms of it on a core/,
+     "the log gives the full load's longest chunk copy on the event loop");
 
 # how long it really takes, for the record (no assertion on it)
 $c->{records}{ad_units}{status} = 'ACTIVE';

@@ -153,7 +153,7 @@ static void test_put_parsed(void) {
 static void test_put_batch(void) {
     static const char *texts[2] = { "{\"id\":\"x\",\"status\":\"APPROVED\"}",
                                     "{\"id\":\"x\",\"status\":\"PAUSED\"}" };
-    static const size_t sizes[] = { 0, 1, 3, 4, 5, 8, 9, 17, 1000 };
+    static const size_t sizes[] = { 0, 1, 3, 4, 5, 8, 9, 17, 1000, 200 };
     adserve_records_item_t items[1001];
     adserve_records_t r;
     adserve_input_t in;

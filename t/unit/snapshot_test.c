@@ -260,7 +260,6 @@ static adserve_li_t *lookup(const adserve_snapshot_t *s, const char *id) {
     return adserve_snapshot_li(s, id, strlen(id));
 }
 
-/* The line item of a candidate. */
 /* qsort: ids in the order of their hashes, as a group's line items rank */
 static int hash_order(const void *a, const void *b) {
     const char *x = *(const char *const *) a, *y = *(const char *const *) b;
@@ -269,6 +268,7 @@ static int hash_order(const void *a, const void *b) {
     return hx != hy ? (hx < hy ? -1 : 1) : strcmp(x, y);
 }
 
+/* The line item of a candidate. */
 static const adserve_li_t *li_of(const adserve_snapshot_t *s, const adserve_cand_t *c) {
     (void) paces(s);
     return &s->lis[c->li];
