@@ -157,19 +157,6 @@ adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
 }
 
 
-int
-adserve_records_put_parsed(adserve_records_t *r, const char *id, size_t id_len,
-    const char *text, size_t len, adserve_parsed_t *parsed)
-{
-    if (insert(r, adserve_hash(id, id_len), id, id_len, text, len, parsed) != 0) {
-        adserve_parsed_free(parsed);
-        return -1;
-    }
-
-    return 0;
-}
-
-
 /* The bucket of a hash, for a prefetch (NULL: no buckets yet). */
 static adserve_record_t **
 bucket_of(const adserve_records_t *r, uint64_t hash)

@@ -33,14 +33,6 @@ void adserve_records_init(adserve_records_t *r);
 int adserve_records_put(adserve_records_t *r, const char *id, size_t id_len,
     const char *text, size_t len);
 
-/* Sets the record id to its parse, and to its text when one is given
- * (len > 0): a full load parses each chunk as it arrives (adserve_parse),
- * and a build needs nothing else but the ad units' texts (an experiment's
- * variants are parsed from them). r owns parsed from now on, even when out
- * of memory (-1). */
-int adserve_records_put_parsed(adserve_records_t *r, const char *id,
-    size_t id_len, const char *text, size_t len, adserve_parsed_t *parsed);
-
 /* One record of a batch (adserve_records_put_batch). */
 typedef struct {
     const char        *id, *text;
@@ -49,10 +41,13 @@ typedef struct {
                                        * want of memory */
 } adserve_records_item_t;
 
-/* adserve_records_put_parsed of n records, their texts kept when
- * keep_texts, with each record's bucket and chain brought into the cache a
- * few records ahead of its insert: a full load puts half a million, and
- * in tables of megabytes each insert's reads are cache misses. Returns how
+/* Sets each of n records to its parse, and to its text too when
+ * keep_texts: a full load parses each chunk as it arrives (adserve_parse),
+ * and a build needs nothing else but the ad units' texts (an experiment's
+ * variants are parsed from them). Each record's bucket and chain are
+ * brought into the cache a few records ahead of its insert: a full load
+ * puts half a million, and in tables of megabytes each insert's reads are
+ * cache misses. Returns how
  * many were not stored (out of memory): their parses are freed, and r owns
  * the others. */
 size_t adserve_records_put_batch(adserve_records_t *r,

@@ -104,6 +104,7 @@ static void test_kept_parses(void) {
 /* A full load stores each record as its chunk's parse, never its text. */
 static void test_put_parsed(void) {
     static const char *li = LI("ACTIVE", "3");
+    adserve_records_item_t one;
     adserve_snapshot_t *s;
     adserve_parsed_t *p, *kept;
     adserve_input_t in;
@@ -119,9 +120,14 @@ static void test_put_parsed(void) {
         "\"status\":\"ACTIVE\"}");
 
     p = adserve_parse(ADSERVE_KIND_LINE_ITEMS, li, strlen(li));
-    ok(p != NULL && adserve_records_put_parsed(&inv[ADSERVE_KIND_LINE_ITEMS], "l1", 2, NULL, 0, p) == 0
+    one.id = "l1";
+    one.id_len = 2;
+    one.text = li;
+    one.len = strlen(li);
+    one.parsed = p;
+    ok(p != NULL && adserve_records_put_batch(&inv[ADSERVE_KIND_LINE_ITEMS], &one, 1, 0) == 0
        && inv[ADSERVE_KIND_LINE_ITEMS].count == 1 && inv[ADSERVE_KIND_LINE_ITEMS].bytes == 0,
-       "put_parsed: one record, no text kept");
+       "put_batch of one parse: one record, no text kept");
 
     adserve_input_init(&in);
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
@@ -146,7 +152,7 @@ static void test_put_parsed(void) {
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) adserve_records_free(&inv[k]);
 }
 
-/* A full load's chunk: put_batch stores as put_parsed would, a record at a
+/* A full load's chunk: put_batch stores as puts of one record would, a record at a
  * time, whatever the batch's length next to its prefetch distance; an id
  * twice in a batch is the later one; a record that could not be parsed
  * (NULL: out of memory) is counted, not stored. */
