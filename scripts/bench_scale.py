@@ -5,8 +5,9 @@ Loads a large generated inventory (100k line items, 5k ad units, 200k
 creatives by default) and measures what the issue of the per-node snapshot
 asks for: the full load, the snapshot's memory per worker and per node at
 each worker count, freshness (one API write to the first ad request that
-reflects it, and to every worker), and serving across `nginx -s reload`
-under load (the slowest request and the failed ones).
+reflects it, and to every worker), and serving under load across
+`nginx -s reload` and across a full load of the running node (the slowest
+request and the failed ones).
 
 Standard library only. Prints progress on stderr and the figures, as a
 table, on stdout. Exit status: 0, or 2 on an error.
@@ -33,6 +34,7 @@ WORKERS = [int(w) for w in ENV.get("SCALE_WORKERS", "2 8").split()]
 WRITES = int(ENV.get("SCALE_WRITES", "20"))
 RELOAD_SECONDS = float(ENV.get("SCALE_RELOAD_SECONDS", "20"))
 RELOAD_CLIENTS = int(ENV.get("SCALE_RELOAD_CLIENTS", "4"))
+KEPT_CONNECTIONS = 4            # each client's, for the full load under load
 BODY = b'{"version":"0.1.0","user":{"id":"scale-user"},"device":{"ua":"Mozilla/5.0"}}'
 
 
@@ -195,20 +197,50 @@ def freshness(token, unit, li, nworkers):
     return firsts, alls
 
 
-def reload_under_load(unit):
-    """Fresh connections back to back from RELOAD_CLIENTS threads for
-    RELOAD_SECONDS, `nginx -s reload` a quarter of the way in."""
+class Kept:
+    """Requests in turn on KEPT_CONNECTIONS keep-alive connections, each
+    opened again when it fails: a browser's, held by one worker (a fresh
+    connection goes to whichever worker is free to accept it, so it never
+    sees one worker's event loop held)."""
+
+    def __init__(self):
+        self.conns = [None] * KEPT_CONNECTIONS
+        self.turn = 0
+
+    def post(self, path):
+        i = self.turn = (self.turn + 1) % len(self.conns)
+        if self.conns[i] is None:
+            self.conns[i] = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+        try:
+            self.conns[i].request("POST", path, body=BODY,
+                                  headers={"Content-Type": "application/json"})
+            r = self.conns[i].getresponse()
+            r.read()
+            return r.status
+        except (OSError, http.client.HTTPException):
+            self.conns[i].close()
+            self.conns[i] = None
+            raise
+
+
+def under_load(unit, event, kept=False):
+    """Requests back to back from RELOAD_CLIENTS threads for RELOAD_SECONDS,
+    on fresh connections or kept ones, event() a quarter of the way in."""
     results = []
     lock = threading.Lock()
     stop = time.time() + RELOAD_SECONDS
 
     def client():
         mine = []
+        conns = Kept() if kept else None
         while time.time() < stop:
             t0 = time.time()
             try:
-                st, _ = request("POST", "/app/v0/ad/" + unit, BODY, timeout=30)
-            except OSError as e:
+                if conns:
+                    st = conns.post("/app/v0/ad/" + unit)
+                else:
+                    st, _ = request("POST", "/app/v0/ad/" + unit, BODY, timeout=30)
+            except (OSError, http.client.HTTPException) as e:
                 st = "error: %s" % e
             mine.append((t0, (time.time() - t0) * 1000, st))
         with lock:
@@ -218,22 +250,41 @@ def reload_under_load(unit):
     for t in threads:
         t.start()
     time.sleep(RELOAD_SECONDS / 4)
-    reloaded = time.time()
-    r = subprocess.run(["/usr/sbin/nginx", "-p", ENV["ADSERVE_VAR"] + "/nginx/", "-c",
-                        ENV["ADSERVE_VAR"] + "/nginx/nginx.conf", "-e",
-                        ENV["ADSERVE_VAR"] + "/log/nginx-error.log", "-s", "reload"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        fail("nginx -s reload: " + r.stderr)
+    at = time.time()
+    event()
     for t in threads:
         t.join()
     failed = [x for x in results if x[2] not in (200, 204)]
     slow = max(results, key=lambda x: x[1])
     lat = sorted(x[1] for x in results)
     return {"requests": len(results), "failed": len(failed),
-            "slowest_ms": slow[1], "slowest_at": slow[0] - reloaded,
+            "slowest_ms": slow[1], "slowest_at": slow[0] - at,
             "p99_ms": lat[int(len(lat) * 0.99) - 1], "p50_ms": lat[len(lat) // 2],
             "errors": sorted({str(x[2]) for x in failed})[:5]}
+
+
+def reload():
+    r = subprocess.run(["/usr/sbin/nginx", "-p", ENV["ADSERVE_VAR"] + "/nginx/", "-c",
+                        ENV["ADSERVE_VAR"] + "/nginx/nginx.conf", "-e",
+                        ENV["ADSERVE_VAR"] + "/log/nginx-error.log", "-s", "reload"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("nginx -s reload: " + r.stderr)
+
+
+def full_load():
+    """A revision with no change log entry, as a writer outside the
+    contract makes: only a full load can tell what changed. The builder
+    reads every hash again, builds, and frees its previous records."""
+    redis("INCR", "adserve:rev")
+
+
+def print_under_load(what, r):
+    print("%s (%d workers): %d requests, %d failed, slowest %.0f ms (%.1f s after it "
+          "began), p99 %.1f ms, p50 %.1f ms%s"
+          % (what, WORKERS[0], r["requests"], r["failed"], r["slowest_ms"], r["slowest_at"],
+             r["p99_ms"], r["p50_ms"],
+             ("; errors: " + ", ".join(r["errors"])) if r["errors"] else ""))
 
 
 # ---- main ----------------------------------------------------------------------
@@ -326,7 +377,10 @@ def main():
             firsts, alls = freshness(token, unit, li, workers)
             say("reload under load: %d clients on fresh connections for %.0f s"
                 % (RELOAD_CLIENTS, RELOAD_SECONDS))
-            rl = reload_under_load(unit)
+            rl = under_load(unit, reload)
+            say("a full load under load: %d clients on %d keep-alive connections each "
+                "for %.0f s" % (RELOAD_CLIENTS, KEPT_CONNECTIONS, RELOAD_SECONDS))
+            fl = under_load(unit, full_load, kept=True)
 
     print()
     print("inventory: %d ad units, %d line items (%d%% paced), %d creatives"
@@ -341,11 +395,8 @@ def main():
           "every worker median %.0f ms, max %.0f ms"
           % (WORKERS[0], WRITES, statistics.median(firsts), max(firsts),
              statistics.median(alls), max(alls)))
-    print("reload (%d workers): %d requests, %d failed, slowest %.0f ms (%.1f s after the "
-          "reload), p99 %.1f ms, p50 %.1f ms%s"
-          % (WORKERS[0], rl["requests"], rl["failed"], rl["slowest_ms"], rl["slowest_at"],
-             rl["p99_ms"], rl["p50_ms"],
-             ("; errors: " + ", ".join(rl["errors"])) if rl["errors"] else ""))
+    print_under_load("reload", rl)
+    print_under_load("a full load of the running node, on keep-alive connections", fl)
     steps = full_load_steps()
     if steps:
         print("full load (the builder's event loop): longest chunk copy %.1f ms on the clock, "

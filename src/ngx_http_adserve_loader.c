@@ -1171,6 +1171,10 @@ ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld)
     ngx_http_adserve_redis_stop(&ld->redis);
     ngx_http_adserve_watch_stop(ld);
 
+    /* the pool may be gone already (its module exits first): what is
+     * left is freed here */
+    ld->thread_pool = NULL;
+
     /* a build still running in a thread reads the records; the process
      * exit reclaims them then */
     if (ld->state != NGX_HTTP_ADSERVE_BUILDING) {
