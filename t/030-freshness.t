@@ -108,27 +108,7 @@ cmp_ok(builder($t->worker_status)->{full_loads}, '>', $trimmed->{full_loads},
 # stored by the thread pool: 1,500 units written straight to Redis, with
 # no log entries, so only a full load finds them
 my $base = builder($t->worker_status);
-my (@cmds, @units);
-for (1 .. 1500) {
-    my %id = map { $_ => Adserve::Test::uuid() } qw(unit order li creative lica);
-    push @units, \%id;
-    push @cmds,
-        ['HSET', 'adserve:ad_units', $id{unit}, JSON::PP->new->encode(
-            { id => $id{unit}, status => 'ACTIVE', display => { w => 300, h => 250 } })],
-        ['HSET', 'adserve:orders', $id{order}, JSON::PP->new->encode(
-            { id => $id{order}, status => 'APPROVED' })],
-        ['HSET', 'adserve:line_items', $id{li}, JSON::PP->new->encode(
-            { id => $id{li}, order_id => $id{order}, status => 'ACTIVE', type => 'STANDARD',
-              cost_type => 'CPM', rate => 1.5, priority => 8,
-              targeting => { ad_units => { include => [ $id{unit} ] } } })],
-        ['HSET', 'adserve:creatives', $id{creative}, JSON::PP->new->encode(
-            { id => $id{creative}, approval => 'APPROVED', type => 'IMAGE', w => 300, h => 250,
-              image_url => "https://cdn.example/$id{creative}.png",
-              landing_url => 'https://advertiser.example/landing' })],
-        ['HSET', 'adserve:licas', $id{lica}, JSON::PP->new->encode(
-            { id => $id{lica}, line_item_id => $id{li}, creative_id => $id{creative},
-              status => 'ACTIVE', weight => 1 })];
-}
+my ($units, @cmds) = $t->unlogged_chains(1500);
 my $mark = length $t->log_text('nginx-error.log');
 my $rev4 = $t->transaction(@cmds);
 ok($t->wait_until(30, sub { $t->workers_at($rev4) }), '1,500 units written without log entries load');
@@ -136,11 +116,7 @@ my $many = builder($t->worker_status);
 cmp_ok($many->{full_loads}, '>', $base->{full_loads}, '... by a full load');
 is($many->{active_ad_units} - $base->{active_ad_units}, 1500, '... every unit of them active');
 is($many->{candidates} - $base->{candidates}, 1500, '... each with its line item');
-my @wrong = grep {
-    my $img = $t->ad($_->{unit})->{json}{ad}{display}{banner}{img} // '';
-    $img ne "https://cdn.example/$_->{creative}.png"
-} @units[map { int rand @units } 1 .. 60];
-is(scalar @wrong, 0, '... 60 of them, drawn at random, serve their own creative');
+is($t->own_creative_misses($units, 60), 0, '... 60 of them, drawn at random, serve their own creative');
 like(substr($t->log_text('nginx-error.log'), $mark),
      qr/full load's longest chunk copy \(out of hiredis's reply, on the event loop\) took [0-9.]+ ms, [0-9.]+ ms of it on a core/,
      "the log gives the full load's longest chunk copy on the event loop");

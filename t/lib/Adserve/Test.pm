@@ -76,6 +76,7 @@ sub new {
             ADSERVE_REDIS_PORT     => $ports[2],
             ADSERVE_DEMO_PORT      => $ports[3],
             ADSERVE_WORKERS        => $opt{workers} // 2,
+            ADSERVE_THREADS        => $opt{threads} // 1,
             # every test request comes from 127.0.0.1: the spec's 100
             # requests/s would throttle the load tests; 0 is no limit
             # (t/025 tests the limit)
@@ -566,6 +567,17 @@ sub uuid {
 # fields. Returns the ids and the revision.
 sub chain {
     my ($self, %o) = @_;
+    my ($id, $rec) = chain_records(%o);
+    my %skip = map { $_ => 1 } @{ $o{skip} // [] };
+    $id->{rev} = $self->put(map { $skip{$_} ? () : ($_ => $rec->{$_}) }
+                            qw(ad_units orders line_items creatives licas));
+    $id->{records} = $rec;
+    return $id;
+}
+
+# chain_records(%o): chain's ids and records, unwritten
+sub chain_records {
+    my (%o) = @_;
     my %id = map { $_ => $o{$_}{id} // uuid() } qw(unit order line_item creative lica);
     my %rec = (
         ad_units => { id => $id{unit}, status => 'ACTIVE',
@@ -583,12 +595,40 @@ sub chain {
                    creative_id => $id{creative}, status => 'ACTIVE', weight => 1,
                    %{ $o{lica} // {} } },
     );
-    my @skip = @{ $o{skip} // [] };
-    my %skip = map { $_ => 1 } @skip;
-    $id{rev} = $self->put(map { $skip{$_} ? () : ($_ => $rec{$_}) }
-                          qw(ad_units orders line_items creatives licas));
-    $id{records} = \%rec;
-    return \%id;
+    return (\%id, \%rec);
+}
+
+# unlogged_chains(N): N chains as a writer outside the contract writes them
+# (HSETs, no change log entries: only a full load finds them). Returns the
+# chains' ids and the commands, for transaction().
+sub unlogged_chains {
+    my ($self, $n) = @_;
+    my (@ids, @cmds);
+    for (1 .. $n) {
+        my ($id, $rec) = chain_records();
+        push @ids, $id;
+        push @cmds, map { ['HSET', "adserve:$_", $rec->{$_}{id}, JSON::PP->new->encode($rec->{$_})] }
+                    qw(ad_units orders line_items creatives licas);
+    }
+    return (\@ids, @cmds);
+}
+
+# own_creative_misses(CHAINS, N): of N chains drawn at random, how many do
+# not serve their own creative (chain's image URL)
+sub own_creative_misses {
+    my ($self, $chains, $n) = @_;
+    return scalar grep {
+        my $img = $self->ad($_->{unit})->{json}{ad}{display}{banner}{img} // '';
+        $img ne "https://cdn.example/$_->{creative}.png"
+    } @$chains[map { int rand @$chains } 1 .. $n];
+}
+
+# the node's builder's status (undef while a worker does not answer)
+sub builder {
+    my ($self) = @_;
+    my $all = $self->worker_status or return undef;
+    my @b = grep { $_->{zone}{role} eq 'builder' } values %$all;
+    return @b == 1 ? $b[0] : undef;
 }
 
 # ---- waiting ------------------------------------------------------------
