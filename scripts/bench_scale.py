@@ -279,6 +279,10 @@ def full_load():
     redis("INCR", "adserve:rev")
 
 
+def node_full_loads(nworkers):
+    return sum(s["full_loads"] for s in status_of_workers(nworkers).values())
+
+
 def print_under_load(what, r):
     print("%s (%d workers): %d requests, %d failed, slowest %.0f ms (%.1f s after it "
           "began), p99 %.1f ms, p50 %.1f ms%s"
@@ -311,19 +315,22 @@ def adoptions():
 
 def full_load_steps():
     """From nginx's log: each full load's longest chunk copy on the builder's
-    event loop, on the clock and on a core: the clock's is longer when the
-    node's other threads held the core."""
-    steps = []
+    event loop, on the clock and on a core (the clock's is longer when the
+    node's other threads held the core), and how long the pool took to
+    free each full load's previous records."""
+    steps, frees = [], []
     try:
         with open(os.path.join(ENV["ADSERVE_VAR"], "log", "nginx-error.log")) as f:
             for line in f:
-                if "full load's longest chunk copy" not in line:
-                    continue
-                words = line.split(" took ", 1)[1].split()
-                steps.append((float(words[0]), float(words[2])))
+                if "full load's longest chunk copy" in line:
+                    words = line.split(" took ", 1)[1].split()
+                    steps.append((float(words[0]), float(words[2])))
+                elif "previous records of the full load" in line:
+                    words = line.split("(", 1)[1].split()
+                    frees.append((int(words[0].rstrip(")")), float(words[3])))
     except OSError:
-        return []
-    return steps
+        return [], []
+    return steps, frees
 
 
 def main():
@@ -380,7 +387,11 @@ def main():
             rl = under_load(unit, reload)
             say("a full load under load: %d clients on %d keep-alive connections each "
                 "for %.0f s" % (RELOAD_CLIENTS, KEPT_CONNECTIONS, RELOAD_SECONDS))
+            loads = node_full_loads(workers)
             fl = under_load(unit, full_load, kept=True)
+            if node_full_loads(workers) == loads:
+                fail("no full load of the running node within %.0f s: its figure would "
+                     "measure nothing" % (RELOAD_SECONDS * 3 / 4))
 
     print()
     print("inventory: %d ad units, %d line items (%d%% paced), %d creatives"
@@ -397,11 +408,14 @@ def main():
              statistics.median(alls), max(alls)))
     print_under_load("reload", rl)
     print_under_load("a full load of the running node, on keep-alive connections", fl)
-    steps = full_load_steps()
+    steps, frees = full_load_steps()
     if steps:
         print("full load (the builder's event loop): longest chunk copy %.1f ms on the clock, "
               "%.1f ms on a core, over %d loads"
               % (max(w for w, _ in steps), max(c for _, c in steps), len(steps)))
+    if frees:
+        print("full load (the pool): the previous records freed off the event loop, the "
+              "largest %d in %.0f ms" % max(frees))
     ad = adoptions()
     if ad:
         print("adoption (a worker's event loop taking a new snapshot, its pace table): "

@@ -93,7 +93,7 @@ adserve_env() {
     export ADSERVE_WORKERS=${ADSERVE_WORKERS:-auto}
     # the thread pool of each worker: a full load's parsing, the builds
     export ADSERVE_THREADS=${ADSERVE_THREADS:-1}
-    case $ADSERVE_THREADS in ''|*[!0-9]*|0) die "ADSERVE_THREADS must be a whole number from 1" ;; esac
+    case $ADSERVE_THREADS in ''|*[!0-9]*|0*) die "ADSERVE_THREADS must be a whole number from 1" ;; esac
     export ADSERVE_RATE=${ADSERVE_RATE:-100}      # serving requests/s per client; 0: no limit
     case $ADSERVE_RATE in ''|*[!0-9]*) die "ADSERVE_RATE must be a whole number (0: no limit)" ;; esac
     # where impression and click URLs point: the address browsers reach

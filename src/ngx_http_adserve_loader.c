@@ -1168,12 +1168,13 @@ ngx_http_adserve_loader_exit(ngx_http_adserve_loader_t *ld)
         ngx_del_timer(&ld->deadline);
     }
 
+    /* the thread pool module's exit_process ran before this dynamic
+     * module's: the pool is gone, and what is left, even a load that
+     * stopping Redis below gives up (loader_idle), is freed here */
+    ld->thread_pool = NULL;
+
     ngx_http_adserve_redis_stop(&ld->redis);
     ngx_http_adserve_watch_stop(ld);
-
-    /* the pool may be gone already (its module exits first): what is
-     * left is freed here */
-    ld->thread_pool = NULL;
 
     /* a build still running in a thread reads the records; the process
      * exit reclaims them then */

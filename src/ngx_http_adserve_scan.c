@@ -42,6 +42,10 @@ struct ngx_http_adserve_load_s {
     ngx_uint_t                  chunks;        /* in the pool */
     ngx_log_t                  *log;
     ngx_http_adserve_offload_t  offload;       /* its freeing */
+    ngx_uint_t                  previous;      /* it holds the builder's
+                                                * previous records */
+    size_t                      freed;         /* records, and how long */
+    double                      free_ms;       /* their freeing took */
 };
 
 
@@ -102,19 +106,25 @@ ngx_http_adserve_load_clear(void *data, ngx_log_t *log)
 {
     ngx_http_adserve_load_t  *load = data;
     ngx_uint_t                k;
+    struct timespec           t0;
     int                       nice;
 
     nice = ngx_http_adserve_background_begin();
+    (void) clock_gettime(CLOCK_MONOTONIC, &t0);
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
+        load->freed += load->records[k].count;
         adserve_records_free(&load->records[k]);
     }
 
 #ifdef __GLIBC__
-    /* the build's own malloc_trim ran before these were freed */
+    /* the build's own malloc_trim cannot hand these pages back: they are
+     * freed after it (or beside it, in a pool of more threads). It holds
+     * the heap's lock a few ms, as the build's does. */
     malloc_trim(0);
 #endif
 
+    load->free_ms = ngx_http_adserve_elapsed_ms(&t0);
     ngx_http_adserve_background_end(nice);
 }
 
@@ -126,6 +136,15 @@ ngx_http_adserve_load_free(void *data)
     ngx_http_adserve_load_t  *load = data;
 #if (NGX_THREADS)
     ngx_uint_t                k;
+#endif
+
+    if (load->previous && load->freed > 0) {
+        ngx_log_error(NGX_LOG_INFO, load->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "the previous records of the full load (%uz) "
+                      "freed in %.1f ms, off the event loop", load->freed, load->free_ms);
+    }
+
+#if (NGX_THREADS)
 
     for (k = 0; k < ADSERVE_KIND_COUNT; k++) {
         (void) ngx_thread_mutex_destroy(&load->lock[k], load->log);
@@ -382,7 +401,9 @@ ngx_http_adserve_loader_scanned(ngx_http_adserve_loader_t *ld)
     ngx_http_adserve_loader_build(ld);
 
     /* after the build, in the pool's queue: the snapshot comes first, and
-     * the old records are freed while it is built or after */
+     * the old records are freed while it is built or after (with one
+     * thread, a change that comes within that time waits for them) */
+    old->previous = 1;
     ngx_http_adserve_load_retire(ld, old);
 }
 

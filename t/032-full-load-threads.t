@@ -41,6 +41,10 @@ for my $n (1, 2) {
     is($after->{load_failures}, $b0->{load_failures}, '... and no load failed');
 }
 
+my @freed = $t->log_text('nginx-error.log')
+    =~ /the previous records of the full load \((\d+)\) freed in [0-9.]+ ms, off the event loop/g;
+cmp_ok(scalar(grep { $_ >= 5 * 3000 } @freed), '>=', 2,
+       "each full load of the running node freed the previous records, all of them, in the pool (@freed)");
 unlike($t->log_text('nginx-error.log'), qr/\[(?:alert|crit|emerg)\]|out of memory/,
        'no alert or lack of memory in the log');
 
