@@ -47,9 +47,8 @@ typedef struct {
  * variants are parsed from them). Each record's bucket and chain are
  * brought into the cache a few records ahead of its insert: a full load
  * puts half a million, and in tables of megabytes each insert's reads are
- * cache misses. Returns how
- * many were not stored (out of memory): their parses are freed, and r owns
- * the others. */
+ * cache misses. Returns how many were not stored (out of memory): their
+ * parses are freed, and r owns the others. */
 size_t adserve_records_put_batch(adserve_records_t *r,
     const adserve_records_item_t *items, size_t n, int keep_texts);
 

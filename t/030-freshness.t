@@ -52,17 +52,13 @@ is(scalar(grep { $t->ad($new)->{status} == 404 } 1 .. 20), 20, 'a deleted ad uni
 
 # The node's builder follows Redis (the other workers adopt what it
 # publishes): its counters tell how a change came.
-sub builder {
-    my ($all) = @_;
-    my @b = grep { $_->{zone}{role} eq 'builder' } values %$all;
-    return @b == 1 ? $b[0] : { full_loads => -1, changes_applied => -1 };
-}
+sub builder { $t->builder // { full_loads => -1, changes_applied => -1 } }
 
 # the change log: after the first full load, a change is fetched alone
-my $before = builder($t->worker_status);
+my $before = builder();
 my $c2 = $t->chain;
 sleep 1.0;
-my $after = builder($t->worker_status);
+my $after = builder();
 ok($t->workers_at($c2->{rev}), 'a logged change reaches every worker');
 is($after->{full_loads}, $before->{full_loads},
    '... without a full load (only the changed records were fetched)');
@@ -76,7 +72,7 @@ $t->transaction(['HSET', 'adserve:creatives', $c2->{creative}, JSON::PP->new->en
 sleep 1.0;
 is($t->ad($c2->{unit})->{json}{ad}{display}{banner}{img}, 'https://cdn.example/unlogged.png',
    'a change without a log entry is found by a full load');
-my $full = builder($t->worker_status);
+my $full = builder();
 cmp_ok($full->{full_loads}, '>', $after->{full_loads}, '... a full load, for the node');
 
 # the log trimmed up to the builder's position: nothing after it was
@@ -86,7 +82,7 @@ $c2->{records}{creatives}{image_url} = 'https://cdn.example/trimmed.png';
 my $rev2 = $t->put(creatives => $c2->{records}{creatives});
 ok($t->wait_until(5, sub { $t->workers_at($rev2) }), 'after the log was trimmed, a change still arrives');
 is($t->ad($c2->{unit})->{json}{ad}{display}{banner}{img}, 'https://cdn.example/trimmed.png', '... the right one');
-my $trimmed = builder($t->worker_status);
+my $trimmed = builder();
 is($trimmed->{full_loads}, $full->{full_loads},
    '... alone: the log lost nothing after the position (max-deleted-entry-id)');
 
@@ -101,18 +97,18 @@ my $rev3 = $t->transaction(
 ok($t->wait_until(5, sub {
        ($t->ad($c2->{unit})->{json}{ad}{display}{banner}{img} // '') eq 'https://cdn.example/lost.png' }),
    'a change trimmed from the log before the node read it still arrives');
-cmp_ok(builder($t->worker_status)->{full_loads}, '>', $trimmed->{full_loads},
+cmp_ok(builder()->{full_loads}, '>', $trimmed->{full_loads},
        '... by a full load, since the log lost an entry after the position');
 
 # a full load of many chunks (HSCAN ... COUNT 1000), each parsed and
 # stored by the thread pool: 1,500 units written straight to Redis, with
 # no log entries, so only a full load finds them
-my $base = builder($t->worker_status);
+my $base = builder();
 my ($units, @cmds) = $t->unlogged_chains(1500);
 my $mark = length $t->log_text('nginx-error.log');
 my $rev4 = $t->transaction(@cmds);
 ok($t->wait_until(30, sub { $t->workers_at($rev4) }), '1,500 units written without log entries load');
-my $many = builder($t->worker_status);
+my $many = builder();
 cmp_ok($many->{full_loads}, '>', $base->{full_loads}, '... by a full load');
 is($many->{active_ad_units} - $base->{active_ad_units}, 1500, '... every unit of them active');
 is($many->{candidates} - $base->{candidates}, 1500, '... each with its line item');

@@ -13,12 +13,6 @@ use Adserve::Test;
 my $t = Adserve::Test->new(workers => 2, components => [qw(redis nginx)]);
 my $json = JSON::PP->new->canonical;
 
-sub builder {
-    my $all = $t->worker_status or return undef;
-    my ($b) = grep { $_->{zone}{role} eq 'builder' } values %$all;
-    return $b;
-}
-
 # the bulk import: HSETs and the revision, no log entries
 my %id = map { $_ => Adserve::Test::uuid() } qw(unit order li cr lica);
 my $rev = $t->transaction(
@@ -39,14 +33,14 @@ my $rev = $t->transaction(
 is($t->redis('XLEN', 'adserve:changes'), 0, '(the change log is empty)');
 ok($t->wait_until(10, sub { $t->workers_at($rev) }), 'the bulk import loads');
 is($t->ad($id{unit})->{status}, 200, '... and serves');
-my $b0 = builder();
+my $b0 = $t->builder;
 
 # writes through the contract: each with its log entry
 my $c = $t->chain;
 ok($t->wait_until(10, sub { $t->workers_at($c->{rev}) }), 'a write through the log serves');
 is($t->ad($c->{unit})->{status}, 200, '... its ad unit has its ad');
 is($t->ad($id{unit})->{status}, 200, '... the bulk import serves on');
-my $b1 = builder();
+my $b1 = $t->builder;
 is($b1->{pid}, $b0->{pid}, '(the same builder)');
 is($b1->{full_loads}, $b0->{full_loads}, 'no full load: the log lost nothing after the node\'s position');
 cmp_ok($b1->{changes_applied}, '>=', 5, "the five records came from the log ($b1->{changes_applied})");
@@ -54,6 +48,6 @@ cmp_ok($b1->{changes_applied}, '>=', 5, "the five records came from the log ($b1
 $rev = $t->put(line_items => { %{ $c->{records}{line_items} }, status => 'PAUSED' });
 ok($t->wait_until(10, sub { $t->workers_at($rev) }), 'and so does the next write');
 is($t->ad($c->{unit})->{status}, 204, '... PAUSED: no ad');
-is(builder()->{full_loads}, $b0->{full_loads}, '... still without a full load');
+is($t->builder->{full_loads}, $b0->{full_loads}, '... still without a full load');
 
 done_testing;

@@ -20,12 +20,6 @@ my $t = Adserve::Test->new(template => $template, workers => 2,
                            components => [qw(redis nginx)]);
 my $port = $t->env->{ADSERVE_REDIS_PORT};
 
-sub builder {
-    my $all = $t->worker_status or return undef;
-    my ($b) = grep { $_->{zone}{role} eq 'builder' } values %$all;
-    return $b;
-}
-
 sub inventory {
     my (@size) = @_;
     system("$ROOT/scripts/gen-inventory @size 2>/dev/null | redis-cli -p $port --pipe >/dev/null") == 0
@@ -38,16 +32,16 @@ is($t->ad($c->{unit})->{status}, 200, '... and serves');
 
 # 20,000 line items: a snapshot of about 28 MB
 inventory(qw(--units 200 --line-items 20000 --creatives 40000));
-ok($t->wait_until(60, sub { my $b = builder(); $b && $b->{load_failures} >= 1 }),
+ok($t->wait_until(60, sub { my $b = $t->builder; $b && $b->{load_failures} >= 1 }),
    'a snapshot larger than the zone: the build fails');
 like($t->log_text('nginx-error.log'),
      qr/snapshot build failed: .*is adserve_snapshot_zone large enough for two snapshots/,
      '... and the log says what to do');
 is($t->ad($c->{unit})->{status}, 200, 'the node serves the snapshot it has');
 
-my $b0 = builder();
+my $b0 = $t->builder;
 sleep 4;
-my $b1 = builder();
+my $b1 = $t->builder;
 ok($b0 && $b1 && $b0->{pid} == $b1->{pid}, '(the same builder)');
 is($b1->{full_loads}, $b0->{full_loads},
    'no full load again: the builder builds the records it has');

@@ -607,7 +607,7 @@ sub unlogged_chains {
     for (1 .. $n) {
         my ($id, $rec) = chain_records();
         push @ids, $id;
-        push @cmds, map { ['HSET', "adserve:$_", $rec->{$_}{id}, JSON::PP->new->encode($rec->{$_})] }
+        push @cmds, map { ['HSET', "adserve:$_", $rec->{$_}{id}, $JSON->encode($rec->{$_})] }
                     qw(ad_units orders line_items creatives licas);
     }
     return (\@ids, @cmds);
