@@ -27,7 +27,10 @@ export async function consolePage(browser, viewport = { width: 1280, height: 900
 export async function signIn(page, email, password) {
     await page.goto(CONSOLE);
     await page.locator('#email').waitFor();
-    await page.keyboard.type(email);                 // the e-mail field has the focus
+    // the form focuses the e-mail field once it is drawn: typing before
+    // that lost the keys (a sign-in that never ended, now and then)
+    await page.waitForFunction(() => document.activeElement?.id === 'email');
+    await page.keyboard.type(email);
     await page.keyboard.press('Tab');
     await page.keyboard.type(password);
     await page.keyboard.press('Enter');
