@@ -84,21 +84,6 @@ ngx_http_adserve_history_key(u_char *key, const adserve_str_t *user)
 }
 
 
-/* An item's fingerprint in the set: 32 bits of its hash, never 0 (a free
- * slot). Two items of one fingerprint would filter each other: with 200
- * entries, one candidate in 20 million is dropped or demoted wrongly,
- * which no contract forbids. 4 bytes a slot keep the set of 200 entries
- * at 2 KB, within the request pool's block: at 8 it was a malloc'd 4 KB
- * and its clearing, half of the set's cost. */
-static ngx_inline uint32_t
-ngx_http_adserve_history_fp(uint64_t hash)
-{
-    uint32_t  fp = (uint32_t) (hash ^ (hash >> 32));
-
-    return fp ? fp : 1;
-}
-
-
 /* The set's slot of a fingerprint: its own, or the free one where it
  * would go. The set is at most half full, so a probe ends. */
 static ngx_inline uint32_t *
@@ -116,9 +101,9 @@ ngx_http_adserve_history_slot(const ngx_http_adserve_ctx_t *ctx, uint32_t fp)
 
 
 /* The user's entries within ADSERVE_HISTORY_SECONDS into the set
- * ctx->history, as the hashes of their item ids (the snapshot may change
- * before the answer: a hash outlives it). A set, since ViewOut asks it of
- * every candidate (30 or more against 200 entries). */
+ * ctx->history, as fingerprints of their item ids' hashes (the snapshot
+ * may change before the answer: a hash outlives it). A set, since ViewOut
+ * asks it of every candidate (30 or more against 200 entries). */
 static void
 ngx_http_adserve_history_set(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const ngx_http_adserve_hist_t *h)
@@ -144,7 +129,7 @@ ngx_http_adserve_history_set(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
             continue;
         }
 
-        fp = ngx_http_adserve_history_fp(h->hash[i]);
+        fp = h->fp[i];
         slot = ngx_http_adserve_history_slot(ctx, fp);
         if (*slot == 0) {
             *slot = fp;
@@ -192,7 +177,7 @@ ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ct
 
         for (p = end - n * ADSERVE_HISTORY_ENTRY; p < end; p += ADSERVE_HISTORY_ENTRY) {
             adserve_history_get(p, &e);
-            h.hash[h.n] = e.hash;
+            h.fp[h.n] = ngx_http_adserve_history_fp(e.hash);
             h.at[h.n++] = (uint32_t) e.at;
         }
     }
@@ -254,7 +239,7 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
     adserve_history_entry_t  e;
     u_char                   key[NGX_HTTP_ADSERVE_HISTORY_KEY];
     u_char                  *entries, *p;
-    uint64_t                 hashes[ADSERVE_TOPN_MAX + 1];
+    uint32_t                 fps[ADSERVE_TOPN_MAX + 1];
     const char              *argv[3];
     size_t                   argvlen[3];
     ngx_uint_t               i, n;
@@ -281,12 +266,12 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
             e.kind = ADSERVE_HISTORY_VIEWED;
         }
         adserve_history_put(p, &e);
-        hashes[i] = e.hash;
+        fps[i] = ngx_http_adserve_history_fp(e.hash);
     }
 
     /* the node's copy first: the user's next request may come before
      * Redis has this */
-    ngx_http_adserve_hzone_append(ngx_http_adserve_history_user(user), now, hashes, n);
+    ngx_http_adserve_hzone_append(ngx_http_adserve_history_user(user), now, fps, n);
 
     argv[0] = "APPEND";
     argvlen[0] = sizeof("APPEND") - 1;

@@ -14,11 +14,14 @@
  * other nodes append reaches this one at its next read: an item repeated
  * meanwhile breaks no contract (a cap would, so caps do not do this).
  *
- * Fixed slots of ADSERVE_HISTORY_MAX item hashes and times each, in sets of
- * NGX_HTTP_ADSERVE_HZONE_WAYS; a user new to the zone takes the least
- * recently used slot of their set. One lock, the slab pool's mutex, which
- * nginx's master releases when a worker dies holding it; it is held for a
- * lookup and a copy of 2.4 KB at most. Users are known by the 64-bit hash
+ * Fixed slots of ADSERVE_HISTORY_MAX item fingerprints and times each, in
+ * sets of NGX_HTTP_ADSERVE_HZONE_WAYS; a user new to the zone takes the
+ * least recently used slot of their set. A slot is a ring: an append to a
+ * full one writes over its oldest entries, and moves none (a heavy user's
+ * copy is always full, and moving 200 entries on every answer was a tenth
+ * of a recommendation's time in the module). One lock, the slab pool's
+ * mutex, which nginx's master releases when a worker dies holding it; it is
+ * held for a lookup and a copy of 1.6 KB at most. Users are known by the 64-bit hash
  * of their id: two ids of one hash would share a copy (and filter each
  * other's items) until the next read; at 2^-64 a pair, that is accepted.
  */
@@ -35,9 +38,11 @@ typedef struct {
                                                * 0: a free slot */
     int64_t   read_at;                        /* the latest read of Redis */
     int64_t   used_at;                        /* the latest request: LRU */
-    uint32_t  n;                              /* entries, oldest first */
+    uint32_t  first;                          /* the oldest entry's index */
+    uint32_t  n;                              /* entries, from first on,
+                                               * round the ring */
     uint32_t  at[ADSERVE_HISTORY_MAX];
-    uint64_t  hash[ADSERVE_HISTORY_MAX];
+    uint32_t  fp[ADSERVE_HISTORY_MAX];
 } ngx_http_adserve_hslot_t;
 
 
@@ -187,21 +192,53 @@ ngx_http_adserve_hzone_slot(uint64_t user, ngx_uint_t take)
 
     old->user = user;
     old->read_at = 0;
+    old->first = 0;
     old->n = 0;
 
     return old;
 }
 
 
-/* The slot's entries out into h. */
+/* The slot's entries from the from-th (0: its oldest) out into fp[] and
+ * at[], oldest first: the ring's tail, then its head; how many. */
 static ngx_uint_t
-ngx_http_adserve_hzone_copy(const ngx_http_adserve_hslot_t *slot, ngx_http_adserve_hist_t *h)
+ngx_http_adserve_hzone_copy(const ngx_http_adserve_hslot_t *slot, ngx_uint_t from,
+    uint32_t *fp, uint32_t *at)
 {
-    ngx_memcpy(h->hash, slot->hash, slot->n * sizeof(uint64_t));
-    ngx_memcpy(h->at, slot->at, slot->n * sizeof(uint32_t));
-    h->n = slot->n;
+    ngx_uint_t  i, n, tail;
 
-    return h->n;
+    n = slot->n - from;
+    i = (slot->first + from) % ADSERVE_HISTORY_MAX;
+    tail = ngx_min(n, ADSERVE_HISTORY_MAX - i);
+
+    ngx_memcpy(fp, &slot->fp[i], tail * sizeof(uint32_t));
+    ngx_memcpy(at, &slot->at[i], tail * sizeof(uint32_t));
+    ngx_memcpy(fp + tail, slot->fp, (n - tail) * sizeof(uint32_t));
+    ngx_memcpy(at + tail, slot->at, (n - tail) * sizeof(uint32_t));
+
+    return n;
+}
+
+
+/* The time of the slot's i-th entry (0: its oldest) */
+static ngx_inline uint32_t
+ngx_http_adserve_hzone_at(const ngx_http_adserve_hslot_t *slot, ngx_uint_t i)
+{
+    return slot->at[(slot->first + i) % ADSERVE_HISTORY_MAX];
+}
+
+
+/* h, oldest first, as the slot's entries: its latest ADSERVE_HISTORY_MAX */
+static void
+ngx_http_adserve_hzone_set(ngx_http_adserve_hslot_t *slot, const ngx_http_adserve_hist_t *h)
+{
+    ngx_uint_t  skip;
+
+    skip = h->n > ADSERVE_HISTORY_MAX ? h->n - ADSERVE_HISTORY_MAX : 0;
+    slot->first = 0;
+    slot->n = (uint32_t) (h->n - skip);
+    ngx_memcpy(slot->fp, h->fp + skip, slot->n * sizeof(uint32_t));
+    ngx_memcpy(slot->at, h->at + skip, slot->n * sizeof(uint32_t));
 }
 
 
@@ -228,7 +265,7 @@ ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,
 
         if (rc == NGX_OK) {
             slot->used_at = now;
-            (void) ngx_http_adserve_hzone_copy(slot, h);
+            h->n = ngx_http_adserve_hzone_copy(slot, 0, h->fp, h->at);
         }
     }
 
@@ -243,55 +280,73 @@ ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,
 }
 
 
-/* Whether the entry (hash, at) is among those of one time that end out,
- * out[from .. n): entries of one answer share their time, and one read
- * may find in Redis what the node appended already. */
-static ngx_uint_t
-ngx_http_adserve_hzone_dup(const ngx_http_adserve_hist_t *out, ngx_uint_t from, uint64_t hash,
-    uint32_t at)
+/* An entry as a key of the merge's set: never 0 (a fingerprint is not) */
+#define NGX_HTTP_ADSERVE_HZONE_KEY(fp, at)  ((uint64_t) (at) << 32 | (fp))
+/* the set's slots: a power of two, twice a read's entries at least */
+#define NGX_HTTP_ADSERVE_HZONE_KEYS         512
+
+
+/* The key's slot in the set: its own, or the free one where it would go.
+ * The set is at most half full, so a probe ends. */
+static ngx_inline ngx_uint_t
+ngx_http_adserve_hzone_probe(const uint64_t *keys, uint64_t key)
 {
-    ngx_uint_t  i;
+    ngx_uint_t  k;
 
-    for (i = from; i < out->n; i++) {
-        if (out->hash[i] == hash && out->at[i] == at) {
-            return 1;
-        }
-    }
+    for (k = (key * 0x9e3779b97f4a7c15ULL) >> 55;
+         keys[k] != 0 && keys[k] != key;
+         k = (k + 1) & (NGX_HTTP_ADSERVE_HZONE_KEYS - 1))
+    { /* void */ }
 
-    return 0;
+    return k;
 }
 
 
-/* Two histories, each oldest first, merged by time into out (room for
- * both), each entry once. */
+/*
+ * Redis's entries a (a read, oldest first) and the node's recent ones b
+ * (oldest first) merged by time into out (room for both). An entry of b
+ * that Redis has already (the same item at the same second: this node's
+ * append reached Redis before the read) is not taken twice. Which ones
+ * those are is asked of a set of a's entries from b's first second on,
+ * not by comparing each with its second's others: a heavy user's second
+ * holds a hundred entries or more, and that comparison was quadratic.
+ */
 static void
-ngx_http_adserve_hzone_merge(const ngx_http_adserve_hist_t *a, const uint64_t *bhash,
+ngx_http_adserve_hzone_merge(const ngx_http_adserve_hist_t *a, const uint32_t *bfp,
     const uint32_t *bat, ngx_uint_t bn, ngx_http_adserve_hist_t *out)
 {
-    ngx_uint_t  i = 0, j = 0, run = 0;
-    uint64_t    hash;
-    uint32_t    at;
+    uint64_t    keys[NGX_HTTP_ADSERVE_HZONE_KEYS], key;
+    ngx_uint_t  i, j;
 
-    out->n = 0;
+    ngx_memzero(keys, sizeof(keys));
 
-    while (i < a->n || j < bn) {
-        if (j == bn || (i < a->n && a->at[i] <= bat[j])) {
-            hash = a->hash[i];
-            at = a->at[i++];
-        } else {
-            hash = bhash[j];
-            at = bat[j++];
-        }
-
-        if (out->n == 0 || out->at[out->n - 1] != at) {
-            run = out->n;
-
-        } else if (ngx_http_adserve_hzone_dup(out, run, hash, at)) {
+    for (i = 0; i < a->n; i++) {
+        if (bn == 0 || a->at[i] < bat[0]) {
             continue;
         }
 
-        out->hash[out->n] = hash;
-        out->at[out->n++] = at;
+        key = NGX_HTTP_ADSERVE_HZONE_KEY(a->fp[i], a->at[i]);
+        keys[ngx_http_adserve_hzone_probe(keys, key)] = key;
+    }
+
+    out->n = 0;
+    i = 0;
+    j = 0;
+
+    while (i < a->n || j < bn) {
+        if (j == bn || (i < a->n && a->at[i] <= bat[j])) {
+            out->fp[out->n] = a->fp[i];
+            out->at[out->n++] = a->at[i++];
+            continue;
+        }
+
+        key = NGX_HTTP_ADSERVE_HZONE_KEY(bfp[j], bat[j]);
+
+        if (keys[ngx_http_adserve_hzone_probe(keys, key)] == 0) {
+            out->fp[out->n] = bfp[j];
+            out->at[out->n++] = bat[j];
+        }
+        j++;
     }
 }
 
@@ -301,7 +356,8 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
     ngx_http_adserve_hist_t *scratch)
 {
     ngx_http_adserve_hslot_t  *slot;
-    ngx_uint_t                 skip, recent;
+    ngx_uint_t                 recent, bn;
+    uint32_t                   bfp[ADSERVE_HISTORY_MAX], bat[ADSERVE_HISTORY_MAX];
 
     if (ngx_http_adserve_hzone_sh == NULL || ngx_http_adserve_hzone_refresh == 0) {
         return;
@@ -317,24 +373,21 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
      * (a cut, an expiry, a delete): Redis's word is the history. Most
      * reads find none so recent (the refresh is past), and Redis's
      * entries are the copy as they are. */
-    for (recent = slot->n; recent > 0 && slot->at[recent - 1] >= (uint32_t) (now - 1); recent--) {
+    for (recent = slot->n;
+         recent > 0 && ngx_http_adserve_hzone_at(slot, recent - 1) >= (uint32_t) (now - 1);
+         recent--)
+    {
         /* void */
     }
 
     if (recent == slot->n) {
-        slot->n = (uint32_t) h->n;
-        ngx_memcpy(slot->hash, h->hash, h->n * sizeof(uint64_t));
-        ngx_memcpy(slot->at, h->at, h->n * sizeof(uint32_t));
+        ngx_http_adserve_hzone_set(slot, h);
 
     } else {
-        ngx_http_adserve_hzone_merge(h, slot->hash + recent, slot->at + recent,
-                                     slot->n - recent, scratch);
-
-        skip = scratch->n > ADSERVE_HISTORY_MAX ? scratch->n - ADSERVE_HISTORY_MAX : 0;
-        slot->n = (uint32_t) (scratch->n - skip);
-        ngx_memcpy(slot->hash, scratch->hash + skip, slot->n * sizeof(uint64_t));
-        ngx_memcpy(slot->at, scratch->at + skip, slot->n * sizeof(uint32_t));
-        (void) ngx_http_adserve_hzone_copy(slot, h);
+        bn = ngx_http_adserve_hzone_copy(slot, recent, bfp, bat);
+        ngx_http_adserve_hzone_merge(h, bfp, bat, bn, scratch);
+        ngx_http_adserve_hzone_set(slot, scratch);
+        h->n = ngx_http_adserve_hzone_copy(slot, 0, h->fp, h->at);
     }
 
     slot->read_at = now;
@@ -345,10 +398,10 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
 
 
 void
-ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint64_t *hash, ngx_uint_t n)
+ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp, ngx_uint_t n)
 {
     ngx_http_adserve_hslot_t  *slot;
-    ngx_uint_t                 i, drop;
+    ngx_uint_t                 i, k;
 
     if (ngx_http_adserve_hzone_sh == NULL || ngx_http_adserve_hzone_refresh == 0 || n == 0) {
         return;
@@ -362,16 +415,18 @@ ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint64_t *hash, n
     slot = ngx_http_adserve_hzone_slot(user, 0);
 
     if (slot != NULL) {
-        if (slot->n + n > ADSERVE_HISTORY_MAX) {
-            drop = slot->n + n - ADSERVE_HISTORY_MAX;
-            slot->n -= drop;
-            ngx_memmove(slot->hash, slot->hash + drop, slot->n * sizeof(uint64_t));
-            ngx_memmove(slot->at, slot->at + drop, slot->n * sizeof(uint32_t));
-        }
-
+        /* into the ring: past its newest entry, over its oldest when full */
         for (i = 0; i < n; i++) {
-            slot->hash[slot->n] = hash[i];
-            slot->at[slot->n++] = (uint32_t) now;
+            k = (slot->first + slot->n) % ADSERVE_HISTORY_MAX;
+            slot->fp[k] = fp[i];
+            slot->at[k] = (uint32_t) now;
+
+            if (slot->n < ADSERVE_HISTORY_MAX) {
+                slot->n++;
+
+            } else {
+                slot->first = (slot->first + 1) % ADSERVE_HISTORY_MAX;
+            }
         }
 
         slot->used_at = now;

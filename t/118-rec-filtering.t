@@ -242,6 +242,16 @@ is_deeply(ids(rec($out, 'hz-2', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ],
 tick(3);
 is_deeply(ids(rec($out, 'hz-3', item_id => 'n:0')), [ map { "n:$_" } 7 .. 10 ],
           '... past it: read, and filtered');
+# a user's copy is a ring of 200 entries: past it, the newest go over the oldest
+tick(3);
+is_deeply(ids(rec($out, 'hr-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'a ring: a new user, the top 4');
+rec($nof18, 'hr-1', item_id => 'n:0') for 1 .. 11;
+is_deeply(ids(rec($pen, 'hr-1', item_id => 'n:0')), [ 'n:19', 'n:20', 'n:1', 'n:2' ],
+          '... 214 entries later (past the ring\'s 200), the copy knows the 18 shown since');
+$t->redis('DEL', 'adserve:rh:hr-1');
+my $full = rec($out, 'hr-1', item_id => 'n:0');
+is_deeply([ $full->{status}, @{ ids($full) } ], [ 204 ],
+          '... and the newest, written over the oldest: with Redis\'s deleted, every item is seen');
 
 # ---- without a user, and with Redis stalled --------------------------------------------------------------
 is_deeply(ids(rec($out, undef, item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'no user id: nothing to filter by');
