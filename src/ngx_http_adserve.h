@@ -487,6 +487,7 @@ struct ngx_http_adserve_ctx_s {
                                            * set, 0 free */
     uint32_t               nhistory;
     uint32_t               history_mask;  /* its size, less one */
+    uint32_t               history_shift; /* 32 less its size's bits */
     unsigned               history_known:1;
     unsigned               history_older:1;  /* the node has an older copy */
     ngx_http_adserve_answer_pt     answer;
@@ -654,8 +655,9 @@ ngx_http_adserve_history_fp(uint64_t hash)
 
 ngx_shm_zone_t *ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size);
 void ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh);
-/* the user's copy into h: NGX_OK when the node read Redis for it within
- * the refresh (or, with older, at all); NGX_AGAIN when longer ago, h left
+/* the user's copy into h, as the fingerprints of its entries within
+ * ADSERVE_HISTORY_SECONDS (h->at left): NGX_OK when the node read Redis
+ * for it within the refresh (or, with older, at all); NGX_AGAIN when longer ago, h left
  * (read Redis, then _fill; the older copy stands in if the read cannot);
  * NGX_DECLINED when the node has none */
 ngx_int_t ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,

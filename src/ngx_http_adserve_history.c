@@ -91,7 +91,9 @@ ngx_http_adserve_history_slot(const ngx_http_adserve_ctx_t *ctx, uint32_t fp)
 {
     uint32_t  i;
 
-    for (i = (fp * 0x9e3779b1u) >> 7 & ctx->history_mask;
+    /* Fibonacci hashing: the product's top bits, which all of fp's bits
+     * stir (its bits from the 7th up depend on fp's low 16 only) */
+    for (i = (uint32_t) (fp * 0x9e3779b1u) >> ctx->history_shift;
          ctx->history[i] != 0 && ctx->history[i] != fp;
          i = (i + 1) & ctx->history_mask)
     { /* void */ }
@@ -100,10 +102,11 @@ ngx_http_adserve_history_slot(const ngx_http_adserve_ctx_t *ctx, uint32_t fp)
 }
 
 
-/* The user's entries within ADSERVE_HISTORY_SECONDS into the set
- * ctx->history, as fingerprints of their item ids' hashes (the snapshot
- * may change before the answer: a hash outlives it). A set, since ViewOut
- * asks it of every candidate (30 or more against 200 entries). */
+/* The user's entries within ADSERVE_HISTORY_SECONDS (the callers leave
+ * the older out) into the set ctx->history, as fingerprints of their item
+ * ids' hashes (the snapshot may change before the answer: a hash outlives
+ * it). A set, since ViewOut asks it of every candidate (30 or more against
+ * 200 entries). */
 static void
 ngx_http_adserve_history_set(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     const ngx_http_adserve_hist_t *h)
@@ -113,8 +116,10 @@ ngx_http_adserve_history_set(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     /* a power of two, twice the entries at least */
     ctx->history_mask = 7;
+    ctx->history_shift = 29;
     while (ctx->history_mask + 1 < 2 * h->n) {
         ctx->history_mask = ctx->history_mask * 2 + 1;
+        ctx->history_shift--;
     }
 
     ctx->history = ngx_pcalloc(r->pool, (ctx->history_mask + 1) * sizeof(uint32_t));
@@ -125,10 +130,6 @@ ngx_http_adserve_history_set(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     ctx->nhistory = 0;
 
     for (i = 0; i < h->n; i++) {
-        if ((int64_t) h->at[i] <= (int64_t) ctx->now - ADSERVE_HISTORY_SECONDS) {
-            continue;
-        }
-
         fp = h->fp[i];
         slot = ngx_http_adserve_history_slot(ctx, fp);
         if (*slot == 0) {
@@ -177,6 +178,12 @@ ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ct
 
         for (p = end - n * ADSERVE_HISTORY_ENTRY; p < end; p += ADSERVE_HISTORY_ENTRY) {
             adserve_history_get(p, &e);
+
+            /* older ones never count: neither here nor in the copy */
+            if (e.at <= (int64_t) ctx->now - ADSERVE_HISTORY_SECONDS) {
+                continue;
+            }
+
             h.fp[h.n] = ngx_http_adserve_history_fp(e.hash);
             h.at[h.n++] = (uint32_t) e.at;
         }

@@ -200,7 +200,8 @@ ngx_http_adserve_hzone_slot(uint64_t user, ngx_uint_t take)
 
 
 /* The slot's entries from the from-th (0: its oldest) out into fp[] and
- * at[], oldest first: the ring's tail, then its head; how many. */
+ * at[] (unless NULL), oldest first: the ring's tail, then its head; how
+ * many. */
 static ngx_uint_t
 ngx_http_adserve_hzone_copy(const ngx_http_adserve_hslot_t *slot, ngx_uint_t from,
     uint32_t *fp, uint32_t *at)
@@ -212,9 +213,12 @@ ngx_http_adserve_hzone_copy(const ngx_http_adserve_hslot_t *slot, ngx_uint_t fro
     tail = ngx_min(n, ADSERVE_HISTORY_MAX - i);
 
     ngx_memcpy(fp, &slot->fp[i], tail * sizeof(uint32_t));
-    ngx_memcpy(at, &slot->at[i], tail * sizeof(uint32_t));
     ngx_memcpy(fp + tail, slot->fp, (n - tail) * sizeof(uint32_t));
-    ngx_memcpy(at + tail, slot->at, (n - tail) * sizeof(uint32_t));
+
+    if (at != NULL) {
+        ngx_memcpy(at, &slot->at[i], tail * sizeof(uint32_t));
+        ngx_memcpy(at + tail, slot->at, (n - tail) * sizeof(uint32_t));
+    }
 
     return n;
 }
@@ -248,6 +252,7 @@ ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,
 {
     ngx_http_adserve_hslot_t  *slot;
     ngx_int_t                  rc = NGX_DECLINED;
+    ngx_uint_t                 from;
 
     if (ngx_http_adserve_hzone_sh == NULL || ngx_http_adserve_hzone_refresh == 0) {
         return NGX_DECLINED;
@@ -265,7 +270,18 @@ ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,
 
         if (rc == NGX_OK) {
             slot->used_at = now;
-            h->n = ngx_http_adserve_hzone_copy(slot, 0, h->fp, h->at);
+
+            /* the entries within ADSERVE_HISTORY_SECONDS, their
+             * fingerprints alone: the oldest first, so past the first
+             * recent one all are (the times are half the copy's bytes) */
+            for (from = 0;
+                 from < slot->n
+                 && (int64_t) ngx_http_adserve_hzone_at(slot, from)
+                    <= (int64_t) now - ADSERVE_HISTORY_SECONDS;
+                 from++)
+            { /* void */ }
+
+            h->n = ngx_http_adserve_hzone_copy(slot, from, h->fp, NULL);
         }
     }
 

@@ -256,6 +256,8 @@ is_deeply([ $full->{status}, @{ ids($full) } ], [ 204 ],
 # ---- without a user, and with Redis stalled --------------------------------------------------------------
 is_deeply(ids(rec($out, undef, item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'no user id: nothing to filter by');
 tick(3);
+rec($out, 'hz-o', item_id => 'n:0');
+tick(8 * 86400);    # hz-o's copy is 8 days old: past the history's 7
 rec($out, 'hz-4', item_id => 'n:0');
 my $port = $t->env->{ADSERVE_REDIS_PORT};
 system("redis-cli -p $port EVAL 'local s = redis.call(\"TIME\")[1] + 2; "
@@ -266,6 +268,8 @@ is_deeply(ids(rec($out, 'hz-4', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ],
 tick(3);
 is_deeply(ids(rec($out, 'hz-4', item_id => 'n:0')), [ map { "n:$_" } 9 .. 12 ],
           '... one it read longer ago than the refresh: the read misses its deadline, the older copy filters');
+is_deeply(ids(rec($out, 'hz-o', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
+          '... an older copy\'s entries past the 7 days do not count');
 is_deeply(ids(rec($out, 'vo-9', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
           '... a user new to the node: the answer comes unfiltered');
 ok($t->wait_until(10, sub { ids(rec($out, 'vo-9', item_id => 'n:0'))->[0] ne 'n:1' }),
