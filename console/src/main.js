@@ -63,7 +63,7 @@ function Routes({ user }) {
         html`<${Route} path=${`/${res}`}>${guard(user, res, html`<${ListPage} res=${res} />`)}</${Route}>`,
         html`<${Route} path=${`/${res}/new`}>${guard(user, res, html`<${CreatePage} res=${res} />`)}</${Route}>`,
         html`<${Route} path=${`/${res}/new/:field/:value`}>${(p) => guard(user, res, html`<${CreatePage} res=${res} prefill=${{ [p.field]: p.value }} />`)}</${Route}>`,
-        html`<${Route} path=${`/${res}/:id`}>${(p) => guard(user, res, html`<${RecordPage} res=${res} id=${p.id} />`)}</${Route}>`,
+        html`<${Route} path=${`/${res}/:id`}>${(p) => guard(user, res, html`<${RecordPage} key=${`${res}/${p.id}`} res=${res} id=${p.id} />`)}</${Route}>`,
     ]);
     return html`<${Switch}>
         <${Route} path="/">${guard(user, 'dashboard', html`<${Dashboard} />`)}</${Route}>

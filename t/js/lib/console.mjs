@@ -42,13 +42,14 @@ export async function go(page, hash) {
     await page.locator('main h1').first().waitFor();
 }
 
-// the h1 once it says something other than "Loading"
+// the h1 once it says something other than "Loading": the one seen then
+// (reading it again could find the next page's)
 export async function heading(page) {
-    await page.waitForFunction(() => {
-        const h = document.querySelector('main h1');
-        return h && !document.querySelector('main [role=status]') ? h.textContent : false;
+    const h = await page.waitForFunction(() => {
+        const h1 = document.querySelector('main h1');
+        return h1 && !document.querySelector('main [role=status]') ? h1.innerText : false;
     });
-    return page.locator('main h1').first().innerText();
+    return h.jsonValue();
 }
 
 // fills a generated form: {name: value}; selects take an option's label,
