@@ -297,7 +297,9 @@ def adoptions():
     """From nginx's log: how long each adoption held a worker's event loop
     (the carry-over of its pace table), for every worker and publication,
     and apart a new worker's first (its table and the snapshot's pages are
-    new to it)."""
+    new to it; it comes before the worker's event loop starts): each as
+    (on the clock, on a core), the clock's including the time the worker
+    waited for a core."""
     seen, later, first = set(), [], []
     try:
         with open(os.path.join(ENV["ADSERVE_VAR"], "log", "nginx-error.log")) as f:
@@ -305,8 +307,9 @@ def adoptions():
                 if "adopted; its pace table in" not in line:
                     continue
                 pid = line.split("#")[0].split()[-1]
-                ms = float(line.rsplit(" in ", 1)[1].split()[0])
-                (later if pid in seen else first).append(ms)
+                took = line.rsplit(" in ", 1)[1].split()
+                cpu = float(took[2]) if took[4:6] == ["of", "it"] else None
+                (later if pid in seen else first).append((float(took[0]), cpu))
                 seen.add(pid)
     except OSError:
         return None
@@ -418,9 +421,16 @@ def main():
               "largest %d in %.0f ms" % max(frees))
     ad = adoptions()
     if ad:
+        later, first = ad
+        clock = [w for w, _ in later]
+        cores = [c for _, c in later if c is not None]
         print("adoption (a worker's event loop taking a new snapshot, its pace table): "
-              "median %.1f ms, max %.1f ms over %d; a new worker's first: max %.1f ms"
-              % (statistics.median(ad[0]), max(ad[0]), len(ad[0]), max(ad[1] or [0])))
+              "median %.1f ms, max %.1f ms over %d%s; a new worker's first (before its "
+              "event loop starts): max %.1f ms"
+              % (statistics.median(clock), max(clock), len(clock),
+                 " (on a core: median %.1f ms, max %.1f ms)"
+                 % (statistics.median(cores), max(cores)) if cores else "",
+                 max([w for w, _ in first] or [0])))
 
 
 if __name__ == "__main__":
