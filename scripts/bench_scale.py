@@ -297,9 +297,10 @@ def adoptions():
     """From nginx's log: how long each adoption held a worker's event loop
     (the carry-over of its pace table), for every worker and publication,
     and apart a new worker's first (its table and the snapshot's pages are
-    new to it; it comes before the worker's event loop starts): each as
-    (on the clock, on a core), the clock's including the time the worker
-    waited for a core."""
+    new to it; a reload's new worker takes it in its initialisation, before
+    its event loop accepts a connection, and a cold start's workers when
+    the first snapshot is published): each as (on the clock, on a core),
+    the clock's including the time the worker waited for a core."""
     seen, later, first = set(), [], []
     try:
         with open(os.path.join(ENV["ADSERVE_VAR"], "log", "nginx-error.log")) as f:
@@ -424,13 +425,15 @@ def main():
         later, first = ad
         clock = [w for w, _ in later]
         cores = [c for _, c in later if c is not None]
+        first_cores = [c for _, c in first if c is not None]
         print("adoption (a worker's event loop taking a new snapshot, its pace table): "
-              "median %.1f ms, max %.1f ms over %d%s; a new worker's first (before its "
-              "event loop starts): max %.1f ms"
+              "median %.1f ms, max %.1f ms over %d%s; a new worker's first (a reload's "
+              "before it accepts connections): max %.1f ms%s"
               % (statistics.median(clock), max(clock), len(clock),
                  " (on a core: median %.1f ms, max %.1f ms)"
                  % (statistics.median(cores), max(cores)) if cores else "",
-                 max([w for w, _ in first] or [0])))
+                 max([w for w, _ in first] or [0]),
+                 " (%.1f ms on a core)" % max(first_cores) if first_cores else ""))
 
 
 if __name__ == "__main__":

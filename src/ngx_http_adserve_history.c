@@ -92,7 +92,8 @@ ngx_http_adserve_history_slot(const ngx_http_adserve_ctx_t *ctx, uint32_t fp)
     uint32_t  i;
 
     /* Fibonacci hashing: the product's top bits, which all of fp's bits
-     * stir (its bits from the 7th up depend on fp's low 16 only) */
+     * stir (the former ">> 7 & mask" took bits 7 to 15, which depend on
+     * fp's low 16 bits only) */
     for (i = (uint32_t) (fp * 0x9e3779b1u) >> ctx->history_shift;
          ctx->history[i] != 0 && ctx->history[i] != fp;
          i = (i + 1) & ctx->history_mask)

@@ -18,12 +18,13 @@
  * sets of NGX_HTTP_ADSERVE_HZONE_WAYS; a user new to the zone takes the
  * least recently used slot of their set. A slot is a ring: an append to a
  * full one writes over its oldest entries, and moves none (a heavy user's
- * copy is always full, and moving 200 entries on every answer was a tenth
- * of a recommendation's time in the module). One lock, the slab pool's
- * mutex, which nginx's master releases when a worker dies holding it; it is
- * held for a lookup and a copy of 1.6 KB at most. Users are known by the 64-bit hash
- * of their id: two ids of one hash would share a copy (and filter each
- * other's items) until the next read; at 2^-64 a pair, that is accepted.
+ * copy is always full, and every answer moved its 200 entries before). One
+ * lock, the slab pool's mutex, which nginx's master releases when a worker
+ * dies holding it; it is held for a lookup and a copy of 0.8 KB (a
+ * request's read), or, for a read of Redis, a merge of a few KB. Users are
+ * known by the 64-bit hash of their id: two ids of one hash would share a
+ * copy (and filter each other's items) until the next read; at 2^-64 a
+ * pair, that is accepted.
  */
 
 
@@ -273,7 +274,10 @@ ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,
 
             /* the entries within ADSERVE_HISTORY_SECONDS, their
              * fingerprints alone: the oldest first, so past the first
-             * recent one all are (the times are half the copy's bytes) */
+             * recent one all are (or nearly: workers' and nodes' clocks
+             * may put appends a second out of order, which near the 7 days'
+             * end counts an entry a second longer). The times are half the
+             * copy's bytes. */
             for (from = 0;
                  from < slot->n
                  && (int64_t) ngx_http_adserve_hzone_at(slot, from)
@@ -299,7 +303,12 @@ ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,
 /* An entry as a key of the merge's set: never 0 (a fingerprint is not) */
 #define NGX_HTTP_ADSERVE_HZONE_KEY(fp, at)  ((uint64_t) (at) << 32 | (fp))
 /* the set's slots: a power of two, twice a read's entries at least */
-#define NGX_HTTP_ADSERVE_HZONE_KEYS         512
+#define NGX_HTTP_ADSERVE_HZONE_KEY_BITS     9
+#define NGX_HTTP_ADSERVE_HZONE_KEYS         (1 << NGX_HTTP_ADSERVE_HZONE_KEY_BITS)
+
+#if (NGX_HTTP_ADSERVE_HZONE_KEYS < 2 * ADSERVE_HISTORY_MAX)
+#error "the merge's set must stay at most half full"
+#endif
 
 
 /* The key's slot in the set: its own, or the free one where it would go.
@@ -309,7 +318,7 @@ ngx_http_adserve_hzone_probe(const uint64_t *keys, uint64_t key)
 {
     ngx_uint_t  k;
 
-    for (k = (key * 0x9e3779b97f4a7c15ULL) >> 55;
+    for (k = (key * 0x9e3779b97f4a7c15ULL) >> (64 - NGX_HTTP_ADSERVE_HZONE_KEY_BITS);
          keys[k] != 0 && keys[k] != key;
          k = (k + 1) & (NGX_HTTP_ADSERVE_HZONE_KEYS - 1))
     { /* void */ }
@@ -323,9 +332,11 @@ ngx_http_adserve_hzone_probe(const uint64_t *keys, uint64_t key)
  * (oldest first) merged by time into out (room for both). An entry of b
  * that Redis has already (the same item at the same second: this node's
  * append reached Redis before the read) is not taken twice. Which ones
- * those are is asked of a set of a's entries from b's first second on,
- * not by comparing each with its second's others: a heavy user's second
- * holds a hundred entries or more, and that comparison was quadratic.
+ * those are is asked of a set of a's entries, not by comparing each with
+ * its second's others: a heavy user's second holds a hundred entries or
+ * more, and that comparison was quadratic. All of a's go in (at most
+ * ADSERVE_HISTORY_MAX: a read's bound), since b may be a second out of
+ * order (workers append at their own cached time).
  */
 static void
 ngx_http_adserve_hzone_merge(const ngx_http_adserve_hist_t *a, const uint32_t *bfp,
@@ -337,10 +348,6 @@ ngx_http_adserve_hzone_merge(const ngx_http_adserve_hist_t *a, const uint32_t *b
     ngx_memzero(keys, sizeof(keys));
 
     for (i = 0; i < a->n; i++) {
-        if (bn == 0 || a->at[i] < bat[0]) {
-            continue;
-        }
-
         key = NGX_HTTP_ADSERVE_HZONE_KEY(a->fp[i], a->at[i]);
         keys[ngx_http_adserve_hzone_probe(keys, key)] = key;
     }

@@ -37,8 +37,17 @@ export async function signIn(page, email, password) {
     await page.locator('header .role').waitFor();
 }
 
+// a page by its hash: once the router has seen the change and rendered
+// (waiting for any h1 alone could find the page before's)
 export async function go(page, hash) {
-    await page.evaluate((h) => { location.hash = h; }, hash);
+    await page.evaluate((h) => new Promise((resolve) => {
+        if (location.hash === h) {
+            resolve();
+            return;
+        }
+        addEventListener('hashchange', () => setTimeout(resolve), { once: true });
+        location.hash = h;
+    }), hash);
     await page.locator('main h1').first().waitFor();
 }
 
