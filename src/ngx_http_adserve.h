@@ -657,13 +657,14 @@ ngx_shm_zone_t *ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size);
 void ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh);
 /* the user's copy into h, as the fingerprints of its entries within
  * ADSERVE_HISTORY_SECONDS (h->at left): NGX_OK when the node read Redis
- * for it within the refresh (or, with older, at all); NGX_AGAIN when longer ago, h left
- * (read Redis, then _fill; the older copy stands in if the read cannot);
- * NGX_DECLINED when the node has none */
+ * for it within the refresh (or, with older, at all); NGX_AGAIN when
+ * longer ago, h left (read Redis, then _fill; the older copy stands in if
+ * the read cannot); NGX_DECLINED when the node has none */
 ngx_int_t ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,
     ngx_http_adserve_hist_t *h);
 /* h, the latest entries read from Redis, merged into the user's copy (a
- * slot taken for them if need be), and the copy back into h */
+ * slot taken for them if need be), and the copy's fingerprints back into
+ * h (h->at left: the request's set needs none) */
 void ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *h,
     ngx_http_adserve_hist_t *scratch);
 /* an answer's or a click's entries onto the user's copy, if the node has it */

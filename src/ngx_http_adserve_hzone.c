@@ -410,7 +410,7 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
         bn = ngx_http_adserve_hzone_copy(slot, recent, bfp, bat);
         ngx_http_adserve_hzone_merge(h, bfp, bat, bn, scratch);
         ngx_http_adserve_hzone_set(slot, scratch);
-        h->n = ngx_http_adserve_hzone_copy(slot, 0, h->fp, h->at);
+        h->n = ngx_http_adserve_hzone_copy(slot, 0, h->fp, NULL);
     }
 
     slot->read_at = now;
