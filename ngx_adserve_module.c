@@ -24,7 +24,7 @@
  *                     adserve_rec_snapshots, adserve_rec_services,
  *                     adserve_rec_timeout, adserve_rtb_location,
  *                     adserve_notice_location, adserve_history_zone,
- *                     adserve_history_refresh
+ *                     adserve_history_refresh, adserve_history_delay
  * Directives (location): adserve_ad, adserve_vast, adserve_event, adserve_explain,
  *                        adserve_status, adserve_metrics
  */
@@ -179,6 +179,13 @@ static ngx_command_t  ngx_http_adserve_commands[] = {
       ngx_conf_set_sec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_adserve_main_conf_t, history_refresh),
+      NULL },
+
+    { ngx_string("adserve_history_delay"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_adserve_main_conf_t, history_delay),
       NULL },
 
     { ngx_string("adserve_rtb_location"),
@@ -400,6 +407,7 @@ ngx_http_adserve_create_main_conf(ngx_conf_t *cf)
     amcf->zone_size = NGX_CONF_UNSET_SIZE;
     amcf->history_size = NGX_CONF_UNSET_SIZE;
     amcf->history_refresh = NGX_CONF_UNSET;
+    amcf->history_delay = NGX_CONF_UNSET_MSEC;
 
     return amcf;
 }
@@ -526,10 +534,17 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
     /* 32 MB: the histories of some 13,000 users */
     ngx_conf_init_size_value(amcf->history_size, 32 * 1024 * 1024);
     ngx_conf_init_value(amcf->history_refresh, 2);
+    ngx_conf_init_msec_value(amcf->history_delay, 1000);
 
     if (amcf->history_refresh < 0 || amcf->history_refresh > 3600) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "adserve_history_refresh must be between 0 (off) and 1h");
+        return NGX_CONF_ERROR;
+    }
+
+    if (amcf->history_delay > 10000) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "adserve_history_delay must be between 0 (off) and 10s");
         return NGX_CONF_ERROR;
     }
 
@@ -906,7 +921,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
 
     /* first: what starts next counts in the worker's slot */
     ngx_http_adserve_metrics_init(amcf->metrics);
-    ngx_http_adserve_hzone_init(amcf->history, amcf->history_refresh);
+    ngx_http_adserve_hzone_init(amcf->history, amcf->history_refresh, amcf->history_delay);
 
     ld = ngx_pcalloc(cycle->pool, sizeof(ngx_http_adserve_loader_t));
     if (ld == NULL) {
@@ -947,6 +962,8 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    ngx_http_adserve_history_init(cycle);
+
     return ngx_http_adserve_loader_init(ld, cycle);
 }
 
@@ -959,6 +976,11 @@ ngx_http_adserve_exit_process(ngx_cycle_t *cycle)
     amcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_adserve_module);
 
     ngx_http_adserve_pacing_exit();
+
+    if (amcf != NULL && amcf->loader != NULL) {
+        ngx_http_adserve_history_exit(&amcf->redis_write);
+    }
+
     ngx_http_adserve_caps_exit();
 
     if (amcf != NULL && amcf->events != NULL) {

@@ -119,6 +119,13 @@ adserve_env() {
         0|*[0-9]s) ;;
         *) die "ADSERVE_HISTORY_REFRESH must be 0 or a time in seconds such as 2s" ;;
     esac
+    # how long the node holds a user's new history entries, to write a page's
+    # answers in one APPEND (0: each answer's at once)
+    export ADSERVE_HISTORY_DELAY=${ADSERVE_HISTORY_DELAY:-1s}
+    case $ADSERVE_HISTORY_DELAY in
+        0|*[0-9]ms|*[0-9]s) ;;
+        *) die "ADSERVE_HISTORY_DELAY must be 0 or a time such as 1s or 500ms" ;;
+    esac
     # tests and scripts/simulate only: requests may carry X-Adserve-Clock
     export ADSERVE_TEST_CLOCK=${ADSERVE_TEST_CLOCK:-off}
     case $ADSERVE_TEST_CLOCK in on|off) ;; *) die "ADSERVE_TEST_CLOCK must be on or off" ;; esac

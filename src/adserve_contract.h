@@ -141,7 +141,10 @@
  * or grown past a multiple of ADSERVE_HISTORY_TTL_EVERY entries (so it
  * expires with one of its latest entries, with no EXPIRE per write); and
  * it cuts the string to those ADSERVE_HISTORY_MAX once APPEND's reply
- * says it holds twice as many. */
+ * says it holds ADSERVE_HISTORY_CUT times as many (a cut rewrites the kept
+ * entries, 3.2 KB through the AOF: at twice, that was as many bytes as the
+ * appends; readers read the latest ADSERVE_HISTORY_MAX alone, whatever the
+ * length). */
 #define ADSERVE_KEY_HISTORY              ADSERVE_KEY("rh:")        /* + user id */
 
 /* Custom targeting segments (README "Segments"): the records, and each
@@ -177,6 +180,7 @@
 #define ADSERVE_HISTORY_MAX              200
 #define ADSERVE_HISTORY_SECONDS          (7 * 86400)
 #define ADSERVE_HISTORY_TTL_EVERY        64
+#define ADSERVE_HISTORY_CUT              3
 
 typedef struct {
     uint64_t        hash;             /* adserve_hash of the item id */

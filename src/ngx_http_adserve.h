@@ -620,6 +620,10 @@ ngx_int_t ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_
 void ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user,
     time_t now, const adserve_item_t *const *shown, ngx_uint_t nshown,
     const adserve_str_t *viewed);
+/* the worker's timer that sends what the node held for the delay; at exit,
+ * every held entry, over a blocking connection to addr */
+void ngx_http_adserve_history_init(ngx_cycle_t *cycle);
+void ngx_http_adserve_history_exit(ngx_http_adserve_redis_t *addr);
 ngx_uint_t ngx_http_adserve_history_has(const ngx_http_adserve_ctx_t *ctx,
     const adserve_item_t *it);
 /* before the answer reads the history: the node's older copy, if the read
@@ -654,7 +658,8 @@ ngx_http_adserve_history_fp(uint64_t hash)
 }
 
 ngx_shm_zone_t *ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size);
-void ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh);
+void ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh,
+    ngx_msec_t delay);
 /* the user's copy into h, as the fingerprints of its entries within
  * ADSERVE_HISTORY_SECONDS (h->at left): NGX_OK when the node read Redis
  * for it within the refresh (or, with older, at all); NGX_AGAIN when
@@ -667,14 +672,37 @@ ngx_int_t ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older
  * h (h->at left: the request's set needs none) */
 void ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *h,
     ngx_http_adserve_hist_t *scratch);
-/* an answer's or a click's entries onto the user's copy, if the node has it */
-void ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp,
-    ngx_uint_t n);
+/* A user's entries held back for one APPEND (adserve_history_delay): the
+ * user's id (its key's) and the entries as the contract packs them, oldest
+ * first. 64 hold six answers of ten items and their viewed item; an answer
+ * of more goes out alone. */
+#define NGX_HTTP_ADSERVE_HELD_MAX  64
+typedef struct {
+    size_t      len;
+    ngx_uint_t  n;
+    u_char      id[ADSERVE_TOKEN_USER_MAX];
+    u_char      entries[NGX_HTTP_ADSERVE_HELD_MAX * ADSERVE_HISTORY_ENTRY];
+} ngx_http_adserve_held_t;
+/* an answer's or a click's entries (their fingerprints fp[], and packed)
+ * onto the user's copy, if the node has it. NGX_OK: the entries are held,
+ * to go out with the user's next ones; NGX_DECLINED: the caller sends
+ * them. Either way, when out->n is not 0 the caller first sends out, the
+ * user's older held entries (they made room). */
+ngx_int_t ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp,
+    ngx_uint_t n, const adserve_str_t *id, const u_char *entries,
+    ngx_http_adserve_held_t *out);
+/* up to max users' held entries into out[], those held for the delay (or,
+ * with all, every one), oldest first; taken from the zone: the caller
+ * sends them. How many. */
+ngx_uint_t ngx_http_adserve_hzone_due(ngx_uint_t all, ngx_http_adserve_held_t *out,
+    ngx_uint_t max);
+/* adserve_history_delay when the node holds entries back, else 0 */
+ngx_msec_t ngx_http_adserve_hzone_delay(void);
 /* appends ,"history_zone":{...} to the status document */
 u_char *ngx_http_adserve_hzone_status(u_char *p, u_char *last);
 /* and the adserve_history_copy_total series of /metrics */
 u_char *ngx_http_adserve_hzone_metrics(u_char *p, u_char *last);
-#define NGX_HTTP_ADSERVE_HZONE_STATUS_LEN  128
+#define NGX_HTTP_ADSERVE_HZONE_STATUS_LEN  256
 
 /* a video's VAST or a native ad: its splices filled with base, path and token
  * (adserve_vast.h); _init makes the paths, once */
@@ -738,6 +766,7 @@ void ngx_http_adserve_segments_facts(const ngx_http_adserve_ctx_t *ctx,
 
 /* A write of a user's state on the caps' connection, fn (or nothing, when
  * NULL) called with the reply; on the wire at the end of the iteration. */
+ngx_uint_t ngx_http_adserve_user_writable(void);
 ngx_int_t ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen,
     redisCallbackFn *fn, void *data);
 
@@ -858,6 +887,7 @@ struct ngx_http_adserve_main_conf_s {
     ngx_shm_zone_t             *metrics;       /* the node's counters */
     size_t                      history_size;  /* adserve_history_zone */
     time_t                      history_refresh;  /* adserve_history_refresh */
+    ngx_msec_t                  history_delay;    /* adserve_history_delay */
     ngx_shm_zone_t             *history;       /* the node's copy of histories */
     ngx_uint_t                  metrics_location;  /* some has adserve_metrics */
 };

@@ -540,6 +540,16 @@ ngx_http_adserve_user_demoted(redisReply *reply)
 }
 
 
+/* whether a write on the caps' connection would go now */
+ngx_uint_t
+ngx_http_adserve_user_writable(void)
+{
+    ngx_http_adserve_redis_t  *rd = ngx_http_adserve_caps_conn();
+
+    return rd != NULL && rd->connected;
+}
+
+
 /* A write on the caps' connection, fn (when not NULL) called with its
  * reply. It goes out with the iteration's other commands (the Redis layer
  * posts the connection's write): before this worker reads another request,

@@ -11,11 +11,13 @@
  * failed read recommends from the older copy, or without the history,
  * since a repeated recommendation breaks no contract, unlike a broken
  * cap. Written after every recommendation with a user id, and on
- * every item click, on the caps' connection, sent at the end of the event
- * loop's iteration with the other requests' commands: before this worker
- * reads another request, since the user's next one may reach another
- * worker or node a moment later. The format is the contract's (packed
- * entries in one string): one reply to read, an append to write.
+ * every item click, on the caps' connection: held in the node's copy for
+ * adserve_history_delay when the node has one of the user (the copy
+ * filters the user's next requests on any worker meanwhile), then sent
+ * with the user's other entries of that time in one APPEND by any
+ * worker's timer; else at the end of the event loop's iteration with the
+ * other requests' commands. The format is the contract's (packed entries
+ * in one string): one reply to read, an append to write.
  */
 
 
@@ -34,21 +36,28 @@
  * the connection answers again; beyond, the oldest are forgotten */
 #define NGX_HTTP_ADSERVE_HISTORY_LOST   64
 
+/* held entries taken from the zone at once, per worker, for one lock */
+#define NGX_HTTP_ADSERVE_HISTORY_DUE    16
+/* and by one tick of the timer at most: a backlog (Redis was down) goes
+ * out over a few ticks, not in one long iteration */
+#define NGX_HTTP_ADSERVE_HISTORY_TICK_MAX  2048
+
 
 /*
  * The write is APPEND and EXPIRE, plain commands: a script's call cost
  * Redis four times the two commands, on every recommendation. The string
  * is cut to its latest ADSERVE_HISTORY_MAX entries once APPEND's reply
- * says it holds twice as many (every ADSERVE_HISTORY_MAX entries or so,
- * not on every write), by the script below, which reads the length again:
+ * says it holds ADSERVE_HISTORY_CUT times as many (every 2 *
+ * ADSERVE_HISTORY_MAX entries or so, not on every write), by the script below, which reads the length again:
  * appends of other workers may have come in between, and the cut keeps
  * the latest entries whatever they are. A cut asked for twice cuts once.
- * KEYS[1] the history, ARGV[1] the bytes kept.
+ * KEYS[1] the history, ARGV[1] the bytes kept, ARGV[2] the length that
+ * asks for the cut.
  */
 static const char  ngx_http_adserve_history_cut[] =
     "local n = redis.call('STRLEN', KEYS[1])\n"
     "local keep = tonumber(ARGV[1])\n"
-    "if n >= 2 * keep then\n"
+    "if n >= tonumber(ARGV[2]) then\n"
     "  redis.call('SET', KEYS[1], redis.call('GETRANGE', KEYS[1], n - keep, -1), 'KEEPTTL')\n"
     "end\n"
     "return n\n";
@@ -67,8 +76,17 @@ static ngx_http_adserve_history_slot_t  ngx_http_adserve_history_slots[NGX_HTTP_
 static ngx_uint_t                       ngx_http_adserve_history_next;
 static ngx_http_adserve_history_slot_t  ngx_http_adserve_history_lost[NGX_HTTP_ADSERVE_HISTORY_LOST];
 static ngx_uint_t                       ngx_http_adserve_history_nlost;
+/* the timer that sends what the node held for adserve_history_delay */
+static ngx_event_t                      ngx_http_adserve_history_tick;
+static ngx_http_adserve_held_t          ngx_http_adserve_history_due[NGX_HTTP_ADSERVE_HISTORY_DUE];
+/* a user's held entries that an answer's made room for (1.3 KB: neither on
+ * the stack nor in a request's pool, whose 4 KB block the history's set
+ * half fills) */
+static ngx_http_adserve_held_t          ngx_http_adserve_history_full;
 
 
+static ngx_int_t ngx_http_adserve_history_send(const adserve_str_t *user,
+    const u_char *entries, ngx_uint_t n);
 static ngx_int_t ngx_http_adserve_history_append(int argc, const char **argv,
     const size_t *argvlen);
 static void ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data);
@@ -223,7 +241,7 @@ ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     ctx->history_older = (rc == NGX_AGAIN);
 
     /* the latest ADSERVE_HISTORY_MAX entries only: the string may hold
-     * up to twice as many until its next cut */
+     * up to ADSERVE_HISTORY_CUT times as many until its next cut */
     argv[0] = "GETRANGE";          argvlen[0] = sizeof("GETRANGE") - 1;
     argv[1] = (char *) key;
     argvlen[1] = ngx_http_adserve_history_key(key, &ctx->req.user_id);
@@ -244,13 +262,13 @@ void
 ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, time_t now,
     const adserve_item_t *const *shown, ngx_uint_t nshown, const adserve_str_t *viewed)
 {
-    adserve_history_entry_t  e;
-    u_char                   key[NGX_HTTP_ADSERVE_HISTORY_KEY];
-    u_char                  *entries, *p;
-    uint32_t                 fps[ADSERVE_TOPN_MAX + 1];
-    const char              *argv[3];
-    size_t                   argvlen[3];
-    ngx_uint_t               i, n;
+    adserve_history_entry_t   e;
+    ngx_http_adserve_held_t  *older = &ngx_http_adserve_history_full;
+    adserve_str_t             id;
+    u_char                   *entries, *p;
+    uint32_t                  fps[ADSERVE_TOPN_MAX + 1];
+    ngx_uint_t                i, n;
+    ngx_int_t                 rc;
 
     nshown = ngx_min(nshown, ADSERVE_TOPN_MAX);
     n = nshown + (viewed != NULL && viewed->len > 0 && viewed->len <= ADSERVE_ITEM_ID_MAX);
@@ -278,8 +296,32 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
     }
 
     /* the node's copy first: the user's next request may come before
-     * Redis has this */
-    ngx_http_adserve_hzone_append(ngx_http_adserve_history_user(user), now, fps, n);
+     * Redis has this; and there they wait for the user's next ones, when
+     * the node holds writes back */
+    rc = ngx_http_adserve_hzone_append(ngx_http_adserve_history_user(user), now, fps, n,
+                                       user, entries, older);
+
+    if (older->n > 0) {
+        id.data = (const char *) older->id;
+        id.len = older->len;
+        (void) ngx_http_adserve_history_send(&id, older->entries, older->n);
+    }
+
+    if (rc != NGX_OK) {
+        (void) ngx_http_adserve_history_send(user, entries, n);
+    }
+}
+
+
+/* The user's entries to Redis: APPEND, and EXPIRE when the string may be
+ * new. NGX_DECLINED when the APPEND did not go (no connection). */
+static ngx_int_t
+ngx_http_adserve_history_send(const adserve_str_t *user, const u_char *entries, ngx_uint_t n)
+{
+    u_char       key[NGX_HTTP_ADSERVE_HISTORY_KEY];
+    const char  *argv[3];
+    size_t       argvlen[3];
+    ngx_int_t    rc;
 
     argv[0] = "APPEND";
     argvlen[0] = sizeof("APPEND") - 1;
@@ -290,11 +332,170 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
 
     /* with a slot, APPEND's reply says when the string needs its TTL;
      * without one, it gets it now */
-    if (ngx_http_adserve_history_append(3, argv, argvlen) != NGX_DONE) {
+    rc = ngx_http_adserve_history_append(3, argv, argvlen);
+    if (rc == NGX_DONE) {
+        ngx_http_adserve_history_expire(argv[1], argvlen[1]);
+    }
+
+    return rc == NGX_DECLINED ? NGX_DECLINED : NGX_OK;
+}
+
+
+/* Every quarter of the delay: the entries held for the delay, to Redis.
+ * Only with a connection: without, they wait in the zone (another worker's
+ * may be up), and an outage shorter than the zone's room loses none. */
+static void
+ngx_http_adserve_history_send_due(ngx_event_t *ev)
+{
+    adserve_str_t  id;
+    ngx_uint_t     i, k, sent = 0;
+
+    do {
+        if (!ngx_http_adserve_user_writable()) {
+            break;
+        }
+
+        k = ngx_http_adserve_hzone_due(0, ngx_http_adserve_history_due,
+                                       NGX_HTTP_ADSERVE_HISTORY_DUE);
+
+        for (i = 0; i < k; i++) {
+            id.data = (const char *) ngx_http_adserve_history_due[i].id;
+            id.len = ngx_http_adserve_history_due[i].len;
+
+            if (ngx_http_adserve_history_send(&id, ngx_http_adserve_history_due[i].entries,
+                                              ngx_http_adserve_history_due[i].n)
+                != NGX_OK)
+            {
+                ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                              NGX_HTTP_ADSERVE_LOG "history: %ui entries of a user "
+                              "lost: the write could not be sent",
+                              ngx_http_adserve_history_due[i].n);
+            }
+        }
+
+        sent += k;
+
+    } while (k == NGX_HTTP_ADSERVE_HISTORY_DUE && sent < NGX_HTTP_ADSERVE_HISTORY_TICK_MAX);
+
+    if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
+        ngx_add_timer(ev, ngx_max(ngx_http_adserve_hzone_delay() / 4, 10));
+    }
+}
+
+
+void
+ngx_http_adserve_history_init(ngx_cycle_t *cycle)
+{
+    ngx_event_t  *ev = &ngx_http_adserve_history_tick;
+
+    if (ngx_http_adserve_hzone_delay() == 0) {
         return;
     }
 
-    ngx_http_adserve_history_expire(argv[1], argvlen[1]);
+    ev->handler = ngx_http_adserve_history_send_due;
+    ev->log = cycle->log;
+    ev->data = NULL;
+    ev->cancelable = 1;           /* the exit writes what is held */
+
+    ngx_add_timer(ev, ngx_max(ngx_http_adserve_hzone_delay() / 4, 10));
+}
+
+
+/* At exit: every entry the node holds (other workers' too: a reload's new
+ * ones write theirs again later, a stop's exit with nothing left), over a
+ * blocking connection, APPEND and EXPIRE each, in one pipeline a batch. */
+void
+ngx_http_adserve_history_exit(ngx_http_adserve_redis_t *addr)
+{
+    ngx_http_adserve_held_t  *due = ngx_http_adserve_history_due;
+    redisContext             *c = NULL;
+    redisReply               *reply;
+    struct timeval            tv;
+    adserve_str_t             id;
+    u_char                    key[NGX_HTTP_ADSERVE_HISTORY_KEY], ttl[NGX_INT_T_LEN];
+    const char               *argv[3], *err = NULL;
+    size_t                    argvlen[3];
+    ngx_uint_t                i, k, users = 0, lost = 0;
+    ngx_msec_t                timeout;
+
+    if (ngx_http_adserve_history_tick.timer_set) {
+        ngx_del_timer(&ngx_http_adserve_history_tick);
+    }
+
+    timeout = addr->timeout ? addr->timeout : 1000;
+    tv.tv_sec = timeout / 1000;
+    tv.tv_usec = (timeout % 1000) * 1000;
+
+    while ((k = ngx_http_adserve_hzone_due(1, due, NGX_HTTP_ADSERVE_HISTORY_DUE)) > 0) {
+
+        if (c == NULL && err == NULL) {
+            c = ngx_http_adserve_redis_connect_now(addr, tv, &err);
+        }
+
+        for (i = 0; i < k && err == NULL; i++) {
+            id.data = (const char *) due[i].id;
+            id.len = due[i].len;
+
+            argv[0] = "APPEND";
+            argvlen[0] = sizeof("APPEND") - 1;
+            argv[1] = (char *) key;
+            argvlen[1] = ngx_http_adserve_history_key(key, &id);
+            argv[2] = (char *) due[i].entries;
+            argvlen[2] = due[i].n * ADSERVE_HISTORY_ENTRY;
+
+            if (redisAppendCommandArgv(c, 3, argv, argvlen) != REDIS_OK) {
+                err = c->errstr;
+                break;
+            }
+
+            argv[0] = "EXPIRE";
+            argvlen[0] = sizeof("EXPIRE") - 1;
+            argv[2] = (char *) ttl;
+            argvlen[2] = ngx_sprintf(ttl, "%d", ADSERVE_HISTORY_SECONDS) - ttl;
+
+            if (redisAppendCommandArgv(c, 3, argv, argvlen) != REDIS_OK) {
+                err = c->errstr;
+            }
+        }
+
+        for (i = 0; i < 2 * k && err == NULL; i++) {
+            if (redisGetReply(c, (void **) &reply) != REDIS_OK || reply == NULL) {
+                err = c->errstr[0] ? c->errstr : "no reply";
+                break;
+            }
+
+            if (reply->type == REDIS_REPLY_ERROR) {
+                err = "an error reply";
+            }
+
+            freeReplyObject(reply);
+        }
+
+        if (err == NULL) {
+            users += k;
+
+        } else {
+            for (i = 0; i < k; i++) {
+                lost += due[i].n;
+            }
+        }
+    }
+
+    if (c != NULL) {
+        redisFree(c);
+    }
+
+    if (users) {
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "history: the held entries of %ui users "
+                      "written at exit", users);
+    }
+
+    if (err != NULL) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "history: could not write the held entries "
+                      "at exit (%s): %ui entries lost", err, lost);
+    }
 }
 
 
@@ -361,9 +562,9 @@ ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
 {
     ngx_http_adserve_history_slot_t  *slot, *lost;
     redisReply                       *reply = r;
-    u_char                            keep[NGX_INT_T_LEN];
-    const char                       *argv[5];
-    size_t                            argvlen[5], every, before;
+    u_char                            keep[NGX_INT_T_LEN], at[NGX_INT_T_LEN];
+    const char                       *argv[6];
+    size_t                            argvlen[6], every, before;
     ngx_uint_t                        i;
 
     (void) ac;
@@ -395,7 +596,7 @@ ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
         ngx_http_adserve_history_expire((char *) slot->key, slot->len);
     }
 
-    if (reply->integer >= 2 * NGX_HTTP_ADSERVE_HISTORY_KEEP) {
+    if (reply->integer >= ADSERVE_HISTORY_CUT * NGX_HTTP_ADSERVE_HISTORY_KEEP) {
         argv[0] = "EVAL";
         argvlen[0] = sizeof("EVAL") - 1;
         argv[1] = ngx_http_adserve_history_cut;
@@ -406,8 +607,11 @@ ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
         argvlen[3] = slot->len;
         argv[4] = (char *) keep;
         argvlen[4] = ngx_sprintf(keep, "%d", NGX_HTTP_ADSERVE_HISTORY_KEEP) - keep;
+        argv[5] = (char *) at;
+        argvlen[5] = ngx_sprintf(at, "%d", ADSERVE_HISTORY_CUT * NGX_HTTP_ADSERVE_HISTORY_KEEP)
+                     - at;
 
-        (void) ngx_http_adserve_user_write(5, argv, argvlen, NULL, NULL);
+        (void) ngx_http_adserve_user_write(6, argv, argvlen, NULL, NULL);
     }
 
     slot->len = 0;

@@ -25,6 +25,19 @@
  * known by the 64-bit hash of their id: two ids of one hash would share a
  * copy (and filter each other's items) until the next read; at 2^-64 a
  * pair, that is accepted.
+ *
+ * Held writes (adserve_history_delay). An answer's entries go to Redis
+ * with the user's next ones, in one APPEND, up to the delay later: one
+ * record per set of slots (NGX_HTTP_ADSERVE_HELD_MAX entries and the
+ * user's id), in a queue oldest first, which every worker's timer drains
+ * (ngx_http_adserve_history.c). In the zone, not in a worker: a worker
+ * that dies leaves them to the others, and a worker that exits writes
+ * them all. A read of Redis merges the node's entries of the delay and a
+ * second more, so the held ones stay in the copy. An APPEND is most of
+ * what a recommendation costs Redis (its command, its share of the AOF,
+ * its reply parsed in the worker); a reader's page asks for its widgets
+ * together, and each answer wrote alone before. Other nodes see a user's
+ * entries up to the delay later than they did, within their own refresh.
  */
 
 
@@ -42,15 +55,35 @@ typedef struct {
     uint32_t  first;                          /* the oldest entry's index */
     uint32_t  n;                              /* entries, from first on,
                                                * round the ring */
+    uint32_t  held;                           /* its record of held
+                                               * entries, + 1; 0: none */
     uint32_t  at[ADSERVE_HISTORY_MAX];
     uint32_t  fp[ADSERVE_HISTORY_MAX];
 } ngx_http_adserve_hslot_t;
 
 
+/* a user's entries held for one APPEND */
+typedef struct {
+    ngx_queue_t                queue;         /* the zone's held, oldest
+                                               * first, or its free */
+    uint64_t                   user;
+    ngx_msec_t                 since;         /* its first entry's time:
+                                               * ngx_current_msec, one
+                                               * monotonic clock for all
+                                               * the node's workers */
+    ngx_http_adserve_held_t    w;
+} ngx_http_adserve_hheld_t;
+
+
 typedef struct {
     ngx_uint_t                 nsets;
     ngx_http_adserve_hslot_t  *slots;
+    ngx_http_adserve_hheld_t  *records;       /* nsets of them */
+    ngx_uint_t                 fresh;         /* records never used yet */
+    ngx_queue_t                held;
+    ngx_queue_t                free;
     /* what the status shows */
+    ngx_atomic_t               nheld;         /* users with held entries */
     ngx_atomic_t               hits;
     ngx_atomic_t               reads;
 } ngx_http_adserve_hzone_sh_t;
@@ -59,6 +92,7 @@ typedef struct {
 static ngx_slab_pool_t              *ngx_http_adserve_hzone_pool;
 static ngx_http_adserve_hzone_sh_t  *ngx_http_adserve_hzone_sh;
 static time_t                        ngx_http_adserve_hzone_refresh;
+static ngx_msec_t                    ngx_http_adserve_hzone_held_for;
 /* the zone's, read once: every lookup's, while the counts beside them in
  * the zone change on every request */
 static ngx_http_adserve_hslot_t     *ngx_http_adserve_hzone_slots;
@@ -93,10 +127,13 @@ ngx_http_adserve_hzone_init_zone(ngx_shm_zone_t *shm_zone, void *data)
      * touched only once a user takes it */
     sh->slots = ngx_slab_alloc(shpool, nsets * NGX_HTTP_ADSERVE_HZONE_WAYS
                                        * sizeof(ngx_http_adserve_hslot_t));
-    if (sh->slots == NULL) {
+    sh->records = ngx_slab_alloc(shpool, nsets * sizeof(ngx_http_adserve_hheld_t));
+    if (sh->slots == NULL || sh->records == NULL) {
         return NGX_ERROR;
     }
 
+    ngx_queue_init(&sh->held);
+    ngx_queue_init(&sh->free);
     sh->nsets = nsets;
     shpool->data = sh;
     shm_zone->data = sh;
@@ -113,18 +150,23 @@ ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size)
     ngx_uint_t       nsets;
     size_t           slots;
 
-    nsets = size / (NGX_HTTP_ADSERVE_HZONE_WAYS * sizeof(ngx_http_adserve_hslot_t));
+    nsets = size / (NGX_HTTP_ADSERVE_HZONE_WAYS * sizeof(ngx_http_adserve_hslot_t)
+                    + sizeof(ngx_http_adserve_hheld_t));
     if (nsets == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "adserve_history_zone: %uz bytes hold no user's history "
-                           "(%uz a user)", size, sizeof(ngx_http_adserve_hslot_t));
+                           "(%uz a user)", size, sizeof(ngx_http_adserve_hslot_t)
+                           + sizeof(ngx_http_adserve_hheld_t) / NGX_HTTP_ADSERVE_HZONE_WAYS);
         return NULL;
     }
 
-    slots = nsets * NGX_HTTP_ADSERVE_HZONE_WAYS * sizeof(ngx_http_adserve_hslot_t);
+    /* the slots and the records, each rounded up to pages below */
+    slots = nsets * (NGX_HTTP_ADSERVE_HZONE_WAYS * sizeof(ngx_http_adserve_hslot_t)
+                     + sizeof(ngx_http_adserve_hheld_t));
 
     if (ngx_http_adserve_zone_name(cf, &name, NGX_HTTP_ADSERVE_HZONE_NAME,
-                                   sizeof(ngx_http_adserve_hslot_t))
+                                   (uint64_t) sizeof(ngx_http_adserve_hheld_t) << 32
+                                   | sizeof(ngx_http_adserve_hslot_t))
         != NGX_OK)
     {
         return NULL;
@@ -134,7 +176,7 @@ ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size)
      * slots rounded up to pages */
     shm_zone = ngx_shared_memory_add(cf, &name,
                                      8 * ngx_pagesize + slots / ngx_pagesize * 64
-                                     + ngx_align(slots, ngx_pagesize),
+                                     + ngx_align(slots, ngx_pagesize) + ngx_pagesize,
                                      &ngx_http_adserve_module);
     if (shm_zone == NULL) {
         return NULL;
@@ -149,7 +191,7 @@ ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size)
 
 
 void
-ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh)
+ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh, ngx_msec_t delay)
 {
     if (shm_zone == NULL || shm_zone->data == NULL) {
         return;
@@ -158,6 +200,7 @@ ngx_http_adserve_hzone_init(ngx_shm_zone_t *shm_zone, time_t refresh)
     ngx_http_adserve_hzone_pool = (ngx_slab_pool_t *) shm_zone->shm.addr;
     ngx_http_adserve_hzone_sh = shm_zone->data;
     ngx_http_adserve_hzone_refresh = refresh;
+    ngx_http_adserve_hzone_held_for = refresh ? delay : 0;
     ngx_http_adserve_hzone_slots = ngx_http_adserve_hzone_sh->slots;
     ngx_http_adserve_hzone_nsets = ngx_http_adserve_hzone_sh->nsets;
 }
@@ -191,10 +234,12 @@ ngx_http_adserve_hzone_slot(uint64_t user, ngx_uint_t take)
         }
     }
 
+    /* its held entries, if any, go out in their turn, as another user's */
     old->user = user;
     old->read_at = 0;
     old->first = 0;
     old->n = 0;
+    old->held = 0;
 
     return old;
 }
@@ -379,7 +424,8 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
     ngx_http_adserve_hist_t *scratch)
 {
     ngx_http_adserve_hslot_t  *slot;
-    ngx_uint_t                 recent, bn;
+    ngx_uint_t                 recent, bn, held;
+    time_t                     since;
     uint32_t                   bfp[ADSERVE_HISTORY_MAX], bat[ADSERVE_HISTORY_MAX];
 
     if (ngx_http_adserve_hzone_sh == NULL || ngx_http_adserve_hzone_refresh == 0) {
@@ -390,17 +436,26 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
 
     slot = ngx_http_adserve_hzone_slot(user, 1);
 
-    /* Redis's entries, and the node's of the last second or two, which
-     * Redis may not have had yet: each answer's append goes out at the
-     * end of its event loop iteration. Older ones Redis has, or dropped
-     * (a cut, an expiry, a delete): Redis's word is the history. Most
-     * reads find none so recent (the refresh is past), and Redis's
-     * entries are the copy as they are. */
+    /* Redis's entries, and the node's that Redis may not have yet: those
+     * the user's record holds (the ring's last ones), and those sent
+     * lately, which may still be on their way (sent at the end of their
+     * event loop iteration, or a held record after the delay and a tick).
+     * Older ones Redis has, or dropped (a cut, an expiry, a delete):
+     * Redis's word is the history. Most reads find none so recent (the
+     * refresh is past), and Redis's entries are the copy as they are. */
+    since = now - (time_t) ngx_max(1, (ngx_http_adserve_hzone_held_for * 5 / 4 + 50 + 999)
+                                      / 1000);
+
     for (recent = slot->n;
-         recent > 0 && ngx_http_adserve_hzone_at(slot, recent - 1) >= (uint32_t) (now - 1);
+         recent > 0 && (time_t) ngx_http_adserve_hzone_at(slot, recent - 1) >= since;
          recent--)
     {
         /* void */
+    }
+
+    if (slot->held) {
+        held = ngx_http_adserve_hzone_sh->records[slot->held - 1].w.n;
+        recent = ngx_min(recent, slot->n - ngx_min(held, slot->n));
     }
 
     if (recent == slot->n) {
@@ -420,17 +475,109 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
 }
 
 
-void
-ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp, ngx_uint_t n)
+/* The user's held record's entries into out, and the record freed; under
+ * the lock */
+static void
+ngx_http_adserve_hzone_release(ngx_http_adserve_hheld_t *rec, ngx_http_adserve_held_t *out)
+{
+    out->len = rec->w.len;
+    out->n = rec->w.n;
+    ngx_memcpy(out->id, rec->w.id, rec->w.len);
+    ngx_memcpy(out->entries, rec->w.entries, rec->w.n * ADSERVE_HISTORY_ENTRY);
+
+    ngx_queue_remove(&rec->queue);
+    ngx_queue_insert_head(&ngx_http_adserve_hzone_sh->free, &rec->queue);
+    (void) ngx_atomic_fetch_add(&ngx_http_adserve_hzone_sh->nheld, -1);
+}
+
+
+/* A record for the user's held entries: a freed one, else one never used
+ * (its pages untouched until then); NULL when all hold entries. Under the
+ * lock. */
+static ngx_http_adserve_hheld_t *
+ngx_http_adserve_hzone_record(ngx_http_adserve_hslot_t *slot, const adserve_str_t *id)
+{
+    ngx_http_adserve_hzone_sh_t  *sh = ngx_http_adserve_hzone_sh;
+    ngx_http_adserve_hheld_t     *rec;
+    ngx_queue_t                  *q;
+
+    if (!ngx_queue_empty(&sh->free)) {
+        q = ngx_queue_head(&sh->free);
+        ngx_queue_remove(q);
+        rec = ngx_queue_data(q, ngx_http_adserve_hheld_t, queue);
+
+    } else if (sh->fresh < sh->nsets) {
+        rec = &sh->records[sh->fresh++];
+
+    } else {
+        return NULL;
+    }
+
+    rec->user = slot->user;
+    rec->since = ngx_current_msec;
+    rec->w.len = id->len;
+    rec->w.n = 0;
+    ngx_memcpy(rec->w.id, id->data, id->len);
+
+    ngx_queue_insert_tail(&sh->held, &rec->queue);
+    (void) ngx_atomic_fetch_add(&sh->nheld, 1);
+    slot->held = (uint32_t) (rec - sh->records) + 1;
+
+    return rec;
+}
+
+
+/* The entries held in the user's record (one taken if need be): NGX_OK,
+ * or NGX_DECLINED when they cannot be; a full record goes into out
+ * first. Under the lock. */
+static ngx_int_t
+ngx_http_adserve_hzone_hold(ngx_http_adserve_hslot_t *slot, const adserve_str_t *id,
+    const u_char *entries, ngx_uint_t n, ngx_http_adserve_held_t *out)
+{
+    ngx_http_adserve_hheld_t  *rec = NULL;
+
+    if (slot->held) {
+        rec = &ngx_http_adserve_hzone_sh->records[slot->held - 1];
+
+        if (rec->w.n + n > NGX_HTTP_ADSERVE_HELD_MAX) {
+            ngx_http_adserve_hzone_release(rec, out);
+            slot->held = 0;
+            rec = NULL;
+        }
+    }
+
+    if (n > NGX_HTTP_ADSERVE_HELD_MAX || id->len > ADSERVE_TOKEN_USER_MAX) {
+        return NGX_DECLINED;
+    }
+
+    if (rec == NULL) {
+        rec = ngx_http_adserve_hzone_record(slot, id);
+        if (rec == NULL) {
+            return NGX_DECLINED;
+        }
+    }
+
+    ngx_memcpy(rec->w.entries + rec->w.n * ADSERVE_HISTORY_ENTRY, entries,
+               n * ADSERVE_HISTORY_ENTRY);
+    rec->w.n += n;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp, ngx_uint_t n,
+    const adserve_str_t *id, const u_char *entries, ngx_http_adserve_held_t *out)
 {
     ngx_http_adserve_hslot_t  *slot;
     ngx_uint_t                 i, k;
+    ngx_int_t                  rc = NGX_DECLINED;
+
+    out->n = 0;
 
     if (ngx_http_adserve_hzone_sh == NULL || ngx_http_adserve_hzone_refresh == 0 || n == 0) {
-        return;
+        return NGX_DECLINED;
     }
-
-    n = ngx_min(n, ADSERVE_HISTORY_MAX);
 
     ngx_shmtx_lock(&ngx_http_adserve_hzone_pool->mutex);
 
@@ -439,7 +586,7 @@ ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp, ngx
 
     if (slot != NULL) {
         /* into the ring: past its newest entry, over its oldest when full */
-        for (i = 0; i < n; i++) {
+        for (i = 0; i < ngx_min(n, ADSERVE_HISTORY_MAX); i++) {
             k = (slot->first + slot->n) % ADSERVE_HISTORY_MAX;
             slot->fp[k] = fp[i];
             slot->at[k] = (uint32_t) now;
@@ -453,9 +600,63 @@ ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp, ngx
         }
 
         slot->used_at = now;
+
+        if (ngx_http_adserve_hzone_held_for) {
+            rc = ngx_http_adserve_hzone_hold(slot, id, entries, n, out);
+        }
     }
 
     ngx_shmtx_unlock(&ngx_http_adserve_hzone_pool->mutex);
+
+    return rc;
+}
+
+
+ngx_uint_t
+ngx_http_adserve_hzone_due(ngx_uint_t all, ngx_http_adserve_held_t *out, ngx_uint_t max)
+{
+    ngx_http_adserve_hzone_sh_t  *sh = ngx_http_adserve_hzone_sh;
+    ngx_http_adserve_hheld_t     *rec;
+    ngx_http_adserve_hslot_t     *slot;
+    ngx_uint_t                    k = 0;
+    uint32_t                      index;
+
+    if (sh == NULL || ngx_http_adserve_hzone_held_for == 0) {
+        return 0;
+    }
+
+    ngx_shmtx_lock(&ngx_http_adserve_hzone_pool->mutex);
+
+    /* oldest first: the first one not due ends it */
+    while (k < max && !ngx_queue_empty(&sh->held)) {
+        rec = ngx_queue_data(ngx_queue_head(&sh->held), ngx_http_adserve_hheld_t, queue);
+
+        if (!all && (ngx_msec_int_t) (ngx_current_msec - rec->since)
+                    < (ngx_msec_int_t) ngx_http_adserve_hzone_held_for)
+        {
+            break;
+        }
+
+        /* the user's slot lets it go, unless it was since given to another */
+        index = (uint32_t) (rec - sh->records) + 1;
+        slot = ngx_http_adserve_hzone_slot(rec->user, 0);
+        if (slot != NULL && slot->held == index) {
+            slot->held = 0;
+        }
+
+        ngx_http_adserve_hzone_release(rec, &out[k++]);
+    }
+
+    ngx_shmtx_unlock(&ngx_http_adserve_hzone_pool->mutex);
+
+    return k;
+}
+
+
+ngx_msec_t
+ngx_http_adserve_hzone_delay(void)
+{
+    return ngx_http_adserve_hzone_sh ? ngx_http_adserve_hzone_held_for : 0;
 }
 
 
@@ -470,9 +671,9 @@ ngx_http_adserve_hzone_status(u_char *p, u_char *last)
 
     return ngx_slprintf(p, last,
                         ",\"history_zone\":{\"users\":%ui,\"refresh_s\":%T,"
-                        "\"hits\":%uA,\"reads\":%uA}",
+                        "\"hits\":%uA,\"reads\":%uA,\"delay_ms\":%M,\"held\":%uA}",
                         sh->nsets * NGX_HTTP_ADSERVE_HZONE_WAYS, ngx_http_adserve_hzone_refresh,
-                        sh->hits, sh->reads);
+                        sh->hits, sh->reads, ngx_http_adserve_hzone_held_for, sh->nheld);
 }
 
 
@@ -493,6 +694,11 @@ ngx_http_adserve_hzone_metrics(u_char *p, u_char *last)
                         "a read went to Redis.\n"
                         "# TYPE adserve_history_copy_total counter\n"
                         "adserve_history_copy_total{result=\"hit\"} %uA\n"
-                        "adserve_history_copy_total{result=\"read\"} %uA\n",
-                        sh->hits, sh->reads);
+                        "adserve_history_copy_total{result=\"read\"} %uA\n"
+                        "# HELP adserve_history_held Users whose latest recommendation "
+                        "history entries the node holds for one write "
+                        "(adserve_history_delay).\n"
+                        "# TYPE adserve_history_held gauge\n"
+                        "adserve_history_held %uA\n",
+                        sh->hits, sh->reads, sh->nheld);
 }

@@ -110,6 +110,11 @@ like($out, qr/adserve_history_zone: 4096 bytes hold no user's history/, '... say
 ($ok, $out) = nginx_t(variant('longrefresh', sub { s/^(\s*adserve_history_refresh) .*$/$1 2h;/m }));
 ok(!$ok, 'adserve_history_refresh 2h is refused');
 like($out, qr/adserve_history_refresh must be between 0 \(off\) and 1h/, '... saying why') or diag $out;
+($ok, $out) = nginx_t(variant('longdelay', sub { s/^(\s*adserve_history_delay) .*$/$1 11s;/m }));
+ok(!$ok, 'adserve_history_delay 11s is refused');
+like($out, qr/adserve_history_delay must be between 0 \(off\) and 10s/, '... saying why') or diag $out;
+($ok, $out) = nginx_t(variant('nodelay', sub { s/^(\s*adserve_history_delay) .*$/$1 0;/m }));
+ok($ok, 'adserve_history_delay 0 (each answer written at once) is accepted') or diag $out;
 
 ($ok, $out) = nginx_t(variant('noredis', sub { s/^\s*adserve_redis .*$//m }));
 ok(!$ok, 'adserve_ad without adserve_redis is refused');

@@ -141,6 +141,9 @@ ok(!grep({ $_ eq 'n:2' } @{ ids($res) }), 'an item the user viewed (an earlier e
 is_deeply(ids($res), [ 'n:1', 'n:3', 'n:4', 'n:5' ], '... the others in rank');
 my $clicked = $res->{json}{ad}{recommendation}{items}[1];
 is($t->request('GET', $clicked->{click_url} =~ s{^\Q${\ $t->base }\E}{}r, redirect => 0)->{status}, 302, 'a click on n:3');
+# the node holds a user's entries for adserve_history_delay (1 s), then writes them in one APPEND
+ok($t->wait_until(5, sub { $t->redis('STRLEN', 'adserve:rh:vo-3') == 7 * 16 }),
+   'the entries reach Redis after the delay');
 my %kinds;
 push @{ $kinds{ $_->[2] } }, $_->[0] for history('vo-3');
 is_deeply([ map { scalar @{ $kinds{$_} // [] } } qw(s v) ], [ 4, 3 ],
@@ -169,15 +172,15 @@ is_deeply(ids(rec($out, 'vb-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
           'an entry older than 7 days does not count');
 # the cut follows APPEND's reply: a round trip after the answer
 my (@lengths, $cut);
-for (1 .. 25) {
+for (1 .. 34) {
     rec($nof18, 'vb-2', item_id => 'n:0');
-    my $ok = $t->wait_until(2, sub { $t->redis('STRLEN', 'adserve:rh:vb-2') / 16 < 400 });
-    $cut //= $_ if $_ == 22 && $ok;
+    my $ok = $t->wait_until(2, sub { $t->redis('STRLEN', 'adserve:rh:vb-2') / 16 < 600 });
+    $cut //= $_ if $_ == 32 && $ok;
     push @lengths, $t->redis('STRLEN', 'adserve:rh:vb-2') / 16;
 }
-is_deeply([ @lengths[0, 1, 19, 20, 21, 22] ], [ 19, 38, 380, 399, 200, 219 ],
-          'the history grows 19 entries an answer; at 400 it is cut to its latest 200');
-ok($cut, '... within 2 s of the answer that made it 418');
+is_deeply([ @lengths[0, 1, 29, 30, 31, 32] ], [ 19, 38, 570, 589, 200, 219 ],
+          'the history grows 19 entries an answer; at 600 (3 times the 200 kept) it is cut to its latest 200');
+ok($cut, '... within 2 s of the answer that made it 608');
 is_deeply((history('vb-2'))[-1], [ fnv('n:0'), (history('vb-2'))[-1][1], 'v' ], '... the latest kept, last');
 my $ttl2 = $t->redis('TTL', 'adserve:rh:vb-2');
 ok($ttl2 > 6 * 86400 && $ttl2 <= 7 * 86400, "... and still expires with its last entry ($ttl2 s)");
@@ -222,6 +225,8 @@ ok($hits > $zone0->{hits}, "... counted as a hit of the copy ($zone0->{hits} the
 my $prom = Adserve::Test::prom_samples($t->request('GET', '/metrics')->{content});
 is($prom->{'adserve_history_copy_total{result="hit"}'}, $hits, '... which /metrics shows, node-wide');
 ok($prom->{'adserve_history_copy_total{result="read"}'} >= 2, '... beside the reads of Redis');
+# (a user's answers are held adserve_history_delay, 1 s, before they go to Redis: a test clock
+# moves 3 s in no time, so a read past the refresh finds them held, and merges them exactly)
 tick(3);
 is_deeply(ids(rec($out, 'hz-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
           'past the refresh, Redis is read again and its word is the history: the deleted answer counts no more');
