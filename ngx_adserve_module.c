@@ -531,7 +531,7 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_value(amcf->conversion_ttl, 30 * 86400);
     ngx_conf_init_value(amcf->test_clock, 0);
     ngx_conf_init_size_value(amcf->zone_size, 512 * 1024 * 1024);
-    /* 32 MB: the histories of some 13,000 users */
+    /* 32 MB: the histories of some 17,000 users */
     ngx_conf_init_size_value(amcf->history_size, 32 * 1024 * 1024);
     ngx_conf_init_value(amcf->history_refresh, 2);
     ngx_conf_init_msec_value(amcf->history_delay, 1000);
@@ -976,16 +976,17 @@ ngx_http_adserve_exit_process(ngx_cycle_t *cycle)
     amcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_adserve_module);
 
     ngx_http_adserve_pacing_exit();
-
-    if (amcf != NULL && amcf->loader != NULL) {
-        ngx_http_adserve_history_exit(&amcf->redis_write);
-    }
-
     ngx_http_adserve_caps_exit();
 
+    /* the events first: they bill; the histories after, in what time the
+     * master leaves */
     if (amcf != NULL && amcf->events != NULL) {
         ngx_http_adserve_events_exit(amcf->events);
         amcf->events = NULL;
+    }
+
+    if (amcf != NULL && amcf->loader != NULL) {
+        ngx_http_adserve_history_exit(&amcf->redis_write);
     }
 
     if (amcf != NULL && amcf->loader != NULL) {

@@ -674,8 +674,8 @@ void ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_his
     ngx_http_adserve_hist_t *scratch);
 /* A user's entries held back for one APPEND (adserve_history_delay): the
  * user's id (its key's) and the entries as the contract packs them, oldest
- * first. 64 hold six answers of ten items and their viewed item; an answer
- * of more goes out alone. */
+ * first. 64 hold five answers of ten items and their viewed item; an
+ * answer of more than 64 goes out alone. */
 #define NGX_HTTP_ADSERVE_HELD_MAX  64
 typedef struct {
     size_t      len;
@@ -691,11 +691,11 @@ typedef struct {
 ngx_int_t ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp,
     ngx_uint_t n, const adserve_str_t *id, const u_char *entries,
     ngx_http_adserve_held_t *out);
-/* up to max users' held entries into out[], those held for the delay (or,
- * with all, every one), oldest first; taken from the zone: the caller
- * sends them. How many. */
-ngx_uint_t ngx_http_adserve_hzone_due(ngx_uint_t all, ngx_http_adserve_held_t *out,
-    ngx_uint_t max);
+/* up to max users' held entries into out[], those held at now for age
+ * or longer, oldest first; taken from the zone: the caller sends them.
+ * How many. */
+ngx_uint_t ngx_http_adserve_hzone_due(ngx_msec_t now, ngx_msec_t age,
+    ngx_http_adserve_held_t *out, ngx_uint_t max);
 /* adserve_history_delay when the node holds entries back, else 0 */
 ngx_msec_t ngx_http_adserve_hzone_delay(void);
 /* appends ,"history_zone":{...} to the status document */

@@ -304,7 +304,12 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
     if (older->n > 0) {
         id.data = (const char *) older->id;
         id.len = older->len;
-        (void) ngx_http_adserve_history_send(&id, older->entries, older->n);
+
+        if (ngx_http_adserve_history_send(&id, older->entries, older->n) != NGX_OK) {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          NGX_HTTP_ADSERVE_LOG "history: %ui entries of a user lost: "
+                          "the write could not be sent", older->n);
+        }
     }
 
     if (rc != NGX_OK) {
@@ -355,7 +360,8 @@ ngx_http_adserve_history_send_due(ngx_event_t *ev)
             break;
         }
 
-        k = ngx_http_adserve_hzone_due(0, ngx_http_adserve_history_due,
+        k = ngx_http_adserve_hzone_due(ngx_current_msec, ngx_http_adserve_hzone_delay(),
+                                       ngx_http_adserve_history_due,
                                        NGX_HTTP_ADSERVE_HISTORY_DUE);
 
         for (i = 0; i < k; i++) {
@@ -415,8 +421,9 @@ ngx_http_adserve_history_exit(ngx_http_adserve_redis_t *addr)
     u_char                    key[NGX_HTTP_ADSERVE_HISTORY_KEY], ttl[NGX_INT_T_LEN];
     const char               *argv[3], *err = NULL;
     size_t                    argvlen[3];
+    u_char                    why[128];
     ngx_uint_t                i, k, users = 0, lost = 0;
-    ngx_msec_t                timeout;
+    ngx_msec_t                timeout, cutoff;
 
     if (ngx_http_adserve_history_tick.timer_set) {
         ngx_del_timer(&ngx_http_adserve_history_tick);
@@ -426,9 +433,16 @@ ngx_http_adserve_history_exit(ngx_http_adserve_redis_t *addr)
     tv.tv_sec = timeout / 1000;
     tv.tv_usec = (timeout % 1000) * 1000;
 
-    while ((k = ngx_http_adserve_hzone_due(1, due, NGX_HTTP_ADSERVE_HISTORY_DUE)) > 0) {
+    /* what is held now: records the running workers (a reload's new ones)
+     * hold later are theirs to write; and on a connection's failure, the
+     * rest stay in the zone for them */
+    ngx_time_update();
+    cutoff = ngx_current_msec;
 
-        if (c == NULL && err == NULL) {
+    while (err == NULL
+           && (k = ngx_http_adserve_hzone_due(cutoff, 0, due, NGX_HTTP_ADSERVE_HISTORY_DUE)) > 0)
+    {
+        if (c == NULL) {
             c = ngx_http_adserve_redis_connect_now(addr, tv, &err);
         }
 
@@ -458,26 +472,36 @@ ngx_http_adserve_history_exit(ngx_http_adserve_redis_t *addr)
             }
         }
 
+        /* each user's APPEND reply, then its EXPIRE's: an error reply
+         * (a key of another type) loses that user's entries alone */
         for (i = 0; i < 2 * k && err == NULL; i++) {
             if (redisGetReply(c, (void **) &reply) != REDIS_OK || reply == NULL) {
                 err = c->errstr[0] ? c->errstr : "no reply";
                 break;
             }
 
-            if (reply->type == REDIS_REPLY_ERROR) {
-                err = "an error reply";
+            if (i % 2 == 0) {
+                if (reply->type == REDIS_REPLY_ERROR) {
+                    lost += due[i / 2].n;
+
+                } else {
+                    users++;
+                }
             }
 
             freeReplyObject(reply);
         }
 
-        if (err == NULL) {
-            users += k;
-
-        } else {
+        if (err != NULL) {
+            /* the batch's replies not read: its users' entries may or may
+             * not have landed */
             for (i = 0; i < k; i++) {
                 lost += due[i].n;
             }
+
+            /* c's errstr goes with c */
+            (void) ngx_cpystrn(why, (u_char *) err, sizeof(why));
+            err = (char *) why;
         }
     }
 
@@ -491,10 +515,11 @@ ngx_http_adserve_history_exit(ngx_http_adserve_redis_t *addr)
                       "written at exit", users);
     }
 
-    if (err != NULL) {
+    if (lost) {
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                      NGX_HTTP_ADSERVE_LOG "history: could not write the held entries "
-                      "at exit (%s): %ui entries lost", err, lost);
+                      NGX_HTTP_ADSERVE_LOG "history: could not write all the held entries "
+                      "at exit (%s): %ui entries lost, the rest left to the other workers",
+                      err ? err : "error replies", lost);
     }
 }
 

@@ -613,7 +613,8 @@ ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp, ngx
 
 
 ngx_uint_t
-ngx_http_adserve_hzone_due(ngx_uint_t all, ngx_http_adserve_held_t *out, ngx_uint_t max)
+ngx_http_adserve_hzone_due(ngx_msec_t now, ngx_msec_t age, ngx_http_adserve_held_t *out,
+    ngx_uint_t max)
 {
     ngx_http_adserve_hzone_sh_t  *sh = ngx_http_adserve_hzone_sh;
     ngx_http_adserve_hheld_t     *rec;
@@ -631,9 +632,7 @@ ngx_http_adserve_hzone_due(ngx_uint_t all, ngx_http_adserve_held_t *out, ngx_uin
     while (k < max && !ngx_queue_empty(&sh->held)) {
         rec = ngx_queue_data(ngx_queue_head(&sh->held), ngx_http_adserve_hheld_t, queue);
 
-        if (!all && (ngx_msec_int_t) (ngx_current_msec - rec->since)
-                    < (ngx_msec_int_t) ngx_http_adserve_hzone_held_for)
-        {
+        if ((ngx_msec_int_t) (now - rec->since) < (ngx_msec_int_t) age) {
             break;
         }
 
