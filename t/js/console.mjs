@@ -87,6 +87,8 @@ await inBrowser(t, async (browser) => {
     t.like(other, UUID, 'and a second advertiser');
 
     await go(page, '#/users/new');
+    // the form renders after the schema's fetch: wait for its options, then count them
+    await page.locator('#new-users-role option').nth(3).waitFor({ state: 'attached' });
     t.is(await page.locator('#new-users-role option').count(), 4, 'the role field offers the enum of the schema (and a prompt)');
     await fill(page, 'new-users', { email: OPERATOR[0], password: OPERATOR[1], role: 'operator' });
     await create(page, 'users', 'Create user');
