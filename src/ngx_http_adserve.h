@@ -698,6 +698,8 @@ ngx_uint_t ngx_http_adserve_hzone_due(ngx_msec_t now, ngx_msec_t age,
     ngx_http_adserve_held_t *out, ngx_uint_t max);
 /* adserve_history_delay when the node holds entries back, else 0 */
 ngx_msec_t ngx_http_adserve_hzone_delay(void);
+/* how often the workers' timers write what is due: a quarter of the delay */
+ngx_msec_t ngx_http_adserve_hzone_tick(void);
 /* appends ,"history_zone":{...} to the status document */
 u_char *ngx_http_adserve_hzone_status(u_char *p, u_char *last);
 /* and the adserve_history_copy_total series of /metrics */

@@ -102,6 +102,34 @@ ngx_http_adserve_history_key(u_char *key, const adserve_str_t *user)
 }
 
 
+/* APPEND key entries: the user's key made into key[] */
+static void
+ngx_http_adserve_history_append_argv(const char **argv, size_t *argvlen, u_char *key,
+    const adserve_str_t *user, const u_char *entries, ngx_uint_t n)
+{
+    argv[0] = "APPEND";
+    argvlen[0] = sizeof("APPEND") - 1;
+    argv[1] = (char *) key;
+    argvlen[1] = ngx_http_adserve_history_key(key, user);
+    argv[2] = (char *) entries;
+    argvlen[2] = n * ADSERVE_HISTORY_ENTRY;
+}
+
+
+/* EXPIRE key ADSERVE_HISTORY_SECONDS, the number made into ttl[] */
+static void
+ngx_http_adserve_history_expire_argv(const char **argv, size_t *argvlen, const char *key,
+    size_t len, u_char *ttl)
+{
+    argv[0] = "EXPIRE";
+    argvlen[0] = sizeof("EXPIRE") - 1;
+    argv[1] = key;
+    argvlen[1] = len;
+    argv[2] = (char *) ttl;
+    argvlen[2] = ngx_sprintf(ttl, "%d", ADSERVE_HISTORY_SECONDS) - ttl;
+}
+
+
 /* The set's slot of a fingerprint: its own, or the free one where it
  * would go. The set is at most half full, so a probe ends. */
 static ngx_inline uint32_t *
@@ -328,12 +356,7 @@ ngx_http_adserve_history_send(const adserve_str_t *user, const u_char *entries, 
     size_t       argvlen[3];
     ngx_int_t    rc;
 
-    argv[0] = "APPEND";
-    argvlen[0] = sizeof("APPEND") - 1;
-    argv[1] = (char *) key;
-    argvlen[1] = ngx_http_adserve_history_key(key, user);
-    argv[2] = (char *) entries;
-    argvlen[2] = n * ADSERVE_HISTORY_ENTRY;
+    ngx_http_adserve_history_append_argv(argv, argvlen, key, user, entries, n);
 
     /* with a slot, APPEND's reply says when the string needs its TTL;
      * without one, it gets it now */
@@ -384,7 +407,7 @@ ngx_http_adserve_history_send_due(ngx_event_t *ev)
     } while (k == NGX_HTTP_ADSERVE_HISTORY_DUE && sent < NGX_HTTP_ADSERVE_HISTORY_TICK_MAX);
 
     if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
-        ngx_add_timer(ev, ngx_max(ngx_http_adserve_hzone_delay() / 4, 10));
+        ngx_add_timer(ev, ngx_http_adserve_hzone_tick());
     }
 }
 
@@ -403,7 +426,7 @@ ngx_http_adserve_history_init(ngx_cycle_t *cycle)
     ev->data = NULL;
     ev->cancelable = 1;           /* the exit writes what is held */
 
-    ngx_add_timer(ev, ngx_max(ngx_http_adserve_hzone_delay() / 4, 10));
+    ngx_add_timer(ev, ngx_http_adserve_hzone_tick());
 }
 
 
@@ -450,22 +473,15 @@ ngx_http_adserve_history_exit(ngx_http_adserve_redis_t *addr)
             id.data = (const char *) due[i].id;
             id.len = due[i].len;
 
-            argv[0] = "APPEND";
-            argvlen[0] = sizeof("APPEND") - 1;
-            argv[1] = (char *) key;
-            argvlen[1] = ngx_http_adserve_history_key(key, &id);
-            argv[2] = (char *) due[i].entries;
-            argvlen[2] = due[i].n * ADSERVE_HISTORY_ENTRY;
+            ngx_http_adserve_history_append_argv(argv, argvlen, key, &id, due[i].entries,
+                                                 due[i].n);
 
             if (redisAppendCommandArgv(c, 3, argv, argvlen) != REDIS_OK) {
                 err = c->errstr;
                 break;
             }
 
-            argv[0] = "EXPIRE";
-            argvlen[0] = sizeof("EXPIRE") - 1;
-            argv[2] = (char *) ttl;
-            argvlen[2] = ngx_sprintf(ttl, "%d", ADSERVE_HISTORY_SECONDS) - ttl;
+            ngx_http_adserve_history_expire_argv(argv, argvlen, argv[1], argvlen[1], ttl);
 
             if (redisAppendCommandArgv(c, 3, argv, argvlen) != REDIS_OK) {
                 err = c->errstr;
@@ -532,12 +548,7 @@ ngx_http_adserve_history_expire(const char *key, size_t len)
     const char  *argv[3];
     size_t       argvlen[3];
 
-    argv[0] = "EXPIRE";
-    argvlen[0] = sizeof("EXPIRE") - 1;
-    argv[1] = key;
-    argvlen[1] = len;
-    argv[2] = (char *) ttl;
-    argvlen[2] = ngx_sprintf(ttl, "%d", ADSERVE_HISTORY_SECONDS) - ttl;
+    ngx_http_adserve_history_expire_argv(argv, argvlen, key, len, ttl);
 
     (void) ngx_http_adserve_user_write(3, argv, argvlen, NULL, NULL);
 }

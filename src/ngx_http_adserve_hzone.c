@@ -443,8 +443,8 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
      * Older ones Redis has, or dropped (a cut, an expiry, a delete):
      * Redis's word is the history. Most reads find none so recent (the
      * refresh is past), and Redis's entries are the copy as they are. */
-    since = now - (time_t) ngx_max(1, (ngx_http_adserve_hzone_held_for * 5 / 4 + 50 + 999)
-                                      / 1000);
+    since = now - (time_t) ngx_max(1, (ngx_http_adserve_hzone_held_for
+                                       + ngx_http_adserve_hzone_tick() + 50 + 999) / 1000);
 
     for (recent = slot->n;
          recent > 0 && (time_t) ngx_http_adserve_hzone_at(slot, recent - 1) >= since;
@@ -649,6 +649,13 @@ ngx_http_adserve_hzone_due(ngx_msec_t now, ngx_msec_t age, ngx_http_adserve_held
     ngx_shmtx_unlock(&ngx_http_adserve_hzone_pool->mutex);
 
     return k;
+}
+
+
+ngx_msec_t
+ngx_http_adserve_hzone_tick(void)
+{
+    return ngx_max(ngx_http_adserve_hzone_held_for / 4, 10);
 }
 
 
