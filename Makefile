@@ -6,7 +6,7 @@ UNIT_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Wpointer-arit
               -Isrc -It/unit
 ASAN     = -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all \
            -fno-omit-frame-pointer
-UNIT_LIBS = -lcjson -lcrypto -lm
+UNIT_LIBS = -lcjson -lcrypto -lsodium -lm
 
 ENGINE   = src/adserve_contract.c src/adserve_arena.c src/adserve_json.c src/adserve_fields.c src/adserve_jsonw.c src/adserve_vast.c src/adserve_native.c src/adserve_parsed.c src/adserve_snapshot.c src/adserve_pacing.c \
            src/adserve_target.c src/adserve_experiment.c src/adserve_token.c src/adserve_records.c src/adserve_rtb.c src/adserve_rtb_native.c \

@@ -1,10 +1,16 @@
 /*
- * The ad_log token: AES-256-GCM with OpenSSL's EVP interface.
+ * The ad_log token: AES-256-GCM, with libsodium's AES-NI implementation
+ * where the CPU has it, else OpenSSL's EVP interface. The same cipher and
+ * layout either way: each opens the other's tokens.
  *
- * Each key gets its cipher contexts once per process, so a token costs one
- * IV set-up, one pass over ~150 bytes and no allocation.
+ * Each key gets its cipher state once per process, so a token costs one
+ * pass over ~150 bytes and no allocation. libsodium's call takes the
+ * nonce as an argument: 1,300 instructions a token under callgrind,
+ * against 2,500 through EVP, which sets the IV and reads the tag back
+ * through the provider's parameters (a serving request is about 25,000).
  */
 
+#include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 
@@ -13,6 +19,7 @@
 #include <openssl/crypto.h>
 #include <openssl/core_names.h>
 #include <openssl/params.h>
+#include <sodium.h>
 
 #include "adserve_token.h"
 
@@ -154,10 +161,24 @@ int
 adserve_tokens_start(adserve_tokens_t *t)
 {
     adserve_token_key_t  *k;
-    int                   i;
+    int                   i, sodium;
+
+    /* sodium_init() first: it detects the CPU's features */
+    sodium = !t->evp_only && sodium_init() >= 0 && crypto_aead_aes256gcm_is_available();
 
     for (i = 0; i < t->nkeys; i++) {
         k = &t->keys[i];
+
+        if (sodium) {
+            /* the state's alignment (16) is more than a pool's */
+            k->gcm = aligned_alloc(16, sizeof(crypto_aead_aes256gcm_state));
+            if (k->gcm == NULL || crypto_aead_aes256gcm_beforenm(k->gcm, k->key) != 0) {
+                adserve_tokens_stop(t);
+                return -1;
+            }
+            continue;
+        }
+
         k->enc = EVP_CIPHER_CTX_new();
         k->dec = EVP_CIPHER_CTX_new();
 
@@ -184,6 +205,11 @@ adserve_tokens_stop(adserve_tokens_t *t)
     int  i;
 
     for (i = 0; i < t->nkeys; i++) {
+        if (t->keys[i].gcm != NULL) {
+            sodium_memzero(t->keys[i].gcm, sizeof(crypto_aead_aes256gcm_state));
+            free(t->keys[i].gcm);
+            t->keys[i].gcm = NULL;
+        }
         EVP_CIPHER_CTX_free(t->keys[i].enc);
         EVP_CIPHER_CTX_free(t->keys[i].dec);
         t->keys[i].enc = NULL;
@@ -472,6 +498,18 @@ adserve_token_encode(adserve_tokens_t *t, adserve_ad_log_t *log, char *out)
     ct = nonce + ADSERVE_TOKEN_NONCE;
     n = pack(log, ct);
 
+    /* the key id is authenticated too: it cannot be swapped to another key */
+    if (k->gcm != NULL) {
+        if (crypto_aead_aes256gcm_encrypt_detached_afternm(ct, ct + n, NULL, ct, n, raw, 1,
+                                                           NULL, nonce, k->gcm)
+            != 0)
+        {
+            return 0;
+        }
+
+        return b64_encode(raw, 1 + ADSERVE_TOKEN_NONCE + n + ADSERVE_TOKEN_TAG, out);
+    }
+
     /*
      * The new IV and the tag go through the provider's parameters: with
      * OpenSSL 3.0, EVP_EncryptInit_ex() asks the provider for the IV length
@@ -493,7 +531,6 @@ adserve_token_encode(adserve_tokens_t *t, adserve_ad_log_t *log, char *out)
         return 0;
     }
 
-    /* the key id is authenticated too: it cannot be swapped to another key */
     if (EVP_EncryptUpdate(k->enc, NULL, &outl, raw, 1) != 1
         || EVP_EncryptUpdate(k->enc, ct, &outl, ct, (int) n) != 1
         || EVP_EncryptFinal_ex(k->enc, ct + n, &outl) != 1)
@@ -545,7 +582,16 @@ adserve_token_decode(adserve_tokens_t *t, const char *tok, size_t len,
     ct = buf + 1 + ADSERVE_TOKEN_NONCE;
     n = (size_t) raw - 1 - ADSERVE_TOKEN_NONCE - ADSERVE_TOKEN_TAG;
 
-    if (EVP_DecryptInit_ex(k->dec, NULL, NULL, NULL, buf + 1) != 1
+    if (k->gcm != NULL) {
+        /* in place; a bad tag returns -1, what it wrote cleared */
+        if (crypto_aead_aes256gcm_decrypt_detached_afternm(ct, NULL, ct, n, ct + n, buf, 1,
+                                                           buf + 1, k->gcm)
+            != 0)
+        {
+            return -1;
+        }
+
+    } else if (EVP_DecryptInit_ex(k->dec, NULL, NULL, NULL, buf + 1) != 1
         || EVP_DecryptUpdate(k->dec, NULL, &outl, buf, 1) != 1
         || EVP_DecryptUpdate(k->dec, ct, &outl, ct, (int) n) != 1
         || EVP_CIPHER_CTX_ctrl(k->dec, EVP_CTRL_GCM_SET_TAG, ADSERVE_TOKEN_TAG,

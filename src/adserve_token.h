@@ -48,6 +48,10 @@
 typedef struct {
     uint8_t        kid;
     unsigned char  key[32];
+    void          *gcm;             /* libsodium's expanded key
+                                     * (crypto_aead_aes256gcm_state), keyed
+                                     * once per process; NULL without
+                                     * AES-NI: then EVP's contexts */
     void          *enc;             /* EVP_CIPHER_CTX, keyed once per process */
     void          *dec;
 } adserve_token_key_t;
@@ -55,6 +59,9 @@ typedef struct {
 typedef struct {
     adserve_token_key_t  keys[ADSERVE_TOKEN_KEYS];
     int                  nkeys;
+    int                  evp_only;  /* set before start: OpenSSL's EVP
+                                     * even with AES-NI (the tests'
+                                     * check that both agree) */
     unsigned char        prefix[8];
     uint32_t             counter;
 } adserve_tokens_t;
@@ -82,7 +89,9 @@ typedef struct {
 int adserve_tokens_parse(adserve_tokens_t *t, const char *text, size_t len,
     char *err, size_t errlen);
 
-/* Per process (after fork): cipher contexts and a fresh nonce prefix. */
+/* Per process (after fork): the keys' cipher states (libsodium's AES-GCM
+ * where the CPU has AES-NI, else OpenSSL's EVP: the same cipher, each
+ * opens the other's tokens) and a fresh nonce prefix. */
 int adserve_tokens_start(adserve_tokens_t *t);
 void adserve_tokens_stop(adserve_tokens_t *t);
 

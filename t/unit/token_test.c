@@ -1,6 +1,8 @@
 /* token_test.c -- TAP tests for the ad_log token (adserve_token.c): the key
  * file parser, the encode/decode round trip, key rotation, and rejection of
- * every forged, altered, truncated or malformed token.
+ * every forged, altered, truncated or malformed token; each under both
+ * ciphers (libsodium's AES-GCM where the CPU has AES-NI, OpenSSL's EVP),
+ * and each opening the other's tokens.
  *
  * Token and decode buffers are exactly sized heap blocks, so that under
  * AddressSanitizer any write past ADSERVE_TOKEN_MAX / ADSERVE_TOKEN_BUF is
@@ -9,6 +11,7 @@
 #include "adserve_token.h"
 #include "tap.h"
 
+#include <sodium.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,7 @@
 static const char b64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+static int evp_only;            /* the fixtures' cipher: 1, OpenSSL's EVP */
 static char *tokbuf;            /* ADSERVE_TOKEN_MAX bytes, exactly */
 static unsigned char *decbuf;   /* ADSERVE_TOKEN_BUF bytes, exactly */
 
@@ -36,8 +40,14 @@ static int parse(adserve_tokens_t *t, const char *text, char *err, size_t errlen
 static void keys(adserve_tokens_t *t, const char *text) {
     char err[128];
 
-    if (parse(t, text, err, sizeof(err)) != 0 || adserve_tokens_start(t) != 0) {
+    if (parse(t, text, err, sizeof(err)) != 0) {
         diag("fixture key file failed: %s", err);
+        abort();
+    }
+
+    t->evp_only = evp_only;
+    if (adserve_tokens_start(t) != 0) {
+        diag("fixture keys did not start");
         abort();
     }
 }
@@ -672,11 +682,51 @@ static void test_nonces_and_size(void) {
 }
 
 
-int main(void) {
-    tokbuf = malloc(ADSERVE_TOKEN_MAX);
-    decbuf = malloc(ADSERVE_TOKEN_BUF);
-    if (tokbuf == NULL || decbuf == NULL) abort();
+/* ---- the two ciphers ---------------------------------------------------- */
 
+/* Each opens the other's tokens, and refuses the other's altered ones;
+ * the fast one is the one used where the CPU has AES-NI. */
+static void test_ciphers(void) {
+    adserve_tokens_t fast, evp;
+    adserve_ad_log_t in, out;
+    char tok[ADSERVE_TOKEN_MAX + 1];
+    size_t n;
+    int aesni, i, both = 1;
+
+    aesni = sodium_init() >= 0 && crypto_aead_aes256gcm_is_available();
+    evp_only = 0;
+    keys(&fast, "3 " KEY_B "\n");
+    evp_only = 1;
+    keys(&evp, "3 " KEY_B "\n");
+    evp_only = 0;
+
+    diag("this CPU %s AES-NI", aesni ? "has" : "has no");
+    is_int(fast.keys[0].gcm != NULL, aesni, "ciphers: libsodium's AES-GCM where the CPU has AES-NI");
+    ok(evp.keys[0].gcm == NULL && evp.keys[0].enc != NULL, "ciphers: EVP when asked for");
+
+    for (i = 0; i < 200; i++) {
+        in = sample_log();
+        in.price_micros = (uint64_t) i * 7919;
+        n = encode(&fast, &in, tok);
+        both &= n > 0 && decode(&evp, tok, n, &out) == 0 && same_log(&in, &out);
+        n = encode(&evp, &in, tok);
+        both &= n > 0 && decode(&fast, tok, n, &out) == 0 && same_log(&in, &out);
+    }
+    ok(both, "ciphers: 200 tokens of each open with the other");
+
+    n = encode(&fast, &in, tok);
+    tok[n / 2] = tok[n / 2] == 'A' ? 'B' : 'A';
+    ok(decode(&evp, tok, n, &out) == -1 && decode(&fast, tok, n, &out) == -1,
+       "ciphers: an altered token is refused by both");
+
+    adserve_tokens_stop(&fast);
+    adserve_tokens_stop(&evp);
+    ok(fast.keys[0].gcm == NULL && evp.keys[0].enc == NULL, "ciphers: stop frees the states");
+}
+
+
+/* every test under the cipher of the CPU, then under EVP */
+static void all(void) {
     test_parse();
     test_round_trip();
     test_variant();
@@ -684,6 +734,19 @@ int main(void) {
     test_rotation();
     test_tampering();
     test_nonces_and_size();
+}
+
+
+int main(void) {
+    tokbuf = malloc(ADSERVE_TOKEN_MAX);
+    decbuf = malloc(ADSERVE_TOKEN_BUF);
+    if (tokbuf == NULL || decbuf == NULL) abort();
+
+    all();
+    evp_only = 1;
+    all();
+    evp_only = 0;
+    test_ciphers();
 
     free(tokbuf);
     free(decbuf);
