@@ -5,7 +5,7 @@
  *
  * Each key gets its cipher state once per process, so a token costs one
  * pass over ~150 bytes and no allocation. libsodium's call takes the
- * nonce as an argument: 1,300 instructions a token under callgrind,
+ * nonce as an argument: 1,450 instructions a token under callgrind,
  * against 2,500 through EVP, which sets the IV and reads the tag back
  * through the provider's parameters (a serving request is about 25,000).
  */
