@@ -9,8 +9,8 @@
  * fresh from Redis through the hiredis adapter (_redis.c); frequency caps (_caps.c),
  * pacing (_pacing.c), counters and events (_events.c, _track.c),
  * recommendation histories and the node's copy of them (_history.c,
- * _hzone.c); the
- * helpers every handler shares (_util.c). None of them calls back into this
+ * _hzone.c), what the node did lately (_once.c); the helpers every handler
+ * shares (_util.c). None of them calls back into this
  * file: a request is resumed through the callbacks it was given.
  *
  * Directives (main):  adserve_redis, adserve_redis_write, adserve_redis_sentinel,
@@ -632,6 +632,12 @@ ngx_http_adserve_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    /* and what it did lately (billing notices), which a reload keeps too */
+    amcf->once = ngx_http_adserve_once_add(cf);
+    if (amcf->once == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
     /* and its copy of users' histories; 0 or a refresh of 0: none */
     if (amcf->history_size > 0 && amcf->history_refresh > 0) {
         amcf->history = ngx_http_adserve_hzone_add(cf, amcf->history_size);
@@ -921,6 +927,7 @@ ngx_http_adserve_init_process(ngx_cycle_t *cycle)
 
     /* first: what starts next counts in the worker's slot */
     ngx_http_adserve_metrics_init(amcf->metrics);
+    ngx_http_adserve_once_init(amcf->once);
     ngx_http_adserve_hzone_init(amcf->history, amcf->history_refresh, amcf->history_delay);
 
     ld = ngx_pcalloc(cycle->pool, sizeof(ngx_http_adserve_loader_t));

@@ -857,6 +857,16 @@ ngx_int_t ngx_http_adserve_metrics_log(ngx_http_request_t *r);
 ngx_int_t ngx_http_adserve_metrics_handler(ngx_http_request_t *r);
 
 
+/* ---- once per node: src/ngx_http_adserve_once.c ---------------------------
+ *
+ * A shared set of recent keys: 1 the first time any worker of the node asks
+ * for a key lately, 0 after (an external impression's billing notice). */
+
+ngx_shm_zone_t *ngx_http_adserve_once_add(ngx_conf_t *cf);
+void ngx_http_adserve_once_init(ngx_shm_zone_t *shm_zone);
+ngx_uint_t ngx_http_adserve_once(uint64_t key);
+
+
 /* ---- the module's configuration, shared by its sources ---------------- */
 
 struct ngx_http_adserve_main_conf_s {
@@ -887,6 +897,7 @@ struct ngx_http_adserve_main_conf_s {
     ngx_uint_t                  serving;       /* some location has adserve_ad */
     ngx_uint_t                  tracking;      /* some location has adserve_event */
     ngx_shm_zone_t             *metrics;       /* the node's counters */
+    ngx_shm_zone_t             *once;          /* what the node did lately */
     size_t                      history_size;  /* adserve_history_zone */
     time_t                      history_refresh;  /* adserve_history_refresh */
     ngx_msec_t                  history_delay;    /* adserve_history_delay */
@@ -933,6 +944,10 @@ ngx_int_t ngx_http_adserve_get_only(ngx_http_request_t *r);
  * another layout makes a new zone rather than read the old one's */
 ngx_int_t ngx_http_adserve_zone_name(ngx_conf_t *cf, ngx_str_t *name, const char *prefix,
     uint64_t layout);
+/* a shared zone of one zeroed table of size bytes, kept across reloads
+ * like any zone of the same name and size; a restart starts it afresh */
+ngx_shm_zone_t *ngx_http_adserve_table_add(ngx_conf_t *cf, const char *name,
+    size_t size);
 
 /* adds a response header (name a static string, value kept as given); the
  * header, or NULL when out of memory */

@@ -66,52 +66,11 @@ static const ngx_msec_t  ngx_http_adserve_bounds[ADSERVE_LATENCY_NBUCKETS] =
 
 /* ---- the zone ----------------------------------------------------------- */
 
-static ngx_int_t
-ngx_http_adserve_metrics_init_zone(ngx_shm_zone_t *shm_zone, void *data)
-{
-    ngx_slab_pool_t  *shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    if (data != NULL) {
-        shm_zone->data = data;              /* a reload: the counts go on */
-        return NGX_OK;
-    }
-
-    if (shm_zone->shm.exists) {
-        shm_zone->data = shpool->data;
-        return NGX_OK;
-    }
-
-    shpool->data = ngx_slab_calloc(shpool, sizeof(ngx_http_adserve_metrics_sh_t));
-    if (shpool->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    shm_zone->data = shpool->data;
-
-    return NGX_OK;
-}
-
-
 ngx_shm_zone_t *
 ngx_http_adserve_metrics_add(ngx_conf_t *cf)
 {
-    ngx_shm_zone_t  *shm_zone;
-    ngx_str_t        name = ngx_string(NGX_HTTP_ADSERVE_METRICS_ZONE);
-
-    /* the slab pool's own pages, and the slots rounded up to pages */
-    shm_zone = ngx_shared_memory_add(cf, &name,
-                                     8 * ngx_pagesize
-                                     + ngx_align(sizeof(ngx_http_adserve_metrics_sh_t),
-                                                 ngx_pagesize),
-                                     &ngx_http_adserve_module);
-    if (shm_zone == NULL) {
-        return NULL;
-    }
-
-    shm_zone->init = ngx_http_adserve_metrics_init_zone;
-    shm_zone->noreuse = 0;
-
-    return shm_zone;
+    return ngx_http_adserve_table_add(cf, NGX_HTTP_ADSERVE_METRICS_ZONE,
+                                      sizeof(ngx_http_adserve_metrics_sh_t));
 }
 
 

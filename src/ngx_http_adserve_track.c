@@ -243,24 +243,17 @@ ngx_http_adserve_vast_error(ngx_http_request_t *r)
 }
 
 
-/* The request ids whose burl this worker fired lately (a direct-mapped
- * set): a repeated impression (a reload, a retry) does not bill twice
- * here; Redis deduplicates the count itself, after the fact. */
-#define NGX_HTTP_ADSERVE_BURLS_SEEN  4096
-
-static uint64_t  ngx_http_adserve_burls_seen[NGX_HTTP_ADSERVE_BURLS_SEEN];
-
-
-/* An external win's impression: its billing notice, once. */
+/* An external win's impression: its billing notice, once per node for a
+ * repeated impression (a reload, a retry), whichever worker the repeat
+ * reaches (ngx_http_adserve_once). */
 static void
 ngx_http_adserve_track_burl(ngx_http_request_t *r, const adserve_ad_log_t *log)
 {
-    uint64_t  h, *slot;
-    u_char   *url;
+    u_char  *url;
 
-    h = adserve_hash((const char *) log->request_id, ADSERVE_TOKEN_NONCE) | 1;
-    slot = &ngx_http_adserve_burls_seen[h % NGX_HTTP_ADSERVE_BURLS_SEEN];
-    if (*slot == h) {
+    if (!ngx_http_adserve_once(adserve_hash((const char *) log->request_id,
+                                            ADSERVE_TOKEN_NONCE)))
+    {
         return;
     }
 
@@ -269,7 +262,6 @@ ngx_http_adserve_track_burl(ngx_http_request_t *r, const adserve_ad_log_t *log)
         return;
     }
 
-    *slot = h;
     ngx_memcpy(url, log->burl.data, log->burl.len);
     ngx_http_adserve_notice(r, url, log->burl.len);
 }

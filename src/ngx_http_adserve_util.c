@@ -222,6 +222,61 @@ ngx_http_adserve_zone_name(ngx_conf_t *cf, ngx_str_t *name, const char *prefix, 
 }
 
 
+/* A zone that holds one zeroed table of size bytes (its size waits in
+ * shm_zone->data until the zone is made): the table of the previous cycle
+ * at a reload, or of the zone as found, else a new one. */
+static ngx_int_t
+ngx_http_adserve_table_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_slab_pool_t  *shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+    size_t            size = (size_t) (uintptr_t) shm_zone->data;
+
+    if (data != NULL) {
+        shm_zone->data = data;
+        return NGX_OK;
+    }
+
+    if (shm_zone->shm.exists) {
+        shm_zone->data = shpool->data;
+        return NGX_OK;
+    }
+
+    shpool->data = ngx_slab_calloc(shpool, size);
+    if (shpool->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    shm_zone->data = shpool->data;
+
+    return NGX_OK;
+}
+
+
+ngx_shm_zone_t *
+ngx_http_adserve_table_add(ngx_conf_t *cf, const char *name, size_t size)
+{
+    ngx_shm_zone_t  *shm_zone;
+    ngx_str_t        zname;
+
+    zname.data = (u_char *) name;
+    zname.len = ngx_strlen(name);
+
+    /* the slab pool's own pages, and the table rounded up to pages */
+    shm_zone = ngx_shared_memory_add(cf, &zname,
+                                     8 * ngx_pagesize + ngx_align(size, ngx_pagesize),
+                                     &ngx_http_adserve_module);
+    if (shm_zone == NULL) {
+        return NULL;
+    }
+
+    shm_zone->init = ngx_http_adserve_table_init_zone;
+    shm_zone->data = (void *) (uintptr_t) size;
+    shm_zone->noreuse = 0;
+
+    return shm_zone;
+}
+
+
 ngx_table_elt_t *
 ngx_http_adserve_header(ngx_http_request_t *r, const char *name, ngx_str_t *value)
 {

@@ -114,9 +114,13 @@ is($http->get($ad->{impression_url})->{status}, 204, 'the impression: 204');
 my $bill;
 ok($t->wait_until(5, sub { ($bill) = @{ notices($port_a, 'bill') }; $bill }), 'burl fired on the impression');
 is($bill->{query}{PRICE}, '2.5', '... with the price');
-$http->get($ad->{impression_url});
+# the same impression again, on a connection to each worker (one of them is
+# not the worker that billed): the node bills once
+my $each = $t->worker_connections;
+is_deeply([ map { $_->get($ad->{impression_url})->{status} } @$each ], [ (204) x @$each ],
+          'the same impression again, through each worker: 204');
 sleep 0.3;
-is(scalar @{ notices($port_a, 'bill') }, 1, 'the same impression again: burl not fired twice');
+is(scalar @{ notices($port_a, 'bill') }, 1, '... burl not fired twice');
 is($http->get($ad->{click_url})->{status}, 204, 'a click on an external ad: counted, 204 (its markup lands)');
 
 # ---- against direct demand -----------------------------------------------------------------
