@@ -137,10 +137,12 @@
  *
  * What counts: the latest ADSERVE_HISTORY_MAX entries within
  * ADSERVE_HISTORY_SECONDS. The writer appends (APPEND); it sets the string
- * to expire ADSERVE_HISTORY_SECONDS later when APPEND's reply shows it new
- * or grown past a multiple of ADSERVE_HISTORY_TTL_EVERY entries (so it
- * expires with one of its latest entries, with no EXPIRE per write); and
- * it cuts the string to those ADSERVE_HISTORY_MAX once APPEND's reply
+ * to expire ADSERVE_HISTORY_SECONDS later when APPEND's reply shows it
+ * new, and otherwise once every ADSERVE_HISTORY_TTL_REFRESH seconds of a
+ * user's writes (so it expires with its latest entries, less that, and
+ * with no EXPIRE per write; a writer that keeps no record of when it last
+ * did, when the string grew past a multiple of ADSERVE_HISTORY_TTL_EVERY
+ * entries instead); and it cuts the string to those ADSERVE_HISTORY_MAX once APPEND's reply
  * says it holds ADSERVE_HISTORY_CUT times as many (a cut rewrites the kept
  * entries, 3.2 KB through the AOF: at twice, that was as many bytes as the
  * appends; readers read the latest ADSERVE_HISTORY_MAX alone, whatever the
@@ -179,6 +181,7 @@
 #define ADSERVE_HISTORY_VIEWED           'v'
 #define ADSERVE_HISTORY_MAX              200
 #define ADSERVE_HISTORY_SECONDS          (7 * 86400)
+#define ADSERVE_HISTORY_TTL_REFRESH      3600
 #define ADSERVE_HISTORY_TTL_EVERY        64
 #define ADSERVE_HISTORY_CUT              3
 

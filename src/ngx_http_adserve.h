@@ -672,6 +672,16 @@ ngx_int_t ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older
  * h (h->at left: the request's set needs none) */
 void ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *h,
     ngx_http_adserve_hist_t *scratch);
+/* Whether an APPEND of a user's entries sets the string's TTL, beyond a
+ * new string's (the contract's rule, ADSERVE_HISTORY_TTL_REFRESH): the
+ * node's copy knows when it last did for the user, or does not hold them
+ * (then the string's growth decides). */
+typedef enum {
+    NGX_HTTP_ADSERVE_TTL_UNKNOWN = 0,
+    NGX_HTTP_ADSERVE_TTL_DUE,           /* not for an hour: now */
+    NGX_HTTP_ADSERVE_TTL_SET            /* within the hour */
+} ngx_http_adserve_ttl_e;
+
 /* A user's entries held back for one APPEND (adserve_history_delay): the
  * user's id (its key's) and the entries as the contract packs them, oldest
  * first. 64 hold five answers of ten items and their viewed item; an
@@ -680,17 +690,19 @@ void ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_his
 typedef struct {
     size_t      len;
     ngx_uint_t  n;
+    ngx_uint_t  ttl;                    /* ngx_http_adserve_ttl_e */
     u_char      id[ADSERVE_TOKEN_USER_MAX];
     u_char      entries[NGX_HTTP_ADSERVE_HELD_MAX * ADSERVE_HISTORY_ENTRY];
 } ngx_http_adserve_held_t;
 /* an answer's or a click's entries (their fingerprints fp[], and packed)
  * onto the user's copy, if the node has it. NGX_OK: the entries are held,
  * to go out with the user's next ones; NGX_DECLINED: the caller sends
- * them. Either way, when out->n is not 0 the caller first sends out, the
- * user's older held entries (they made room). */
+ * them, their APPEND's TTL rule in *ttl. Either way, when out->n is not 0
+ * the caller first sends out, the user's older held entries (they made
+ * room). */
 ngx_int_t ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp,
     ngx_uint_t n, const adserve_str_t *id, const u_char *entries,
-    ngx_http_adserve_held_t *out);
+    ngx_http_adserve_held_t *out, ngx_uint_t *ttl);
 /* up to max users' held entries into out[], those held at now for age
  * or longer, oldest first; taken from the zone: the caller sends them.
  * How many. */

@@ -63,12 +63,13 @@ static const char  ngx_http_adserve_history_cut[] =
     "return n\n";
 
 
-/* The key of an append in flight, and the bytes it appends, for its reply
- * (the request is gone by then); free when len is 0. */
+/* The key of an append in flight, the bytes it appends and its TTL rule,
+ * for its reply (the request is gone by then); free when len is 0. */
 typedef struct {
-    size_t  len;
-    size_t  appended;
-    u_char  key[NGX_HTTP_ADSERVE_HISTORY_KEY];
+    size_t      len;
+    size_t      appended;
+    ngx_uint_t  ttl;                  /* ngx_http_adserve_ttl_e */
+    u_char      key[NGX_HTTP_ADSERVE_HISTORY_KEY];
 } ngx_http_adserve_history_slot_t;
 
 
@@ -86,9 +87,9 @@ static ngx_http_adserve_held_t          ngx_http_adserve_history_full;
 
 
 static ngx_int_t ngx_http_adserve_history_send(const adserve_str_t *user,
-    const u_char *entries, ngx_uint_t n);
+    const u_char *entries, ngx_uint_t n, ngx_uint_t ttl);
 static ngx_int_t ngx_http_adserve_history_append(int argc, const char **argv,
-    const size_t *argvlen);
+    const size_t *argvlen, ngx_uint_t ttl);
 static void ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data);
 static void ngx_http_adserve_history_expire(const char *key, size_t len);
 
@@ -295,7 +296,7 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
     adserve_str_t             id;
     u_char                   *entries, *p;
     uint32_t                  fps[ADSERVE_TOPN_MAX + 1];
-    ngx_uint_t                i, n;
+    ngx_uint_t                i, n, ttl;
     ngx_int_t                 rc;
 
     nshown = ngx_min(nshown, ADSERVE_TOPN_MAX);
@@ -327,13 +328,15 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
      * Redis has this; and there they wait for the user's next ones, when
      * the node holds writes back */
     rc = ngx_http_adserve_hzone_append(ngx_http_adserve_history_user(user), now, fps, n,
-                                       user, entries, older);
+                                       user, entries, older, &ttl);
 
     if (older->n > 0) {
         id.data = (const char *) older->id;
         id.len = older->len;
 
-        if (ngx_http_adserve_history_send(&id, older->entries, older->n) != NGX_OK) {
+        if (ngx_http_adserve_history_send(&id, older->entries, older->n, older->ttl)
+            != NGX_OK)
+        {
             ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                           NGX_HTTP_ADSERVE_LOG "history: %ui entries of a user lost: "
                           "the write could not be sent", older->n);
@@ -341,15 +344,17 @@ ngx_http_adserve_history_record(ngx_pool_t *pool, const adserve_str_t *user, tim
     }
 
     if (rc != NGX_OK) {
-        (void) ngx_http_adserve_history_send(user, entries, n);
+        (void) ngx_http_adserve_history_send(user, entries, n, ttl);
     }
 }
 
 
 /* The user's entries to Redis: APPEND, and EXPIRE when the string may be
- * new. NGX_DECLINED when the APPEND did not go (no connection). */
+ * new or the TTL rule says so. NGX_DECLINED when the APPEND did not go (no
+ * connection). */
 static ngx_int_t
-ngx_http_adserve_history_send(const adserve_str_t *user, const u_char *entries, ngx_uint_t n)
+ngx_http_adserve_history_send(const adserve_str_t *user, const u_char *entries, ngx_uint_t n,
+    ngx_uint_t ttl)
 {
     u_char       key[NGX_HTTP_ADSERVE_HISTORY_KEY];
     const char  *argv[3];
@@ -360,7 +365,7 @@ ngx_http_adserve_history_send(const adserve_str_t *user, const u_char *entries, 
 
     /* with a slot, APPEND's reply says when the string needs its TTL;
      * without one, it gets it now */
-    rc = ngx_http_adserve_history_append(3, argv, argvlen);
+    rc = ngx_http_adserve_history_append(3, argv, argvlen, ttl);
     if (rc == NGX_DONE) {
         ngx_http_adserve_history_expire(argv[1], argvlen[1]);
     }
@@ -392,7 +397,8 @@ ngx_http_adserve_history_send_due(ngx_event_t *ev)
             id.len = ngx_http_adserve_history_due[i].len;
 
             if (ngx_http_adserve_history_send(&id, ngx_http_adserve_history_due[i].entries,
-                                              ngx_http_adserve_history_due[i].n)
+                                              ngx_http_adserve_history_due[i].n,
+                                              ngx_http_adserve_history_due[i].ttl)
                 != NGX_OK)
             {
                 ngx_log_error(NGX_LOG_WARN, ev->log, 0,
@@ -557,7 +563,8 @@ ngx_http_adserve_history_expire(const char *key, size_t len)
 /* APPEND, with its reply awaited in a free slot when there is one (OK);
  * DONE when it went without, DECLINED when it did not go */
 static ngx_int_t
-ngx_http_adserve_history_append(int argc, const char **argv, const size_t *argvlen)
+ngx_http_adserve_history_append(int argc, const char **argv, const size_t *argvlen,
+    ngx_uint_t ttl)
 {
     ngx_http_adserve_history_slot_t  *slot;
     ngx_uint_t                        i, k;
@@ -576,6 +583,7 @@ ngx_http_adserve_history_append(int argc, const char **argv, const size_t *argvl
 
             slot->len = argvlen[1];
             slot->appended = argvlen[2];
+            slot->ttl = ttl;
             ngx_memcpy(slot->key, argv[1], argvlen[1]);
             ngx_http_adserve_history_next = i + 1;
             return NGX_OK;
@@ -590,9 +598,11 @@ ngx_http_adserve_history_append(int argc, const char **argv, const size_t *argvl
 }
 
 
-/* APPEND's reply, the string's length: its TTL when the string is new or
- * crossed a multiple of ADSERVE_HISTORY_TTL_EVERY entries (one EXPIRE for
- * that many entries, not one a write), and the cut when it is due */
+/* APPEND's reply, the string's length: its TTL when the string is new,
+ * when the node's copy says it is due (once an hour of the user's writes),
+ * or, for a user the copy does not hold, when the string crossed a
+ * multiple of ADSERVE_HISTORY_TTL_EVERY entries (one EXPIRE for that many
+ * entries, not one a write); and the cut when it is due */
 static void
 ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
 {
@@ -628,7 +638,10 @@ ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
     every = ADSERVE_HISTORY_TTL_EVERY * ADSERVE_HISTORY_ENTRY;
     before = (size_t) reply->integer - ngx_min(slot->appended, (size_t) reply->integer);
 
-    if (before == 0 || before / every != (size_t) reply->integer / every) {
+    if (before == 0 || slot->ttl == NGX_HTTP_ADSERVE_TTL_DUE
+        || (slot->ttl == NGX_HTTP_ADSERVE_TTL_UNKNOWN
+            && before / every != (size_t) reply->integer / every))
+    {
         ngx_http_adserve_history_expire((char *) slot->key, slot->len);
     }
 

@@ -57,6 +57,10 @@ typedef struct {
                                                * round the ring */
     uint32_t  held;                           /* its record of held
                                                * entries, + 1; 0: none */
+    uint32_t  ttl_at;                         /* when the node last set
+                                               * the user's string's TTL
+                                               * (unix s); 0: not since
+                                               * the slot is theirs */
     uint32_t  at[ADSERVE_HISTORY_MAX];
     uint32_t  fp[ADSERVE_HISTORY_MAX];
 } ngx_http_adserve_hslot_t;
@@ -240,6 +244,7 @@ ngx_http_adserve_hzone_slot(uint64_t user, ngx_uint_t take)
     old->first = 0;
     old->n = 0;
     old->held = 0;
+    old->ttl_at = 0;
 
     return old;
 }
@@ -475,6 +480,26 @@ ngx_http_adserve_hzone_fill(uint64_t user, time_t now, ngx_http_adserve_hist_t *
 }
 
 
+/* Whether the user's next APPEND sets the string's TTL (the contract's
+ * ADSERVE_HISTORY_TTL_REFRESH), at now, the request's time: due when the
+ * node has not for that long, and then it has, as of now. Under the
+ * lock. */
+static ngx_uint_t
+ngx_http_adserve_hzone_ttl(ngx_http_adserve_hslot_t *slot, time_t now)
+{
+    /* (a test clock that went back: due) */
+    if (slot->ttl_at != 0 && now >= (time_t) slot->ttl_at
+        && now - (time_t) slot->ttl_at < ADSERVE_HISTORY_TTL_REFRESH)
+    {
+        return NGX_HTTP_ADSERVE_TTL_SET;
+    }
+
+    slot->ttl_at = (uint32_t) now;
+
+    return NGX_HTTP_ADSERVE_TTL_DUE;
+}
+
+
 /* The user's held record's entries into out, and the record freed; under
  * the lock */
 static void
@@ -482,6 +507,7 @@ ngx_http_adserve_hzone_release(ngx_http_adserve_hheld_t *rec, ngx_http_adserve_h
 {
     out->len = rec->w.len;
     out->n = rec->w.n;
+    out->ttl = rec->w.ttl;
     ngx_memcpy(out->id, rec->w.id, rec->w.len);
     ngx_memcpy(out->entries, rec->w.entries, rec->w.n * ADSERVE_HISTORY_ENTRY);
 
@@ -495,7 +521,8 @@ ngx_http_adserve_hzone_release(ngx_http_adserve_hheld_t *rec, ngx_http_adserve_h
  * (its pages untouched until then); NULL when all hold entries. Under the
  * lock. */
 static ngx_http_adserve_hheld_t *
-ngx_http_adserve_hzone_record(ngx_http_adserve_hslot_t *slot, const adserve_str_t *id)
+ngx_http_adserve_hzone_record(ngx_http_adserve_hslot_t *slot, const adserve_str_t *id,
+    time_t now)
 {
     ngx_http_adserve_hzone_sh_t  *sh = ngx_http_adserve_hzone_sh;
     ngx_http_adserve_hheld_t     *rec;
@@ -517,6 +544,7 @@ ngx_http_adserve_hzone_record(ngx_http_adserve_hslot_t *slot, const adserve_str_
     rec->since = ngx_current_msec;
     rec->w.len = id->len;
     rec->w.n = 0;
+    rec->w.ttl = ngx_http_adserve_hzone_ttl(slot, now);
     ngx_memcpy(rec->w.id, id->data, id->len);
 
     ngx_queue_insert_tail(&sh->held, &rec->queue);
@@ -527,12 +555,12 @@ ngx_http_adserve_hzone_record(ngx_http_adserve_hslot_t *slot, const adserve_str_
 }
 
 
-/* The entries held in the user's record (one taken if need be): NGX_OK,
- * or NGX_DECLINED when they cannot be; a full record goes into out
- * first. Under the lock. */
+/* The entries held in the user's record (one taken if need be, at now):
+ * NGX_OK, or NGX_DECLINED when they cannot be; a full record goes into
+ * out first. Under the lock. */
 static ngx_int_t
 ngx_http_adserve_hzone_hold(ngx_http_adserve_hslot_t *slot, const adserve_str_t *id,
-    const u_char *entries, ngx_uint_t n, ngx_http_adserve_held_t *out)
+    const u_char *entries, ngx_uint_t n, time_t now, ngx_http_adserve_held_t *out)
 {
     ngx_http_adserve_hheld_t  *rec = NULL;
 
@@ -551,7 +579,7 @@ ngx_http_adserve_hzone_hold(ngx_http_adserve_hslot_t *slot, const adserve_str_t 
     }
 
     if (rec == NULL) {
-        rec = ngx_http_adserve_hzone_record(slot, id);
+        rec = ngx_http_adserve_hzone_record(slot, id, now);
         if (rec == NULL) {
             return NGX_DECLINED;
         }
@@ -567,13 +595,15 @@ ngx_http_adserve_hzone_hold(ngx_http_adserve_hslot_t *slot, const adserve_str_t 
 
 ngx_int_t
 ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp, ngx_uint_t n,
-    const adserve_str_t *id, const u_char *entries, ngx_http_adserve_held_t *out)
+    const adserve_str_t *id, const u_char *entries, ngx_http_adserve_held_t *out,
+    ngx_uint_t *ttl)
 {
     ngx_http_adserve_hslot_t  *slot;
     ngx_uint_t                 i, k;
     ngx_int_t                  rc = NGX_DECLINED;
 
     out->n = 0;
+    *ttl = NGX_HTTP_ADSERVE_TTL_UNKNOWN;
 
     if (ngx_http_adserve_hzone_sh == NULL || ngx_http_adserve_hzone_refresh == 0 || n == 0) {
         return NGX_DECLINED;
@@ -602,7 +632,11 @@ ngx_http_adserve_hzone_append(uint64_t user, time_t now, const uint32_t *fp, ngx
         slot->used_at = now;
 
         if (ngx_http_adserve_hzone_held_for) {
-            rc = ngx_http_adserve_hzone_hold(slot, id, entries, n, out);
+            rc = ngx_http_adserve_hzone_hold(slot, id, entries, n, now, out);
+        }
+
+        if (rc != NGX_OK) {
+            *ttl = ngx_http_adserve_hzone_ttl(slot, now);
         }
     }
 

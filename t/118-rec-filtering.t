@@ -184,8 +184,9 @@ ok($cut, '... within 2 s of the answer that made it 608');
 is_deeply((history('vb-2'))[-1], [ fnv('n:0'), (history('vb-2'))[-1][1], 'v' ], '... the latest kept, last');
 my $ttl2 = $t->redis('TTL', 'adserve:rh:vb-2');
 ok($ttl2 > 6 * 86400 && $ttl2 <= 7 * 86400, "... and still expires with its last entry ($ttl2 s)");
-# the TTL is set when APPEND's reply shows the string new, or grown past a multiple of 64 entries
-# (ADSERVE_HISTORY_TTL_EVERY): not on every write. 19 entries an answer: 19, 38, 57, then 76 crosses 64.
+# the TTL of a user the node's copy does not hold (NoFilter reads no history): set when APPEND's reply
+# shows the string new, or grown past a multiple of 64 entries (ADSERVE_HISTORY_TTL_EVERY): not on every
+# write. 19 entries an answer: 19, 38, 57, then 76 crosses 64.
 rec($nof18, 'vt-1', item_id => 'n:0');
 ok($t->wait_until(2, sub { $t->redis('TTL', 'adserve:rh:vt-1') > 6 * 86400 }), 'a new history gets its TTL at once');
 $t->redis('EXPIRE', 'adserve:rh:vt-1', 1000);
@@ -257,6 +258,24 @@ $t->redis('DEL', 'adserve:rh:hr-1');
 my $full = rec($out, 'hr-1', item_id => 'n:0');
 is_deeply([ $full->{status}, @{ ids($full) } ], [ 204 ],
           '... and the newest, written over the oldest: with Redis\'s deleted, every item is seen');
+
+# the TTL of a user the copy holds: set when the string is new, then once an hour of their writes
+# (ADSERVE_HISTORY_TTL_REFRESH), however many entries they make, so that a light user's history expires
+# with their latest entries too, and a heavy one's costs one EXPIRE an hour
+tick(3);
+rec($out, 'ht-1', item_id => 'n:0');
+ok($t->wait_until(3, sub { $t->redis('TTL', 'adserve:rh:ht-1') > 6 * 86400 }), 'a user in the copy: a new history gets its TTL');
+$t->redis('EXPIRE', 'adserve:rh:ht-1', 1000);
+my @hour;
+for my $k (1 .. 5) {
+    tick($k < 5 ? 600 : 3600);
+    rec($nof18, 'ht-1', item_id => 'n:0');
+    $t->wait_until(3, sub { $t->redis('STRLEN', 'adserve:rh:ht-1') == (5 + 19 * $k) * 16 });
+    $t->wait_until(0.5, sub { $t->redis('TTL', 'adserve:rh:ht-1') > 1000 });
+    push @hour, $t->redis('TTL', 'adserve:rh:ht-1') > 1000 ? 'refreshed' : 'kept';
+}
+is_deeply(\@hour, [ ('kept') x 4, 'refreshed' ],
+          '... kept through 40 minutes of writes (24 to 81 entries: past 64 too), set again an hour on');
 
 # ---- without a user, and with Redis stalled --------------------------------------------------------------
 is_deeply(ids(rec($out, undef, item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'no user id: nothing to filter by');
