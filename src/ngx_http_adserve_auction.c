@@ -993,8 +993,10 @@ ngx_http_adserve_record_creative(ngx_http_request_t *r, ngx_http_adserve_auction
         return;
     }
 
+    /* NUL-terminated: "%s" below reads up to the NUL (ngx_sprintf writes
+     * none of its own; without, the stack's next bytes went into the record) */
     ngx_gmtime(now, &tm);
-    (void) ngx_sprintf(when, "%4d-%02d-%02dT%02d:%02d:%02dZ", tm.ngx_tm_year, tm.ngx_tm_mon,
+    (void) ngx_sprintf(when, "%4d-%02d-%02dT%02d:%02d:%02dZ%Z", tm.ngx_tm_year, tm.ngx_tm_mon,
                        tm.ngx_tm_mday, tm.ngx_tm_hour, tm.ngx_tm_min, tm.ngx_tm_sec);
 
     v.data = (const char *) id;
