@@ -1503,6 +1503,7 @@ ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
     ngx_msec_t     timeout, started, budget;
     ngx_uint_t     batches = 0, events = 0, incrs = 0;
     const char    *err = NULL;
+    u_char         why[128];
     ngx_int_t      rc;
     const char    *load[] = { "SCRIPT", "LOAD", ngx_http_adserve_flush_script };
     size_t         loadlen[] = { sizeof("SCRIPT") - 1, sizeof("LOAD") - 1,
@@ -1567,6 +1568,11 @@ ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
             ngx_log_error(NGX_LOG_WARN, ev->log, 0,
                           NGX_HTTP_ADSERVE_LOG "events: batch %uL refused at exit: %s",
                           ev->batch.seq, err);
+
+            /* err is the reply's text, which goes with the reply: the
+             * summary below says it too */
+            (void) ngx_cpystrn(why, (u_char *) err, sizeof(why));
+            err = (char *) why;
             freeReplyObject(reply);
             break;
         }

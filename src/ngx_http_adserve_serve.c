@@ -374,9 +374,9 @@ ngx_http_adserve_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     ctx->reservations++;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   NGX_HTTP_ADSERVE_LOG "reserving an ad of capped line item %V (%uD)",
-                   &li->id, ctx->reservations);
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   NGX_HTTP_ADSERVE_LOG "reserving an ad of capped line item %*s (%uD)",
+                   li->id.len, li->id.data, ctx->reservations);
 
     return ngx_http_adserve_caps_reserve(r, ctx, li, s->max_cap_seconds,
                                          ngx_http_adserve_finish) == NGX_AGAIN
