@@ -38,6 +38,8 @@ static struct {
     ngx_event_t                    timer;
     ngx_uint_t                     pending;     /* HMGETs in flight */
     ngx_uint_t                     again;       /* a swap came meanwhile */
+    ngx_uint_t                     refused;     /* the last read's error
+                                                 * reply, said once */
     uint32_t                       next;        /* the next line item to read */
     adserve_pace_t                *paces;       /* of the current snapshot */
     adserve_pace_t                *spare;       /* the table before, reused: */
@@ -148,6 +150,7 @@ ngx_http_adserve_pacing_reply(redisAsyncContext *ac, void *reply, void *data)
     uint64_t                      *f[NGX_HTTP_ADSERVE_PACE_NFIELDS];
     ngx_uint_t                     i, k;
     double                         horizon;
+    long long                      n;
     time_t                         now;
 
     (void) ac;
@@ -163,10 +166,27 @@ ngx_http_adserve_pacing_reply(redisAsyncContext *ac, void *reply, void *data)
     ld = ngx_http_adserve_pacing.amcf->loader;
     s = ld->snapshot;
 
+    /* no reply (the connection went) or a refusal (WRONGTYPE, LOADING,
+     * NOPERM): this tick's read ends, and the next tick reads again. Only
+     * a snapshot swapped meanwhile reads again at once: a refusal read
+     * again 1 ms later was a thousand HMGETs a second, each refused. */
     if (r == NULL || r->type != REDIS_REPLY_ARRAY
-        || r->elements != rd->n * NGX_HTTP_ADSERVE_PACE_NFIELDS
-        || s == NULL || rd->loads != ld->loads)
+        || r->elements != rd->n * NGX_HTTP_ADSERVE_PACE_NFIELDS)
     {
+        if (r != NULL && r->type == REDIS_REPLY_ERROR && !ngx_http_adserve_pacing.refused) {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          NGX_HTTP_ADSERVE_LOG "pacing: the delivery counts were not "
+                          "read: %*s", (size_t) r->len, r->str);
+        }
+
+        ngx_http_adserve_pacing.refused = (r != NULL && r->type == REDIS_REPLY_ERROR);
+        s = NULL;
+        goto done;
+    }
+
+    ngx_http_adserve_pacing.refused = 0;
+
+    if (s == NULL || rd->loads != ld->loads) {
         ngx_http_adserve_pacing.again = 1;
         goto done;
     }
@@ -177,8 +197,11 @@ ngx_http_adserve_pacing_reply(redisAsyncContext *ac, void *reply, void *data)
     for (i = 0; i < rd->n; i++) {
         for (k = 0; k < NGX_HTTP_ADSERVE_PACE_NFIELDS; k++) {
             v = r->element[i * NGX_HTTP_ADSERVE_PACE_NFIELDS + k];
-            *f[k] = v->type == REDIS_REPLY_STRING
-                    ? (uint64_t) strtoull(v->str, NULL, 10) : 0;
+            n = v->type == REDIS_REPLY_STRING ? strtoll(v->str, NULL, 10) : 0;
+
+            /* (a count taken below 0 by hand reads 0, not 2^64 less it:
+             * that would stop the line item as if its goal were met) */
+            *f[k] = n > 0 ? (uint64_t) n : 0;
         }
 
         adserve_pace_update(&s->lis[rd->li[i]], &ngx_http_adserve_pacing.paces[rd->li[i]],

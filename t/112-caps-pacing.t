@@ -188,6 +188,19 @@ is_deeply(\%seen, { cr('house') => 10 }, 'EVEN, 700 of 1000 delivered at half ti
 $t->redis('HSET', 'adserve:delivery', "$li{even}{id}:imp", 100);
 ok($t->wait_until(5, sub { served($unit, 'even-x') eq cr('even') }), 'EVEN, 100 of 1000 at half time: behind, it serves');
 
+# a read of the delivery counts that Redis refuses (the hash made another type): said once, and read
+# again at the next tick (500 ms here), not a millisecond later, a thousand times a second
+sub hmgets { ($t->redis('INFO', 'commandstats') =~ /cmdstat_hmget:calls=(\d+)/)[0] // 0 }
+$t->redis('RENAME', 'adserve:delivery', 'adserve:delivery:kept');
+$t->redis('SET', 'adserve:delivery', 'not a hash');
+my $h0 = hmgets();
+sleep 2;
+my $refused = hmgets() - $h0;
+$t->redis('DEL', 'adserve:delivery');
+$t->redis('RENAME', 'adserve:delivery:kept', 'adserve:delivery');
+ok($refused >= 2 && $refused <= 16, "a refused read: $refused HMGETs in 2 s from both workers, at their ticks");
+like($t->log_text('nginx-error.log'), qr/pacing: the delivery counts were not read: WRONGTYPE/, '... and said');
+
 set_status(even => 'PAUSED');
 
 # (recommendation placements and their tracking modes: t/117, since such a
