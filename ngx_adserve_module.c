@@ -982,15 +982,19 @@ ngx_http_adserve_exit_process(ngx_cycle_t *cycle)
 
     amcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_adserve_module);
 
-    ngx_http_adserve_pacing_exit();
+    /* the caps' connection first: hiredis answers its pending commands
+     * with no reply as it goes, and the requests that waited on them end
+     * now, deciding with the pacing table, which goes after them */
     ngx_http_adserve_caps_exit();
 
-    /* the events first: they bill; the histories after, in what time the
+    /* the events then: they bill; the histories after, in what time the
      * master leaves */
     if (amcf != NULL && amcf->events != NULL) {
         ngx_http_adserve_events_exit(amcf->events);
         amcf->events = NULL;
     }
+
+    ngx_http_adserve_pacing_exit();
 
     if (amcf != NULL && amcf->loader != NULL) {
         ngx_http_adserve_history_exit(&amcf->redis_write);

@@ -27,6 +27,9 @@
 #include "ngx_http_adserve.h"
 
 
+/* a unix socket's path and its NUL, as ngx_parse_url bounds it */
+#define NGX_HTTP_ADSERVE_UNIX_PATH    sizeof(((struct sockaddr_un *) 0)->sun_path)
+
 #define NGX_HTTP_ADSERVE_BACKOFF_MIN  100
 #define NGX_HTTP_ADSERVE_BACKOFF_MAX  5000
 
@@ -615,10 +618,15 @@ ngx_http_adserve_redis_connect_now(ngx_http_adserve_redis_t *rd, struct timeval 
     const char **err)
 {
     redisContext  *c;
-    char           host[sizeof(rd->primary)];
+    char           host[ngx_max(sizeof(rd->primary), NGX_HTTP_ADSERVE_UNIX_PATH)];
     int            port = rd->port;
 
-    (void) ngx_cpystrn((u_char *) host, (u_char *) rd->host, sizeof(host));
+    /* with sentinels and no address, the primary they name; a unix
+     * socket's path whole (a sockaddr_un's room) */
+    host[0] = '\0';
+    if (rd->host != NULL) {
+        (void) ngx_cpystrn((u_char *) host, (u_char *) rd->host, sizeof(host));
+    }
 
     if (rd->sentinels != NULL
         && ngx_http_adserve_redis_ask_now(rd, tv, host, &port) != NGX_OK)

@@ -134,6 +134,26 @@ ok($t->wait_until(15, sub { $t->workers_at($capped->{rev}) }), 'a line item capp
 @got = map { $t->ad($capped->{unit}, $user)->{status} } 1 .. 3;
 is("@got", '200 204 204', '... serves exactly 1 ad: its reservation went to the newest primary');
 
+# ---- what the node holds of users' histories, written at exit through the sentinels ----------------------
+# (the history's exit connection has no address of its own with adserve_redis_sentinel: it asks)
+$t->created('/api/catalog-items', { item_id => "s:$_", title => "Story $_", url => "https://news.example/s$_" }) for 0 .. 5;
+$t->created('/api/associated-items-pools', { source_item_id => 's:0',
+                                             items => [ map { { item_id => "s:$_", score => 10 - $_ } } 1 .. 5 ] });
+my $related = $t->created('/api/ad-units', { code => "sentinel-rec-$$", name => 'Related', status => 'ACTIVE',
+    recommendation => { topn => 2, candidate_filtering => { method => 'ViewOut' } },
+    ext => { recommendation => { enabled => 1 } } })->{id};
+ok($t->wait_until(15, sub { $t->workers_at($t->revision) }), 'a recommendation unit');
+my @readers = map { "sh-$_" } 1 .. 3;
+is_deeply([ map { $t->ad($related, { version => '0.1.0', user => { id => $_ }, ext => { item_id => 's:0' } })->{status} }
+            @readers ], [ (200) x 3 ], '... recommends to three readers');
+is($t->nginx('-s', 'quit'), 0, 'nginx -s quit, within the history\'s delay');
+ok($t->wait_until(15, sub { !$t->nginx_pid || !kill(0, $t->nginx_pid) }), '... nginx stopped');
+is_deeply([ map { cli($r2port, 'STRLEN', "adserve:rh:$_") } @readers ], [ (3 * 16) x 3 ],
+          '... the entries it held (2 shown, 1 viewed each) written at exit to the primary the sentinels name');
+is_deeply([ grep { /exited on signal/ } split /\n/, $t->log_text('nginx-error.log') ], [], '... no worker crashed');
+$t->start('nginx');
+ok($t->wait_until(15, sub { $t->workers_at($t->revision) }), 'nginx started again');
+
 # ---- a primary demoted behind the sentinel's back answers READONLY ----------------------------------------
 is(cli($r2port, 'REPLICAOF', '127.0.0.1', $rport), 'OK', 'the newest primary turned into a replica by hand');
 my $reader = { %$user, user => { id => 'readonly' } };
