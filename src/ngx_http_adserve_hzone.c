@@ -46,6 +46,11 @@
 
 #define NGX_HTTP_ADSERVE_HZONE_WAYS  4
 
+/* Bumped whenever the slots' or records' layout changes (their sizes go
+ * into the zone's name too, but a field moved within them may not change
+ * a size): a reload that loads a changed module gets a zone of its own. */
+#define NGX_HTTP_ADSERVE_HZONE_LAYOUT  2
+
 
 typedef struct {
     uint64_t  user;                           /* adserve_hash of the id;
@@ -169,7 +174,8 @@ ngx_http_adserve_hzone_add(ngx_conf_t *cf, size_t size)
                      + sizeof(ngx_http_adserve_hheld_t));
 
     if (ngx_http_adserve_zone_name(cf, &name, NGX_HTTP_ADSERVE_HZONE_NAME,
-                                   (uint64_t) sizeof(ngx_http_adserve_hheld_t) << 32
+                                   (uint64_t) NGX_HTTP_ADSERVE_HZONE_LAYOUT << 48
+                                   | (uint64_t) sizeof(ngx_http_adserve_hheld_t) << 32
                                    | sizeof(ngx_http_adserve_hslot_t))
         != NGX_OK)
     {
@@ -238,13 +244,17 @@ ngx_http_adserve_hzone_slot(uint64_t user, ngx_uint_t take)
         }
     }
 
-    /* its held entries, if any, go out in their turn, as another user's */
-    old->user = user;
+    /* its held entries, if any, go out in their turn, as another user's;
+     * the user last, so that a worker dying here (the master then frees
+     * the lock) leaves an empty slot of the old user, not the new user
+     * with the old one's copy and record */
     old->read_at = 0;
     old->first = 0;
     old->n = 0;
     old->held = 0;
     old->ttl_at = 0;
+    ngx_memory_barrier();
+    old->user = user;
 
     return old;
 }

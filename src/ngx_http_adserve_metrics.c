@@ -100,7 +100,10 @@ ngx_http_adserve_metrics_init(ngx_shm_zone_t *shm_zone)
         slot = &ngx_http_adserve_metrics_sh->slots[i];
         pid = slot->pid;
 
-        if ((pid == 0 || !ngx_http_adserve_alive((ngx_pid_t) pid))
+        /* a slot of this pid is a dead worker's whose pid came round to
+         * this one: kill(0) would say it lives */
+        if ((pid == 0 || pid == (ngx_atomic_uint_t) ngx_pid
+             || !ngx_http_adserve_alive((ngx_pid_t) pid))
             && ngx_atomic_cmp_set(&slot->pid, pid, (ngx_atomic_uint_t) ngx_pid))
         {
             ngx_memzero(slot->m.redis_up, sizeof(slot->m.redis_up));
