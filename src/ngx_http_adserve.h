@@ -454,8 +454,10 @@ struct ngx_http_adserve_ctx_s {
     time_t                 now;
     ngx_event_t            caps_timer;    /* the frequency cap read's deadline */
     ngx_uint_t             caps_slot;
-    adserve_seen_t        *seen;          /* the user's capped ads, */
-    uint32_t               nseen;         /* of the snapshot of loads */
+    adserve_seen_t        *seen;          /* the user's capped ads, their
+                                           * line items by index in */
+    ngx_uint_t             seen_loads;    /* the snapshot of this load */
+    uint32_t               nseen;
     unsigned               caps_known:1;
     unsigned               caps_waiting:1;
     unsigned               explain:1;     /* the explainer, not serving */

@@ -284,6 +284,7 @@ ngx_http_adserve_caps_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     }
 
     ctx->nseen = 0;
+    ctx->seen_loads = amcf->loader->loads;
 
     for (i = 0; i + 1 < reply->elements; i += 2) {
         m = reply->element[i];

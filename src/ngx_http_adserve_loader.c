@@ -772,17 +772,18 @@ ngx_http_adserve_parse_rev(const redisReply *r, uint64_t *rev)
 }
 
 
-/* The id of the first entry of an XRANGE reply, or NULL. */
+/* The id of an XRANGE reply's i-th entry (its first, or its last), or
+ * NULL. */
 static const char *
-ngx_http_adserve_first_id(const redisReply *entries)
+ngx_http_adserve_entry_id(const redisReply *entries, size_t i)
 {
     const redisReply  *e;
 
-    if (entries->type != REDIS_REPLY_ARRAY || entries->elements == 0) {
+    if (entries->type != REDIS_REPLY_ARRAY || entries->elements <= i) {
         return NULL;
     }
 
-    e = entries->element[0];
+    e = entries->element[i];
 
     return (e->type == REDIS_REPLY_ARRAY && e->elements == 2
             && e->element[0]->type == REDIS_REPLY_STRING)
@@ -871,7 +872,7 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
 
     newest = reply->element[1];
     after = reply->element[2];
-    first = ngx_http_adserve_first_id(after);
+    first = ngx_http_adserve_entry_id(after, 0);
     added = ngx_http_adserve_log_added(reply->element[3]);
 
     /* what of the log is after our position: all of it when our entry is
@@ -897,8 +898,9 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
             /* the revision moved and the log did not: a writer outside
              * the contract; only a full load can see what it did */
 
-        } else if (!ngx_exiting) {
-            last = after->element[after->elements - 1]->element[0]->str;
+        } else if (!ngx_exiting
+                   && (last = ngx_http_adserve_entry_id(after, after->elements - 1)) != NULL)
+        {
             ld->next_rev = rev;
             ngx_cpystrn((u_char *) ld->next_change_id, (u_char *) last,
                         sizeof(ld->next_change_id));
@@ -925,7 +927,7 @@ ngx_http_adserve_loader_on_poll(redisAsyncContext *ac, void *r, void *data)
     }
 
     /* a full load, positioned at the log's newest entry as of now */
-    first = ngx_http_adserve_first_id(newest);
+    first = ngx_http_adserve_entry_id(newest, 0);
     ld->next_rev = rev;
     ngx_cpystrn((u_char *) ld->next_change_id, (u_char *) (first ? first : "0-0"),
                 sizeof(ld->next_change_id));

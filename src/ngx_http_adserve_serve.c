@@ -679,8 +679,15 @@ ngx_http_adserve_finish(ngx_http_request_t *r)
     d.granted = ctx->granted;
     d.ngranted = ctx->ngranted;
     /* a reservation that went unanswered: as if the caps were not read
-     * (what was reserved may go all the same) */
+     * (what was reserved may go all the same); and so when the snapshot
+     * was swapped since they were read, since they name line items by
+     * their index in the one before (rare: a write meanwhile) */
     d.caps_known = ctx->caps_known && (ctx->reservations == 0 || ctx->reserve_known);
+
+    if (ctx->nseen && ctx->seen_loads != ctx->loads) {
+        d.caps_known = 0;
+        d.nseen = 0;
+    }
 
     return ctx->answer(r, ctx, unit, &d);
 }
