@@ -180,7 +180,7 @@ ngx_http_adserve_pacing_reply(redisAsyncContext *ac, void *reply, void *data)
         }
 
         ngx_http_adserve_pacing.refused = (r != NULL && r->type == REDIS_REPLY_ERROR);
-        s = NULL;
+        s = NULL;                         /* done asks for no next chunk */
         goto done;
     }
 
