@@ -379,6 +379,11 @@ void ngx_http_adserve_events_exit(ngx_http_adserve_events_t *ev);
 void ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
     ngx_uint_t dim, const adserve_str_t *id, uint64_t hash,
     ngx_http_adserve_metric_e m, ngx_uint_t n);
+/* one of metric m for each of n items, as ngx_http_adserve_count of their
+ * ids, their cache misses overlapped */
+void ngx_http_adserve_count_items(ngx_http_adserve_events_t *ev, time_t now,
+    ngx_uint_t dim, const adserve_item_t *const *items, ngx_uint_t n,
+    ngx_http_adserve_metric_e m);
 
 /* an authenticated tracking event, queued raw: deduplicated (once per
  * ad_log and type) and counted by the flush script. value: a conversion's
@@ -485,11 +490,8 @@ struct ngx_http_adserve_ctx_s {
     unsigned               reserve_known:1;
     uint32_t              *history;       /* fingerprints of the items in
                                            * the user's recommendation
-                                           * history: an open-addressing
-                                           * set, 0 free */
-    uint32_t               nhistory;
-    uint32_t               history_mask;  /* its size, less one */
-    uint32_t               history_shift; /* 32 less its size's bits */
+                                           * history, 0s after them */
+    uint32_t               nhistory;      /* with the 0s: whole vectors */
     unsigned               history_known:1;
     unsigned               history_older:1;  /* the node has an older copy */
     ngx_http_adserve_answer_pt     answer;
@@ -644,13 +646,12 @@ typedef struct {
     uint32_t    at[2 * ADSERVE_HISTORY_MAX];
 } ngx_http_adserve_hist_t;
 
-/* An item's fingerprint in a history: 32 bits of its hash, never 0 (a
- * free slot of a set). Two items of one fingerprint would filter each
- * other: with 200 entries, one candidate in 20 million is dropped or
- * demoted wrongly, which no contract forbids. 4 bytes keep the request's
- * set of 200 entries at 2 KB, within the request pool's block (at 8 it was
- * a malloc'd 4 KB and its clearing, half of the set's cost), and a user's
- * copy in the zone at 1.6 KB. */
+/* An item's fingerprint in a history: 32 bits of its hash, never 0 (the
+ * padding of a request's copy). Two items of one fingerprint would filter
+ * each other: with 200 entries, one candidate in 20 million is dropped or
+ * demoted wrongly, which no contract forbids. 4 bytes keep a request's
+ * copy of 200 entries at 0.8 KB, within the request pool's block, four to
+ * a vector, and a user's copy in the zone at 1.6 KB. */
 static ngx_inline uint32_t
 ngx_http_adserve_history_fp(uint64_t hash)
 {

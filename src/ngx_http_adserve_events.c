@@ -50,6 +50,8 @@
 
 #define NGX_HTTP_ADSERVE_COUNTER_SLOTS  16384          /* per table, 2^n */
 #define NGX_HTTP_ADSERVE_COUNTER_MAX    12288          /* 3/4: short probes */
+/* the counts of items fetched together (ngx_http_adserve_count_items) */
+#define NGX_HTTP_ADSERVE_PREFETCH       16
 /* measured here: a script takes about 10 us per new raw event and 2 us
  * per counter increment, so either bound holds Redis about 5 ms, well
  * under adserve_cap_timeout (20 ms) for the reads that share it */
@@ -484,6 +486,51 @@ ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
 
     ngx_http_adserve_counter_add(ev, now, dim, (const u_char *) id->data,
                                  id->len, hash, m, n);
+}
+
+
+/* Counts of many items, one each, in one dimension: their index slots
+ * fetched together, then their counters, then the adds. An answer counts
+ * its topn items, and each count missed the cache twice (a table of
+ * megabytes, an item's slot cold since its last answer); fetched
+ * together, their misses overlap instead of coming one after another. */
+void
+ngx_http_adserve_count_items(ngx_http_adserve_events_t *ev, time_t now,
+    ngx_uint_t dim, const adserve_item_t *const *items, ngx_uint_t n,
+    ngx_http_adserve_metric_e m)
+{
+    ngx_http_adserve_table_t  *t;
+    uint64_t                   h[NGX_HTTP_ADSERVE_PREFETCH];
+    uint32_t                   hour, e;
+    ngx_uint_t                 i, k, chunk;
+
+    if (ev == NULL) {
+        return;
+    }
+
+    hour = (uint32_t) (now / 3600);
+    t = &ev->tables[ev->live];
+
+    for (k = 0; k < n; k += chunk) {
+        chunk = ngx_min(n - k, NGX_HTTP_ADSERVE_PREFETCH);
+
+        for (i = 0; i < chunk; i++) {
+            h[i] = ngx_http_adserve_counter_hash(items[k + i]->hash, hour, dim)
+                   & (NGX_HTTP_ADSERVE_COUNTER_SLOTS - 1);
+            __builtin_prefetch(&t->index[h[i]]);
+        }
+
+        for (i = 0; i < chunk; i++) {
+            e = t->index[h[i]].entry;
+            if (e != 0) {
+                __builtin_prefetch(&t->counters[e - 1], 1);
+            }
+        }
+
+        for (i = 0; i < chunk; i++) {
+            ngx_http_adserve_count(ev, now, dim, &items[k + i]->id, items[k + i]->hash, m, 1);
+        }
+    }
 }
 
 

@@ -341,9 +341,10 @@ ngx_http_adserve_rec_count(ngx_http_adserve_events_t *ev, const adserve_snapshot
 
     ngx_memzero(shown, sizeof(shown));
 
+    ngx_http_adserve_count_items(ev, ctx->now, ADSERVE_DIM_ITEM, pk->item, pk->n,
+                                 NGX_HTTP_ADSERVE_M_SHOWN);
+
     for (i = 0; i < pk->n; i++) {
-        ngx_http_adserve_count(ev, ctx->now, ADSERVE_DIM_ITEM, &pk->item[i]->id,
-                               pk->item[i]->hash, NGX_HTTP_ADSERVE_M_SHOWN, 1);
         shown[pk->source[i]]++;
     }
 
