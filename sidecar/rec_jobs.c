@@ -297,7 +297,7 @@ static enum store_status popularity(struct store_conn *c, time_t now, struct rec
 
 /* ---- co-view ---------------------------------------------------------------------- */
 
-/* The catalog's item ids by the hash a history holds (adserve_hash). */
+/* The catalog's item ids by the hash a history holds (adserve_history_hash). */
 static enum store_status catalog_hashes(struct store_conn *c, struct stats_map *ids)
 {
     const char *const keys[] = { "HKEYS", ADSERVE_KEY_CATALOG_ITEM_IDS, NULL };
@@ -311,7 +311,7 @@ static enum store_status catalog_hashes(struct store_conn *c, struct stats_map *
         const redisReply *k = reply->element[i];
         if (k->type != REDIS_REPLY_STRING)
             continue;
-        snprintf(hex, sizeof hex, "%016" PRIx64, adserve_hash(k->str, k->len));
+        snprintf(hex, sizeof hex, "%016" PRIx64, adserve_history_hash(adserve_hash(k->str, k->len)));
         struct stats_entry *e = stats_map_slot(ids, hex, 16);
         if (e == NULL || (e->value == NULL && (e->value = strndup(k->str, k->len)) == NULL)) {
             st = STORE_ERROR;
@@ -335,7 +335,7 @@ static const char *item_of(const struct stats_map *ids, uint64_t hash)
  * ADSERVE_COVIEW_SECONDS, as a pair. An item counts at its first view, so a
  * user counts once per pair, and a history costs n^2 at most. */
 static bool coview_user(struct pairs *p, const struct stats_map *ids, const redisReply *h,
-                        struct rec_jobs_report *r)
+                        time_t now, struct rec_jobs_report *r)
 {
     adserve_history_entry_t v[ADSERVE_HISTORY_MAX];
     size_t n = 0, from, entries;
@@ -346,7 +346,7 @@ static bool coview_user(struct pairs *p, const struct stats_map *ids, const redi
     entries = h->len / ADSERVE_HISTORY_ENTRY;
     from = entries > ADSERVE_HISTORY_MAX ? entries - ADSERVE_HISTORY_MAX : 0;
     for (size_t i = from; i < entries; i++) {
-        adserve_history_get((const unsigned char *)h->str + i * ADSERVE_HISTORY_ENTRY, &v[n]);
+        adserve_history_get((const unsigned char *)h->str + i * ADSERVE_HISTORY_ENTRY, now, &v[n]);
         bool again = v[n].kind != ADSERVE_HISTORY_VIEWED || item_of(ids, v[n].hash) == NULL;
         for (size_t k = 0; k < n && !again; k++)
             again = v[k].hash == v[n].hash;              /* an item at its first view */
@@ -354,7 +354,7 @@ static bool coview_user(struct pairs *p, const struct stats_map *ids, const redi
     }
     for (size_t i = 0; i < n; i++) {
         for (size_t j = i + 1; j < n && v[j].at - v[i].at <= ADSERVE_COVIEW_SECONDS; j++) {
-            if (v[j].at <= v[i].at)
+            if (v[j].at < v[i].at)    /* the same minute: the string's order */
                 continue;
             const char *a = item_of(ids, v[i].hash), *b = item_of(ids, v[j].hash);
             if (!pairs_add(p, a, strlen(a), b, strlen(b), 1))
@@ -367,7 +367,7 @@ static bool coview_user(struct pairs *p, const struct stats_map *ids, const redi
 /* The histories of keys[from .. from + n), pipelined. */
 static enum store_status coview_batch(struct store_conn *c, const struct stats_map *ids,
                                       const redisReply *keys, size_t from, size_t n,
-                                      struct pairs *p, struct rec_jobs_report *r)
+                                      time_t now, struct pairs *p, struct rec_jobs_report *r)
 {
     const char *argv[HISTORY_BATCH][3];
     const char *const *cmds[HISTORY_BATCH];
@@ -384,7 +384,7 @@ static enum store_status coview_batch(struct store_conn *c, const struct stats_m
         return st;
     bool oom = false;
     for (size_t i = 0; i < n; i++) {
-        oom = oom || !coview_user(p, ids, replies[i], r);
+        oom = oom || !coview_user(p, ids, replies[i], now, r);
         freeReplyObject(replies[i]);
     }
     return oom ? STORE_ERROR : STORE_OK;
@@ -392,7 +392,7 @@ static enum store_status coview_batch(struct store_conn *c, const struct stats_m
 
 /* Every user's history, SCANned: the pairs they viewed in order. */
 static enum store_status coview_read(struct store_conn *c, const struct stats_map *ids,
-                                     struct pairs *p, struct rec_jobs_report *r)
+                                     time_t now, struct pairs *p, struct rec_jobs_report *r)
 {
     char cursor[32] = "0";
 
@@ -414,7 +414,7 @@ static enum store_status coview_read(struct store_conn *c, const struct stats_ma
         memcpy(cursor, reply->element[0]->str, reply->element[0]->len + 1);
         for (size_t i = 0; st == STORE_OK && i < keys->elements; i += HISTORY_BATCH) {
             size_t n = keys->elements - i < HISTORY_BATCH ? keys->elements - i : HISTORY_BATCH;
-            st = coview_batch(c, ids, keys, i, n, p, r);
+            st = coview_batch(c, ids, keys, i, n, now, p, r);
         }
         freeReplyObject(reply);
         if (st != STORE_OK)
@@ -447,14 +447,14 @@ static char *coview_record(const struct pair *v, size_t n)
     return json;
 }
 
-static enum store_status coview(struct store_conn *c, struct rec_jobs_report *r)
+static enum store_status coview(struct store_conn *c, time_t now, struct rec_jobs_report *r)
 {
     struct pairs p = { 0 };
     struct stats_map ids = { 0 };
     enum store_status st = catalog_hashes(c, &ids);
 
     if (st == STORE_OK)
-        st = coview_read(c, &ids, &p, r);
+        st = coview_read(c, &ids, now, &p, r);
 
     if (st == STORE_OK) {
         pairs_rank(&p);
@@ -471,7 +471,7 @@ enum store_status rec_jobs_run(struct store_conn *c, time_t now, struct rec_jobs
 {
     memset(r, 0, sizeof *r);
     enum store_status st = popularity(c, now, r);
-    return st == STORE_OK ? coview(c, r) : st;
+    return st == STORE_OK ? coview(c, now, r) : st;
 }
 
 /* ---- the timer ------------------------------------------------------------------- */

@@ -126,17 +126,30 @@
 #define ADSERVE_KEY_FC                   ADSERVE_KEY("fc:")        /* + user id */
 
 /* A user's recommendation history (README "Recommendation"): a string per
- * user, adserve:rh:{user id}, of ADSERVE_HISTORY_ENTRY-byte entries, oldest
- * first (adserve_history_put / _get): the item id's adserve_hash (8 bytes,
- * little-endian), the unix time (4 bytes, little-endian), the kind (1
- * byte), 3 zero bytes. Shown: recommended to the user; viewed: the item a
- * request said the user looks at (ext.item_id), or one they clicked.
- * candidate_filtering reads both kinds, the co-view algorithm the views (it
- * maps the hashes back to catalog item ids). One string, so that reading a
- * long history is one reply to parse, and a write is an append.
+ * user, adserve:rh2:{user id}, of ADSERVE_HISTORY_ENTRY-byte entries, oldest
+ * first (adserve_history_put / _get), each a little-endian 64-bit word: the
+ * low ADSERVE_HISTORY_HASH_BITS of the item id's adserve_hash, then the
+ * kind (a bit, 1 viewed), then the unix minute modulo
+ * 2^ADSERVE_HISTORY_MINUTE_BITS. Shown: recommended to the user; viewed:
+ * the item a request said the user looks at (ext.item_id), or one they
+ * clicked. candidate_filtering reads both kinds, the co-view algorithm the
+ * views (it maps the hashes back to catalog item ids: 40 bits leave a
+ * catalog of a million items about one pair of ids alike). One string, so
+ * that reading a long history is one reply to parse, and a write is an
+ * append.
+ *
+ * The minute wraps every 16 years, and a reader takes the one nearest its
+ * own clock (within 8 years either way): an entry among a live string's
+ * latest ADSERVE_HISTORY_MAX is less than ADSERVE_HISTORY_MAX times
+ * ADSERVE_HISTORY_SECONDS old (3.8 years; consecutive writes come within
+ * the TTL, or the string expires between them), so none is misread. 8
+ * bytes an entry, not layout 1's 16 (adserve:rh:, its hash whole, seconds,
+ * a kind byte and padding, which those strings' 7 days let expire): the
+ * entries are most of the bytes a recommendation writes to Redis, through
+ * its AOF and the AOF's rewrites, and of those a read brings back.
  *
  * What counts: the latest ADSERVE_HISTORY_MAX entries within
- * ADSERVE_HISTORY_SECONDS. The writer appends (APPEND); it sets the string
+ * ADSERVE_HISTORY_SECONDS (to the minute). The writer appends (APPEND); it sets the string
  * to expire ADSERVE_HISTORY_SECONDS later when APPEND's reply shows it
  * new, and otherwise once every ADSERVE_HISTORY_TTL_REFRESH seconds of a
  * user's writes (so it expires with its latest entries, less that, and
@@ -144,10 +157,10 @@
  * did, when the string grew past a multiple of ADSERVE_HISTORY_TTL_EVERY
  * entries instead); and it cuts the string to those ADSERVE_HISTORY_MAX once APPEND's reply
  * says it holds ADSERVE_HISTORY_CUT times as many (a cut rewrites the kept
- * entries, 3.2 KB through the AOF: at twice, that was as many bytes as the
+ * entries through the AOF: at twice, that was as many bytes as the
  * appends; readers read the latest ADSERVE_HISTORY_MAX alone, whatever the
  * length). */
-#define ADSERVE_KEY_HISTORY              ADSERVE_KEY("rh:")        /* + user id */
+#define ADSERVE_KEY_HISTORY              ADSERVE_KEY("rh2:")       /* + user id */
 
 /* Custom targeting segments (README "Segments"): the records, and each
  * user's memberships, a hash segment id -> the unix second its membership
@@ -176,7 +189,9 @@
 #define ADSERVE_KEY_MEDIA_BY_HASH        ADSERVE_KEY("media_by_hash")
 #define ADSERVE_KEY_MEDIA_FILE_ITEMS     ADSERVE_KEY("media_file_items:")  /* + sha256 hex */
 #define ADSERVE_KEY_MEDIA_CREATIVES      ADSERVE_KEY("media_creatives:")   /* + item id */
-#define ADSERVE_HISTORY_ENTRY            16
+#define ADSERVE_HISTORY_ENTRY            8
+#define ADSERVE_HISTORY_HASH_BITS        40
+#define ADSERVE_HISTORY_MINUTE_BITS      23
 #define ADSERVE_HISTORY_SHOWN            's'
 #define ADSERVE_HISTORY_VIEWED           'v'
 #define ADSERVE_HISTORY_MAX              200
@@ -186,45 +201,60 @@
 #define ADSERVE_HISTORY_CUT              3
 
 typedef struct {
-    uint64_t        hash;             /* adserve_hash of the item id */
-    int64_t         at;               /* unix seconds */
+    uint64_t        hash;             /* an item id's adserve_hash: its
+                                       * low ADSERVE_HISTORY_HASH_BITS are
+                                       * kept, and read back */
+    int64_t         at;               /* unix seconds; read back, the
+                                       * minute's first */
     char            kind;             /* ADSERVE_HISTORY_SHOWN, _VIEWED */
 } adserve_history_entry_t;
 
-/* One entry into out[ADSERVE_HISTORY_ENTRY], and back. Inline: a request
- * reads up to ADSERVE_HISTORY_MAX of them, and a compiler makes these byte
- * loops single loads on a little-endian machine. */
+/* What a history keeps of an item id's adserve_hash: what a reader
+ * compares with the hashes of its own ids */
+static inline uint64_t
+adserve_history_hash(uint64_t hash)
+{
+    return hash & ((UINT64_C(1) << ADSERVE_HISTORY_HASH_BITS) - 1);
+}
+
+/* One entry into out[ADSERVE_HISTORY_ENTRY], and back (as read at now,
+ * unix seconds, the clock the minute is taken nearest to). Inline: a
+ * request reads up to ADSERVE_HISTORY_MAX of them. */
 static inline void
 adserve_history_put(unsigned char *out, const adserve_history_entry_t *e)
 {
-    uint32_t  at = e->at < 0 ? 0 : e->at > (int64_t) UINT32_MAX ? UINT32_MAX : (uint32_t) e->at;
-    int       i;
+    uint64_t  minute = e->at < 0 ? 0 : (uint64_t) e->at / 60;
+    uint64_t  w;
 
-    for (i = 0; i < 8; i++) {
-        out[i] = (unsigned char) (e->hash >> (8 * i));
-    }
+    w = adserve_history_hash(e->hash)
+        | (uint64_t) (e->kind == ADSERVE_HISTORY_VIEWED) << ADSERVE_HISTORY_HASH_BITS
+        | (minute & ((UINT64_C(1) << ADSERVE_HISTORY_MINUTE_BITS) - 1))
+          << (ADSERVE_HISTORY_HASH_BITS + 1);
 
-    for (i = 0; i < 4; i++) {
-        out[8 + i] = (unsigned char) (at >> (8 * i));
-    }
-
-    out[12] = (unsigned char) e->kind;
-    out[13] = out[14] = out[15] = 0;
+    w = htole64(w);
+    memcpy(out, &w, sizeof(w));
 }
 
 static inline void
-adserve_history_get(const unsigned char *in, adserve_history_entry_t *e)
+adserve_history_get(const unsigned char *in, int64_t now, adserve_history_entry_t *e)
 {
-    uint64_t  h;
-    uint32_t  at;
+    const uint32_t  mask = (UINT32_C(1) << ADSERVE_HISTORY_MINUTE_BITS) - 1;
+    uint64_t        w;
+    int64_t         now_min, ago;
+    uint32_t        d;
 
-    /* loads, not a byte at a time: a read decodes 200 of them */
-    memcpy(&h, in, sizeof(h));
-    memcpy(&at, in + 8, sizeof(at));
+    memcpy(&w, in, sizeof(w));
+    w = le64toh(w);
+    now_min = (now < 0 ? 0 : now) / 60;
 
-    e->hash = le64toh(h);
-    e->at = le32toh(at);
-    e->kind = (char) in[12];
+    /* minutes before now, modulo the wrap; its upper half is ahead of
+     * now (another clock, a little fast) */
+    d = ((uint32_t) now_min - (uint32_t) (w >> (ADSERVE_HISTORY_HASH_BITS + 1))) & mask;
+    ago = d <= mask / 2 ? (int64_t) d : (int64_t) d - (int64_t) mask - 1;
+
+    e->hash = adserve_history_hash(w);
+    e->kind = (w >> ADSERVE_HISTORY_HASH_BITS) & 1 ? ADSERVE_HISTORY_VIEWED : ADSERVE_HISTORY_SHOWN;
+    e->at = (now_min - ago) * 60;
 }
 
 /* Popularity (the popular fallback, README "Recommendation"): the views of

@@ -655,7 +655,11 @@ typedef struct {
 static ngx_inline uint32_t
 ngx_http_adserve_history_fp(uint64_t hash)
 {
-    uint32_t  fp = (uint32_t) (hash ^ (hash >> 32));
+    uint32_t  fp;
+
+    /* of the bits Redis's entries keep: theirs and the node's agree */
+    hash = adserve_history_hash(hash);
+    fp = (uint32_t) (hash ^ (hash >> 32));
 
     return fp ? fp : 1;
 }

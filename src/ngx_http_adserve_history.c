@@ -196,7 +196,7 @@ ngx_http_adserve_history_parse(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ct
         end = (u_char *) reply->str + reply->len / ADSERVE_HISTORY_ENTRY * ADSERVE_HISTORY_ENTRY;
 
         for (p = end - n * ADSERVE_HISTORY_ENTRY; p < end; p += ADSERVE_HISTORY_ENTRY) {
-            adserve_history_get(p, &e);
+            adserve_history_get(p, ctx->now, &e);
 
             /* older ones never count: neither here nor in the copy */
             if (e.at <= (int64_t) ctx->now - ADSERVE_HISTORY_SECONDS) {

@@ -360,8 +360,9 @@ ngx_http_adserve_hzone_get(uint64_t user, time_t now, ngx_uint_t older,
 }
 
 
-/* An entry as a key of the merge's set: never 0 (a fingerprint is not) */
-#define NGX_HTTP_ADSERVE_HZONE_KEY(fp, at)  ((uint64_t) (at) << 32 | (fp))
+/* An entry as a key of the merge's set: its item and minute (Redis keeps
+ * the minute alone); never 0 (a fingerprint is not) */
+#define NGX_HTTP_ADSERVE_HZONE_KEY(fp, at)  ((uint64_t) ((at) / 60) << 32 | (fp))
 /* the set's slots: a power of two, twice a read's entries at least */
 #define NGX_HTTP_ADSERVE_HZONE_KEY_BITS     9
 #define NGX_HTTP_ADSERVE_HZONE_KEYS         (1 << NGX_HTTP_ADSERVE_HZONE_KEY_BITS)
@@ -390,8 +391,9 @@ ngx_http_adserve_hzone_probe(const uint64_t *keys, uint64_t key)
 /*
  * Redis's entries a (a read, oldest first) and the node's recent ones b
  * (oldest first) merged by time into out (room for both). An entry of b
- * that Redis has already (the same item at the same second: this node's
- * append reached Redis before the read) is not taken twice. Which ones
+ * that Redis has already (the same item in the same minute: this node's
+ * append reached Redis before the read, or an item shown twice within the
+ * minute, which one entry tells as well) is not taken twice. Which ones
  * those are is asked of a set of a's entries, not by comparing each with
  * its second's others: a heavy user's second holds a hundred entries or
  * more, and that comparison was quadratic. All of a's go in (at most

@@ -148,7 +148,7 @@ is_deeply([ map { $t->ad($related, { version => '0.1.0', user => { id => $_ }, e
             @readers ], [ (200) x 3 ], '... recommends to three readers');
 is($t->nginx('-s', 'quit'), 0, 'nginx -s quit, within the history\'s delay');
 ok($t->wait_until(15, sub { !$t->nginx_pid || !kill(0, $t->nginx_pid) }), '... nginx stopped');
-is_deeply([ map { cli($r2port, 'STRLEN', "adserve:rh:$_") } @readers ], [ (3 * 16) x 3 ],
+is_deeply([ map { cli($r2port, 'STRLEN', Adserve::Test::history_key($_)) } @readers ], [ (3 * 8) x 3 ],
           '... the entries it held (2 shown, 1 viewed each) written at exit to the primary the sentinels name');
 is_deeply([ grep { /exited on signal/ } split /\n/, $t->log_text('nginx-error.log') ], [], '... no worker crashed');
 $t->start('nginx');

@@ -26,20 +26,9 @@ sub rec_unit {
                                           recommendation => { %rec }, ext => { recommendation => { enabled => 1 } } })->{id};
 }
 sub cmp_rule { my ($lhs, $op, $rhs) = @_; return { type => 'cmp', data => { lhs => $lhs, op => $op, rhs => $rhs } } }
-# the contract's hash of an item id (FNV-1a, 64 bits), as hex
-sub fnv { my ($s) = @_; no warnings 'portable'; my $h = 0xcbf29ce484222325;
-          { use integer; for (unpack 'C*', $s) { $h ^= $_; $h *= 0x100000001b3 } }
-          return sprintf '%016x', $h }
-# a user's history, as the contract packs it: [hash hex, time, kind] oldest first
-sub history {
-    my ($user) = @_;
-    my $hex = $t->redis('EVAL', "local v = redis.call('GET', KEYS[1]) or '' "
-                        . "return (v:gsub('.', function(c) return string.format('%02x', c:byte()) end))",
-                        1, "adserve:rh:$user");
-    return map { my @b = unpack '(A2)*', $_;
-                 [ join('', reverse @b[0 .. 7]), hex(join '', reverse @b[8 .. 11]), chr hex $b[12] ] }
-           unpack '(A32)*', $hex;
-}
+# the contract's hash of an item id as a history keeps it, and a user's history in Redis
+sub fnv { Adserve::Test::history_hash(@_) }
+sub history { $t->history(@_) }
 
 # ---- a catalog with attributes, one pool ranking all of it -------------------------------------------
 my %attrs = (
@@ -142,16 +131,16 @@ is_deeply(ids($res), [ 'n:1', 'n:3', 'n:4', 'n:5' ], '... the others in rank');
 my $clicked = $res->{json}{ad}{recommendation}{items}[1];
 is($t->request('GET', $clicked->{click_url} =~ s{^\Q${\ $t->base }\E}{}r, redirect => 0)->{status}, 302, 'a click on n:3');
 # the node holds a user's entries for adserve_history_delay (1 s), then writes them in one APPEND
-ok($t->wait_until(5, sub { $t->redis('STRLEN', 'adserve:rh:vo-3') == 7 * 16 }),
+ok($t->wait_until(5, sub { $t->history_len('vo-3') == 7 }),
    'the entries reach Redis after the delay');
 my %kinds;
 push @{ $kinds{ $_->[2] } }, $_->[0] for history('vo-3');
 is_deeply([ map { scalar @{ $kinds{$_} // [] } } qw(s v) ], [ 4, 3 ],
-          'the history in Redis: 16-byte entries, 4 shown (s), 3 viewed (v): two requests (the first '
+          'the history in Redis: 8-byte entries, 4 shown (s), 3 viewed (v): two requests (the first '
           . 'had no items) and a click');
 is_deeply($kinds{v}, [ fnv('n:2'), fnv('n:0'), fnv('n:3') ], '... the views in order: n:2, n:0, then the click on n:3');
 ok((grep { $_ eq fnv('n:5') } @{ $kinds{s} }), '... n:5 among the shown');
-my $ttl = $t->redis('TTL', 'adserve:rh:vo-3');
+my $ttl = $t->redis('TTL', Adserve::Test::history_key('vo-3'));
 ok($ttl > 6 * 86400 && $ttl <= 7 * 86400, "it expires with its last entry, in 7 days ($ttl s)");
 
 # ---- ViewPenalty: seen items go last, and still fill -----------------------------------------------------
@@ -174,29 +163,29 @@ is_deeply(ids(rec($out, 'vb-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
 my (@lengths, $cut);
 for (1 .. 34) {
     rec($nof18, 'vb-2', item_id => 'n:0');
-    my $ok = $t->wait_until(2, sub { $t->redis('STRLEN', 'adserve:rh:vb-2') / 16 < 600 });
+    my $ok = $t->wait_until(2, sub { $t->history_len('vb-2') < 600 });
     $cut //= $_ if $_ == 32 && $ok;
-    push @lengths, $t->redis('STRLEN', 'adserve:rh:vb-2') / 16;
+    push @lengths, $t->history_len('vb-2');
 }
 is_deeply([ @lengths[0, 1, 29, 30, 31, 32] ], [ 19, 38, 570, 589, 200, 219 ],
           'the history grows 19 entries an answer; at 600 (3 times the 200 kept) it is cut to its latest 200');
 ok($cut, '... within 2 s of the answer that made it 608');
 is_deeply((history('vb-2'))[-1], [ fnv('n:0'), (history('vb-2'))[-1][1], 'v' ], '... the latest kept, last');
-my $ttl2 = $t->redis('TTL', 'adserve:rh:vb-2');
+my $ttl2 = $t->redis('TTL', Adserve::Test::history_key('vb-2'));
 ok($ttl2 > 6 * 86400 && $ttl2 <= 7 * 86400, "... and still expires with its last entry ($ttl2 s)");
 # the TTL of a user the node's copy does not hold (NoFilter reads no history): set when APPEND's reply
 # shows the string new, or grown past a multiple of 64 entries (ADSERVE_HISTORY_TTL_EVERY): not on every
 # write. 19 entries an answer: 19, 38, 57, then 76 crosses 64.
 rec($nof18, 'vt-1', item_id => 'n:0');
-ok($t->wait_until(2, sub { $t->redis('TTL', 'adserve:rh:vt-1') > 6 * 86400 }), 'a new history gets its TTL at once');
-$t->redis('EXPIRE', 'adserve:rh:vt-1', 1000);
+ok($t->wait_until(2, sub { $t->redis('TTL', Adserve::Test::history_key('vt-1')) > 6 * 86400 }), 'a new history gets its TTL at once');
+$t->redis('EXPIRE', Adserve::Test::history_key('vt-1'), 1000);
 my @ttls;
 for (2 .. 4) {
     rec($nof18, 'vt-1', item_id => 'n:0');
-    $t->wait_until(2, sub { $t->redis('STRLEN', 'adserve:rh:vt-1') == 19 * 16 * $_ });
+    $t->wait_until(2, sub { $t->history_len('vt-1') == 19 * $_ });
     # an EXPIRE would come a round trip after the append: time for it to land, or not
-    $t->wait_until(0.5, sub { $t->redis('TTL', 'adserve:rh:vt-1') > 1000 });
-    push @ttls, $t->redis('TTL', 'adserve:rh:vt-1') > 1000 ? 'refreshed' : 'kept';
+    $t->wait_until(0.5, sub { $t->redis('TTL', Adserve::Test::history_key('vt-1')) > 1000 });
+    push @ttls, $t->redis('TTL', Adserve::Test::history_key('vt-1')) > 1000 ? 'refreshed' : 'kept';
 }
 is_deeply(\@ttls, [ 'kept', 'kept', 'refreshed' ],
           '... then kept at 38 and 57 entries, and set again when the string passes 64 (76)');
@@ -208,16 +197,14 @@ sub tick { $clock += shift; $t->ad($nof, body('tick'), via => $_, headers => { '
 # an entry as another node appends it: [item, kind] at the clock
 sub other_node {
     my ($user, @items) = @_;
-    my $hex = join '', map { unpack 'H*', pack('H16', join '', reverse unpack '(A2)*', fnv($_)) . pack('L<a1x3', $clock, 'v') } @items;
-    $t->redis('EVAL', "return redis.call('APPEND', KEYS[1], (ARGV[1]:gsub('..', function(h) "
-              . "return string.char(tonumber(h, 16)) end)))", 1, "adserve:rh:$user", $hex);
+    $t->history_append($user, map { Adserve::Test::history_entry($_, 'v', $clock) } @items);
 }
 tick(0);
 my $zone0 = $t->status->{history_zone};
 ok($zone0 && $zone0->{users} > 10000, "a status shows the node's copy: room for $zone0->{users} users");
 is_deeply(ids(rec($out, 'hz-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'a new user: read from Redis, the top 4');
-ok($t->wait_until(2, sub { $t->redis('STRLEN', 'adserve:rh:hz-1') == 5 * 16 }), '... their 5 entries in Redis');
-$t->redis('DEL', 'adserve:rh:hz-1');
+ok($t->wait_until(2, sub { $t->history_len('hz-1') == 5 }), '... their 5 entries in Redis');
+$t->redis('DEL', Adserve::Test::history_key('hz-1'));
 is_deeply(ids(rec($out, 'hz-1', item_id => 'n:0')), [ map { "n:$_" } 5 .. 8 ],
           '... within the refresh, the other worker filters from the node\'s copy, not Redis (deleted there)');
 my $zone1 = $t->worker_status;
@@ -254,7 +241,7 @@ is_deeply(ids(rec($out, 'hr-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], '
 rec($nof18, 'hr-1', item_id => 'n:0') for 1 .. 11;
 is_deeply(ids(rec($pen, 'hr-1', item_id => 'n:0')), [ 'n:19', 'n:20', 'n:1', 'n:2' ],
           '... 214 entries later (past the ring\'s 200), the copy knows the 18 shown since');
-$t->redis('DEL', 'adserve:rh:hr-1');
+$t->redis('DEL', Adserve::Test::history_key('hr-1'));
 my $full = rec($out, 'hr-1', item_id => 'n:0');
 is_deeply([ $full->{status}, @{ ids($full) } ], [ 204 ],
           '... and the newest, written over the oldest: with Redis\'s deleted, every item is seen');
@@ -264,15 +251,15 @@ is_deeply([ $full->{status}, @{ ids($full) } ], [ 204 ],
 # with their latest entries too, and a heavy one's costs one EXPIRE an hour
 tick(3);
 rec($out, 'ht-1', item_id => 'n:0');
-ok($t->wait_until(3, sub { $t->redis('TTL', 'adserve:rh:ht-1') > 6 * 86400 }), 'a user in the copy: a new history gets its TTL');
-$t->redis('EXPIRE', 'adserve:rh:ht-1', 1000);
+ok($t->wait_until(3, sub { $t->redis('TTL', Adserve::Test::history_key('ht-1')) > 6 * 86400 }), 'a user in the copy: a new history gets its TTL');
+$t->redis('EXPIRE', Adserve::Test::history_key('ht-1'), 1000);
 my @hour;
 for my $k (1 .. 5) {
     tick($k < 5 ? 600 : 3600);
     rec($nof18, 'ht-1', item_id => 'n:0');
-    $t->wait_until(3, sub { $t->redis('STRLEN', 'adserve:rh:ht-1') == (5 + 19 * $k) * 16 });
-    $t->wait_until(0.5, sub { $t->redis('TTL', 'adserve:rh:ht-1') > 1000 });
-    push @hour, $t->redis('TTL', 'adserve:rh:ht-1') > 1000 ? 'refreshed' : 'kept';
+    $t->wait_until(3, sub { $t->history_len('ht-1') == 5 + 19 * $k });
+    $t->wait_until(0.5, sub { $t->redis('TTL', Adserve::Test::history_key('ht-1')) > 1000 });
+    push @hour, $t->redis('TTL', Adserve::Test::history_key('ht-1')) > 1000 ? 'refreshed' : 'kept';
 }
 is_deeply(\@hour, [ ('kept') x 4, 'refreshed' ],
           '... kept through 40 minutes of writes (24 to 81 entries: past 64 too), set again an hour on');
@@ -305,8 +292,8 @@ like($t->log_text('nginx-error.log'), qr/view history not read in time, recommen
 # the copy is the node's: a reload's new workers find it
 tick(3);
 is_deeply(ids(rec($out, 'hz-r', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ], 'before a reload: the top 4');
-ok($t->wait_until(2, sub { $t->redis('STRLEN', 'adserve:rh:hz-r') == 5 * 16 }), '... in Redis');
-$t->redis('DEL', 'adserve:rh:hz-r');
+ok($t->wait_until(2, sub { $t->history_len('hz-r') == 5 }), '... in Redis');
+$t->redis('DEL', Adserve::Test::history_key('hz-r'));
 my @old = $t->workers;
 is($t->nginx('-s', 'reload'), 0, 'nginx -s reload');
 ok($t->wait_until(10, sub { my %o = map { $_ => 1 } @old; my @w = $t->workers; @w == 2 && !grep { $o{$_} } @w }),

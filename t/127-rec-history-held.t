@@ -18,14 +18,12 @@ my $t = Adserve::Test->new(template => Adserve::Test::with_directive(adserve_his
 
 sub body { my ($user, $item) = @_; { version => '0.1.0', user => { id => $user }, ext => { item_id => $item } } }
 sub ids { my ($res) = @_; [ map { $_->{id} } @{ $res->{json}{ad}{recommendation}{items} // [] } ] }
-sub strlen { $t->redis('STRLEN', "adserve:rh:$_[0]") }
+sub strlen { $t->history_len($_[0]) }
 sub held { $t->status->{history_zone}{held} }
 sub appends { ($t->redis('INFO', 'commandstats') =~ /cmdstat_append:calls=(\d+)/)[0] // 0 }
-# the item hashes of a user's history in Redis, oldest first (the contract's 16-byte entries)
-sub hashes { my $v = $t->redis('GET', "adserve:rh:$_[0]") // ''; [ map { unpack 'H16', $_ } unpack '(a16)*', $v ] }
-sub fnv { my ($s) = @_; no warnings 'portable'; my $h = 0xcbf29ce484222325;
-          { use integer; for (unpack 'C*', $s) { $h ^= $_; $h *= 0x100000001b3 } }
-          return unpack 'H16', pack 'Q<', $h }
+# the item hashes of a user's history in Redis, oldest first
+sub hashes { [ map { $_->[0] } $t->history($_[0]) ] }
+sub fnv { Adserve::Test::history_hash(@_) }
 
 for my $id (map { "h:$_" } 0 .. 40) {
     $t->created('/api/catalog-items', { item_id => $id, title => "Story $id", url => "https://news.example/$id" });
@@ -52,7 +50,7 @@ is_deeply(\@seen, [ map { "h:$_" } 1 .. 12 ], 'three answers, each filtered by t
 my $held = held();
 is(strlen('hd-1'), 0, 'within the delay, Redis has none of them yet');
 ok($held >= 1, "... the node holds them (status: $held users held)");
-ok($t->wait_until(10, sub { strlen('hd-1') == 15 * 16 }), '... after it, Redis has all 15 entries (12 shown, 3 viewed)');
+ok($t->wait_until(10, sub { strlen('hd-1') == 15 }), '... after it, Redis has all 15 entries (12 shown, 3 viewed)');
 is(appends() - $before, 1, '... written in one APPEND');
 is_deeply(hashes('hd-1'), [ map { fnv($_) } map { ("h:" . (4 * $_ - 3), "h:" . (4 * $_ - 2), "h:" . (4 * $_ - 1),
                                                     "h:" . (4 * $_), 'h:0') } 1 .. 3 ],
@@ -81,7 +79,7 @@ my @old = $t->workers;
 kill 'KILL', @old;
 ok($t->wait_until(10, sub { my %o = map { $_ => 1 } @old; my @w = $t->workers; @w == 2 && !grep { $o{$_} } @w }),
    'every worker killed (SIGKILL), and started again by the master');
-ok($t->wait_until(15, sub { !grep { strlen($_) != 5 * 16 } @users }),
+ok($t->wait_until(15, sub { !grep { strlen($_) != 5 } @users }),
    '... the new workers write what the dead ones held: every user\'s 5 entries in Redis');
 
 # ---- nginx stopped: the exit writes what is held ---------------------------------------------------------------
@@ -90,7 +88,7 @@ $t->ad($unit, body($_, 'h:0')) for @users;
 my $start = time;
 is($t->nginx('-s', 'quit'), 0, 'nginx -s quit, within the delay');
 ok($t->wait_until(15, sub { !$t->nginx_pid || !kill(0, $t->nginx_pid) }), '... nginx stopped');
-is_deeply([ map { strlen($_) / 16 } @users ], [ (5) x 5 ], '... with every user\'s entries in Redis');
+is_deeply([ map { strlen($_) } @users ], [ (5) x 5 ], '... with every user\'s entries in Redis');
 like($t->log_text('nginx-error.log'), qr/history: the held entries of \d+ users written at exit/,
      '... which the exit logs');
 unlike($t->log_text('nginx-error.log'), qr/entries lost/, 'nothing lost');

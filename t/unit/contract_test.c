@@ -259,17 +259,34 @@ static void test_service_name(void) {
 static void test_history_entry(void) {
     adserve_history_entry_t e = { 0x0123456789abcdefULL, 1795651200, ADSERVE_HISTORY_VIEWED }, back;
     unsigned char out[ADSERVE_HISTORY_ENTRY];
+    /* 0x6789abcdef (the hash's low 40 bits), 1 (viewed), minute 29927520
+     * mod 2^23 (0x48a860), little-endian */
     static const unsigned char want[ADSERVE_HISTORY_ENTRY] = {
-        0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, 0x80, 0x76, 0x07, 0x6b, 'v', 0, 0, 0 };
+        0xef, 0xcd, 0xab, 0x89, 0x67, 0xc1, 0x50, 0x91 };
+    const int64_t wrap = (INT64_C(1) << ADSERVE_HISTORY_MINUTE_BITS) * 60;
 
     memset(out, 0xff, sizeof out);
     adserve_history_put(out, &e);
-    ok(memcmp(out, want, sizeof want) == 0, "a history entry: hash, time little-endian, kind, zeros");
-    adserve_history_get(out, &back);
-    ok(back.hash == e.hash && back.at == e.at && back.kind == e.kind, "... read back");
+    ok(memcmp(out, want, sizeof want) == 0, "a history entry: hash, kind, minute, little-endian");
+    adserve_history_get(out, e.at, &back);
+    ok(back.hash == 0x6789abcdefULL && back.hash == adserve_history_hash(e.hash)
+       && back.at == e.at && back.kind == e.kind, "... read back: the hash's kept bits");
+    adserve_history_get(out, e.at + 7 * 86400 + 59, &back);
+    ok(back.at == e.at, "... read 7 days later: the same minute");
+    adserve_history_get(out, e.at - 300, &back);
+    ok(back.at == e.at, "... read by a clock 5 minutes behind: ahead of it, not 16 years back");
+    adserve_history_get(out, e.at + wrap / 2 - 60, &back);
+    ok(back.at == e.at, "... read 8 years less a minute later: still that minute");
+    adserve_history_get(out, e.at + wrap, &back);
+    ok(back.at == e.at + wrap, "... a whole wrap (16 years) later: read as now (the contract's bound)");
+    e.at += 59;
+    e.kind = ADSERVE_HISTORY_SHOWN;
+    adserve_history_put(out, &e);
+    adserve_history_get(out, e.at, &back);
+    ok(back.at == e.at - 59 && back.kind == ADSERVE_HISTORY_SHOWN, "a time within a minute: its first second; shown");
     e.at = -5;
     adserve_history_put(out, &e);
-    adserve_history_get(out, &back);
+    adserve_history_get(out, 0, &back);
     ok(back.at == 0, "a time before 1970 is 0");
 }
 

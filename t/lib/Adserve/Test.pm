@@ -497,6 +497,58 @@ sub redis {
     return $out;
 }
 
+# ---- the recommendation history (src/adserve_contract.h: ADSERVE_KEY_HISTORY,
+# adserve_history_put and _get): its key, and its 8-byte entries, each a
+# little-endian word of the item hash's low 40 bits, the kind (1 viewed) and
+# the unix minute modulo 2^23
+
+sub history_key { "adserve:rh2:$_[0]" }
+
+# the contract's hash of an item id (FNV-1a, 64 bits) as a history keeps it,
+# as hex
+sub history_hash {
+    my ($s) = @_;
+    no warnings 'portable';
+    my $h = 0xcbf29ce484222325;
+    { use integer; for (unpack 'C*', $s) { $h ^= $_; $h *= 0x100000001b3 } }
+    return sprintf "%010x", $h & ((1 << 40) - 1);
+}
+
+# one entry's bytes: ITEM id, KIND ('s' or 'v'), unix TIME
+sub history_entry {
+    my ($item, $kind, $time) = @_;
+    no warnings 'portable';
+    return pack 'Q<', hex(history_hash($item)) | ($kind eq 'v' ? 1 << 40 : 0)
+                      | ((int($time / 60) % (1 << 23)) << 41);
+}
+
+# USER's history in Redis: [hash hex, unix time (the minute's first second),
+# kind] each, oldest first; the minute taken nearest to now, as a reader does
+sub history {
+    my ($self, $user) = @_;
+    my $hex = $self->redis('EVAL', "local v = redis.call('GET', KEYS[1]) or '' "
+                           . "return (v:gsub('.', function(c) return string.format('%02x', c:byte()) end))",
+                           1, history_key($user));
+    my $now = int(time / 60);
+    return map {
+        my $w = unpack 'Q<', pack 'H*', $_;
+        my $ago = ($now - ($w >> 41)) % (1 << 23);
+        $ago -= 1 << 23 if $ago >= 1 << 22;
+        [ sprintf('%010x', $w & ((1 << 40) - 1)), ($now - $ago) * 60, ($w >> 40) & 1 ? 'v' : 's' ]
+    } unpack '(A16)*', $hex;
+}
+
+# the number of entries in USER's history in Redis
+sub history_len { int($_[0]->redis('STRLEN', history_key($_[1])) / 8) }
+
+# ENTRIES (history_entry's) appended to USER's history, as another node would
+sub history_append {
+    my ($self, $user, @entries) = @_;
+    $self->redis('EVAL', "return redis.call('APPEND', KEYS[1], (ARGV[1]:gsub('..', function(h) "
+                 . "return string.char(tonumber(h, 16)) end)))", 1, history_key($user),
+                 join '', map { unpack 'H*', $_ } @entries);
+}
+
 # true while Redis answers no PING within 0.1 s (a script holds it)
 sub redis_stalled {
     my ($self) = @_;
