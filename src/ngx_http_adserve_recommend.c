@@ -190,6 +190,14 @@ ngx_http_adserve_rec_items(ngx_http_adserve_picks_t *pk, const adserve_snapshot_
         timed_out = 0;
         pool = item->data ? adserve_snapshot_pool(s, unit->algorithm, item->data, item->len)
                           : NULL;
+
+        /* the candidates fetched together: ViewOut takes their hashes in
+         * turn, and each was a cache miss of its own (most are in the
+         * user's history, and touched for nothing else) */
+        for (i = 0; pool != NULL && i < pool->n; i++) {
+            __builtin_prefetch(&s->items[pool->items[i]].hash);
+        }
+
         for (i = 0; pool != NULL && i < pool->n && pk->n < pk->topn; i++) {
             ngx_http_adserve_pick(pk, &s->items[pool->items[i]], ADSERVE_SOURCE_ALGORITHM);
         }
