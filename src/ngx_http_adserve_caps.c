@@ -325,7 +325,8 @@ ngx_http_adserve_caps_done(ngx_http_adserve_ctx_t *ctx)
     ngx_http_adserve_caps_release(ctx);
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                   NGX_HTTP_ADSERVE_LOG "caps %s, %uD capped ads seen; history %s, %uD items",
+                   NGX_HTTP_ADSERVE_LOG "caps %s, %uD capped ads seen; history %s, "
+                   "%uD fingerprints (whole vectors)",
                    ctx->caps_known ? "known" : "unknown", ctx->nseen,
                    ctx->history_known ? "known" : "unknown", ctx->nhistory);
 
