@@ -523,9 +523,7 @@ ngx_http_adserve_count_items(ngx_http_adserve_events_t *ev, time_t now,
         for (i = 0; i < chunk; i++) {
             e = t->index[h[i]].entry;
             if (e != 0) {
-                /* its counts, and its id past them (compared) */
                 __builtin_prefetch(&t->counters[e - 1], 1);
-                __builtin_prefetch((u_char *) &t->counters[e - 1] + 64);
             }
         }
 
