@@ -128,6 +128,8 @@ await inBrowser(t, async (browser) => {
     const placement = await create(page, 'placements', 'Create placement');
     t.is(await heading(page), placementName, '... made; its name shown as text');
     t.is(await page.locator('main h1 b').count(), 0, '... not as markup');
+    // the ad units, the checkboxes' options, come after the record itself
+    await page.locator('#edit-placements-ad_unit_ids').getByLabel(`Sports ${run}`, { exact: true }).waitFor();
     const checked = await page.locator('#edit-placements-ad_unit_ids input:checked').evaluateAll((l) => l.map((e) => e.value).sort());
     t.isDeep(checked, [site, sports].sort(), '... its edit form has both ad units ticked');
     await fill(page, 'edit-placements', { name: `Sports and more ${run}` });
