@@ -160,6 +160,8 @@ await import('./lib/stack.mjs').then(({ inBrowser }) => inBrowser(t, async (brow
     await page.selectOption('#new-line-items-targeting-kv-type', 'cmp');
     await fill(page, 'new-line-items', { 'targeting-kv-data-lhs': 'nosuchkey', 'targeting-kv-data-rhs': '1' });
     await page.selectOption('#new-line-items-targeting-kv-data-op', 'eq');
+    // the keys come from a fetch of their own (a datalist's options are never visible)
+    await page.locator('#new-line-items-targeting-kv-data-lhs-keys option[value=mood]').waitFor({ state: 'attached' });
     t.isDeep(await page.locator('#new-line-items-targeting-kv-data-lhs-keys option').evaluateAll((l) => l.map((o) => o.value).sort()),
              ['genre', 'mood'], "a comparison's key offers the custom targeting keys");
     await page.getByRole('button', { name: 'Create line item' }).click();
