@@ -4164,6 +4164,39 @@ pick_creative(const adserve_cand_t *c, const adserve_cand_t *end, uint32_t rnd)
 }
 
 
+void
+adserve_decide_ahead(const adserve_snapshot_t *s, const adserve_unit_t *u,
+    const adserve_pace_t *paces, int step)
+{
+    const char            *p;
+    const adserve_cand_t  *c;
+    uint32_t               i, n;
+
+    n = u->ncands < ADSERVE_DECIDE_AHEAD ? u->ncands : ADSERVE_DECIDE_AHEAD;
+
+    if (step == 0) {
+        /* a unit spans several cache lines, read here and there all
+         * along the request */
+        for (p = (const char *) u; p < (const char *) (u + 1); p += 64) {
+            __builtin_prefetch(p);
+        }
+
+        for (p = (const char *) u->cands; p < (const char *) (u->cands + n); p += 64) {
+            __builtin_prefetch(p);
+        }
+
+        return;
+    }
+
+    for (i = 0, c = u->cands; i < n; i++, c++) {
+        __builtin_prefetch(&s->lis[c->li]);
+        if (paces != NULL) {
+            __builtin_prefetch(&paces[c->li]);
+        }
+    }
+}
+
+
 const adserve_cand_t *
 adserve_decide(const adserve_snapshot_t *s, const adserve_unit_t *u,
     adserve_decision_t *d)

@@ -564,6 +564,16 @@ adserve_reason_e adserve_li_check(const adserve_li_t *li, const adserve_unit_t *
 const adserve_cand_t *adserve_decide(const adserve_snapshot_t *s,
     const adserve_unit_t *u, adserve_decision_t *d);
 
+/* A decision to come, fetched ahead so that its cache misses overlap the
+ * work before it instead of coming one after another in it: step 0, once
+ * the unit is known, its record and its first candidates; step 1, some
+ * work later (the request's parse), the line items and paces those
+ * candidates name. Neither waits for memory. */
+#define ADSERVE_DECIDE_AHEAD  16          /* candidates, at most */
+
+void adserve_decide_ahead(const adserve_snapshot_t *s, const adserve_unit_t *u,
+    const adserve_pace_t *paces, int step);
+
 /* The explainer: what a decision would make of each line item of a unit,
  * and why, without making it (no random draw, nothing counted). */
 typedef enum {

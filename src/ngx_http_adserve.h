@@ -379,6 +379,10 @@ void ngx_http_adserve_events_exit(ngx_http_adserve_events_t *ev);
 void ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
     ngx_uint_t dim, const adserve_str_t *id, uint64_t hash,
     ngx_http_adserve_metric_e m, ngx_uint_t n);
+/* a count that will come: step 0 fetches its index slot, step 1 (some
+ * work later) its counter; neither waits for memory */
+void ngx_http_adserve_count_ahead(ngx_http_adserve_events_t *ev, time_t now,
+    ngx_uint_t dim, uint64_t hash, ngx_uint_t step);
 /* one of metric m for each of n items, as ngx_http_adserve_count of their
  * ids, their cache misses overlapped */
 void ngx_http_adserve_count_items(ngx_http_adserve_events_t *ev, time_t now,

@@ -489,6 +489,43 @@ ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
 }
 
 
+/* A count to come, fetched ahead in two steps some work apart, so that
+ * its two cache misses overlap that work instead of stalling the count:
+ * step 0 its index slot's line; step 1, the slot in the cache by then,
+ * the counter it names. Serving's counts of the line item and creative
+ * chosen were a miss each on the slot, then on the counter, one after
+ * another (perf: the adds were 3.9 % of the workers' time, the largest
+ * of the module's functions); the seal and the response's build come in
+ * between now. */
+void
+ngx_http_adserve_count_ahead(ngx_http_adserve_events_t *ev, time_t now,
+    ngx_uint_t dim, uint64_t hash, ngx_uint_t step)
+{
+    ngx_http_adserve_table_t  *t;
+    uint64_t                   i;
+    uint32_t                   e;
+
+    if (ev == NULL) {
+        return;
+    }
+
+    t = &ev->tables[ev->live];
+    i = ngx_http_adserve_counter_hash(hash, (uint32_t) (now / 3600), dim)
+        & (NGX_HTTP_ADSERVE_COUNTER_SLOTS - 1);
+
+    if (step == 0) {
+        __builtin_prefetch(&t->index[i]);
+        return;
+    }
+
+    /* the first probe's counter: most counts find theirs there */
+    e = t->index[i].entry;
+    if (e != 0) {
+        __builtin_prefetch(&t->counters[e - 1], 1);
+    }
+}
+
+
 /* Counts of many items, one each, in one dimension: their index slots
  * fetched together, then their counters, then the adds. An answer counts
  * its topn items, and each count missed the cache twice (a table of

@@ -61,6 +61,10 @@ ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
     ctx->unit = adserve_snapshot_unit(ld->snapshot, (char *) id, len);
     ctx->loads = ld->loads;
 
+    if (ctx->unit != NULL) {
+        adserve_decide_ahead(ld->snapshot, ctx->unit, NULL, 0);
+    }
+
     return ctx->unit;
 }
 
@@ -222,6 +226,24 @@ ngx_http_adserve_served(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 }
 
 
+/* The counts ngx_http_adserve_served will make of c, fetched ahead: step
+ * 0 before the seal, step 1 after it (ngx_http_adserve_count_ahead). The
+ * unit's own counter is warm: its request was counted. */
+static void
+ngx_http_adserve_served_ahead(ngx_http_request_t *r, const adserve_cand_t *c,
+    time_t now, ngx_uint_t step)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    ngx_http_adserve_count_ahead(amcf->events, now, ADSERVE_DIM_LINE_ITEM,
+                                 amcf->loader->snapshot->lis[c->li].hash, step);
+    ngx_http_adserve_count_ahead(amcf->events, now, ADSERVE_DIM_CREATIVE,
+                                 c->creative_hash, step);
+}
+
+
 size_t
 ngx_http_adserve_ad_tail_len(const adserve_unit_t *unit, size_t n)
 {
@@ -259,10 +281,14 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     u_char           *body, *p, tok[ADSERVE_TOKEN_MAX];
     size_t            n, room;
 
+    ngx_http_adserve_served_ahead(r, c, ctx->now, 0);
+
     n = ngx_http_adserve_seal(r, ctx, unit, c, &log, tok);
     if (n == 0) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    ngx_http_adserve_served_ahead(r, c, ctx->now, 1);
 
     bases[0] = unit->vast_base_json;
     bases[1] = unit->url_base_json;
@@ -301,10 +327,14 @@ ngx_http_adserve_send_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     u_char           *body, *p, tok[ADSERVE_TOKEN_MAX];
     size_t            n;
 
+    ngx_http_adserve_served_ahead(r, c, ctx->now, 0);
+
     n = ngx_http_adserve_seal(r, ctx, unit, c, &log, tok);
     if (n == 0) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    ngx_http_adserve_served_ahead(r, c, ctx->now, 1);
 
     bases[0] = unit->vast_base;
     bases[1] = unit->vast_base;          /* a VAST is XML throughout */
@@ -785,6 +815,7 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
         return NGX_HTTP_NOT_FOUND;
     }
 
+
     if (ctx->vast) {
         rc = ngx_http_adserve_query_facts(r, &ctx->req);
         if (rc != NGX_OK) {
@@ -805,6 +836,10 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
     }
+
+    /* the unit's candidates came in during the parse: their line items
+     * and paces now, to come in during the counts and checks below */
+    adserve_decide_ahead(amcf->loader->snapshot, unit, ngx_http_adserve_paces(), 1);
 
     ctx->now = ngx_http_adserve_now(r);
     ctx->rnd = (uint32_t) ngx_random();
