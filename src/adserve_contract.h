@@ -293,6 +293,9 @@ adserve_history_get(const unsigned char *in, int64_t now, adserve_history_entry_
 #define ADSERVE_REDIS_ROLE               "ROLE"
 #define ADSERVE_REDIS_ROLE_PRIMARY       "master"
 #define ADSERVE_REDIS_READONLY           "READONLY"
+/* the error of an EVALSHA whose script the server does not hold (a
+ * restart, SCRIPT FLUSH): the module loads its scripts again */
+#define ADSERVE_REDIS_NOSCRIPT           "NOSCRIPT"
 
 /* the name the sentinels monitor, unless told otherwise */
 #define ADSERVE_REDIS_MASTER_DEFAULT     "adserve"

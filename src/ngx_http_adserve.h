@@ -34,6 +34,21 @@ typedef struct ngx_http_adserve_redis_s  ngx_http_adserve_redis_t;
 
 typedef void (*ngx_http_adserve_redis_handler_pt)(ngx_http_adserve_redis_t *rd);
 
+/* A Lua script that requests run by its SHA-1 (EVALSHA), not by its text
+ * (EVAL: Redis hashes the text, hundreds of bytes, on every call): loaded
+ * on its connection when first used, again on every connect, and again
+ * after a NOSCRIPT answer (SCRIPT FLUSH). */
+#define NGX_HTTP_ADSERVE_SHA_LEN        40             /* SHA-1 in hex */
+#define NGX_HTTP_ADSERVE_REDIS_SCRIPTS  4              /* a connection's */
+
+typedef struct {
+    const char  *text;
+    size_t       len;
+    char         sha[NGX_HTTP_ADSERVE_SHA_LEN + 1];    /* "" until first used */
+} ngx_http_adserve_script_t;
+
+#define ngx_http_adserve_script(text)  { text, sizeof(text) - 1, "" }
+
 struct ngx_http_adserve_redis_s {
     redisAsyncContext                 *ac;
     ngx_connection_t                  *conn;
@@ -58,6 +73,9 @@ struct ngx_http_adserve_redis_s {
     ngx_http_adserve_redis_handler_pt  on_down;
     void                              *data;
     ngx_uint_t                         metric;     /* ngx_http_adserve_conn_e */
+
+    ngx_http_adserve_script_t         *scripts[NGX_HTTP_ADSERVE_REDIS_SCRIPTS];
+    ngx_uint_t                         nscripts;
 
     /* in the outage's log lines: what the connection is for (NULL: the
      * loader's, unnamed) and what goes on meanwhile */
@@ -93,6 +111,18 @@ ngx_int_t ngx_http_adserve_redis_command(ngx_http_adserve_redis_t *rd,
  * *err set */
 redisContext *ngx_http_adserve_redis_connect_now(ngx_http_adserve_redis_t *rd,
     struct timeval tv, const char **err);
+/* the SHA-1 of a script's text into its sha (what SCRIPT LOAD answers) */
+ngx_int_t ngx_http_adserve_script_sha(ngx_http_adserve_script_t *s, ngx_log_t *log);
+/* EVALSHA of script s on rd: argv[0] and argv[1] are set here, the caller
+ * fills the rest (numkeys, keys, arguments); fn NULL: no reply wanted but a
+ * NOSCRIPT's, which loads the connection's scripts again */
+ngx_int_t ngx_http_adserve_redis_eval(ngx_http_adserve_redis_t *rd,
+    ngx_http_adserve_script_t *s, redisCallbackFn *fn, void *data, int argc,
+    const char **argv, size_t *argvlen);
+/* reply is -NOSCRIPT: the connection's scripts are loaded again (the call
+ * that met it is lost, as one sent during an outage is); 1 then */
+ngx_uint_t ngx_http_adserve_redis_noscript(ngx_http_adserve_redis_t *rd,
+    const redisReply *reply);
 size_t ngx_http_adserve_resp_size(int argc, const size_t *argvlen);
 u_char *ngx_http_adserve_resp_format(u_char *p, int argc, const char **argv,
     const size_t *argvlen);
@@ -772,8 +802,8 @@ ngx_int_t ngx_http_adserve_caps_reserve(ngx_http_request_t *r, ngx_http_adserve_
  * comes in time, then done(r). The same results as
  * ngx_http_adserve_caps_read; late is logged when the deadline passes. */
 ngx_int_t ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    const ngx_http_adserve_user_cmd_t *ahead, int argc, const char **argv,
-    const size_t *argvlen, ngx_http_adserve_parse_pt parse, const char *late,
+    const ngx_http_adserve_user_cmd_t *ahead, ngx_http_adserve_script_t *script, int argc,
+    const char **argv, size_t *argvlen, ngx_http_adserve_parse_pt parse, const char *late,
     ngx_http_adserve_caps_done_pt done);
 
 /* ---- segments: src/ngx_http_adserve_segments.c ----------------------------
@@ -794,6 +824,10 @@ void ngx_http_adserve_segments_facts(const ngx_http_adserve_ctx_t *ctx,
 ngx_uint_t ngx_http_adserve_user_writable(void);
 ngx_int_t ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen,
     redisCallbackFn *fn, void *data);
+/* the same, of a script (ngx_http_adserve_redis_eval: argv[0] and argv[1]
+ * are set there) */
+ngx_int_t ngx_http_adserve_user_eval(ngx_http_adserve_script_t *script, int argc,
+    const char **argv, size_t *argvlen);
 
 /* a reply on the caps' connection was -READONLY (a failover demoted the
  * server): the connection is dropped, and finds the primary again; 1 then */

@@ -92,7 +92,7 @@ static ngx_http_adserve_seen_t  ngx_http_adserve_seen[NGX_HTTP_ADSERVE_SEEN_SLOT
 /* HSET of the record, first_seen kept from the one it replaces (several
  * nodes write one record: the latest write wins the rest). KEYS[1]
  * adserve:external_creatives; ARGV: the id, the record. */
-static const char  ngx_http_adserve_seen_script[] =
+static ngx_http_adserve_script_t  ngx_http_adserve_seen_script = ngx_http_adserve_script(
     "local old = redis.call('HGET', KEYS[1], ARGV[1])\n"
     "local rec = ARGV[2]\n"
     "if old then\n"
@@ -103,7 +103,7 @@ static const char  ngx_http_adserve_seen_script[] =
     "    rec = cjson.encode(n)\n"
     "  end\n"
     "end\n"
-    "return redis.call('HSET', KEYS[1], ARGV[1], rec)\n";
+    "return redis.call('HSET', KEYS[1], ARGV[1], rec)\n");
 
 
 static ngx_int_t ngx_http_adserve_bid_done(ngx_http_request_t *sr, void *data, ngx_int_t rc);
@@ -1015,20 +1015,16 @@ ngx_http_adserve_record_creative(ngx_http_request_t *r, ngx_http_adserve_auction
     p = ngx_http_adserve_json_str(p, &sample);
     p = ngx_sprintf(p, ",\"first_seen\":\"%s\",\"last_seen\":\"%s\"}", when, when);
 
-    argv[0] = "EVAL";
-    argv[1] = ngx_http_adserve_seen_script;
     argv[2] = "1";
     argv[3] = ADSERVE_KEY_EXTERNAL_CREATIVES;
     argv[4] = (const char *) id;
     argv[5] = (const char *) rec;
-    argvlen[0] = sizeof("EVAL") - 1;
-    argvlen[1] = sizeof(ngx_http_adserve_seen_script) - 1;
     argvlen[2] = 1;
     argvlen[3] = sizeof(ADSERVE_KEY_EXTERNAL_CREATIVES) - 1;
     argvlen[4] = ADSERVE_UUID_LEN;
     argvlen[5] = p - rec;
 
-    if (ngx_http_adserve_user_write(6, argv, argvlen, NULL, NULL) == NGX_OK) {
+    if (ngx_http_adserve_user_eval(&ngx_http_adserve_seen_script, 6, argv, argvlen) == NGX_OK) {
         seen->hash = h;
         seen->at = now;
     }

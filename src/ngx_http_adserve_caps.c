@@ -144,8 +144,8 @@ ngx_http_adserve_caps_release(ngx_http_adserve_ctx_t *ctx)
 
 ngx_int_t
 ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
-    const ngx_http_adserve_user_cmd_t *ahead, int argc, const char **argv,
-    const size_t *argvlen, ngx_http_adserve_parse_pt parse, const char *late,
+    const ngx_http_adserve_user_cmd_t *ahead, ngx_http_adserve_script_t *script, int argc,
+    const char **argv, size_t *argvlen, ngx_http_adserve_parse_pt parse, const char *late,
     ngx_http_adserve_caps_done_pt done)
 {
     ngx_http_adserve_main_conf_t  *amcf;
@@ -196,8 +196,11 @@ ngx_http_adserve_user_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
                                            (void *) data, ahead->argc, ahead->argv,
                                            ahead->argvlen)
             != NGX_OK)
-        || ngx_http_adserve_redis_command(rd, ngx_http_adserve_caps_reply, (void *) data,
-                                          argc, argv, argvlen)
+        || (script != NULL
+            ? ngx_http_adserve_redis_eval(rd, script, ngx_http_adserve_caps_reply,
+                                          (void *) data, argc, argv, argvlen)
+            : ngx_http_adserve_redis_command(rd, ngx_http_adserve_caps_reply, (void *) data,
+                                             argc, argv, argvlen))
            != NGX_OK)
     {
         /* a reply to what was queued finds another generation */
@@ -252,7 +255,7 @@ ngx_http_adserve_caps_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     argv[3] = "+inf";              argvlen[3] = 4;
     argv[4] = "WITHSCORES";        argvlen[4] = sizeof("WITHSCORES") - 1;
 
-    return ngx_http_adserve_user_read(r, ctx, ahead, 5, argv, argvlen,
+    return ngx_http_adserve_user_read(r, ctx, ahead, NULL, 5, argv, argvlen,
                                       ngx_http_adserve_caps_parse,
                                       "frequency caps not read in time, capped line items "
                                       "do not serve this request", done);
@@ -386,7 +389,7 @@ ngx_http_adserve_caps_reply(redisAsyncContext *ac, void *reply, void *data)
 {
     ngx_http_adserve_ctx_t  *ctx;
 
-    (void) ac;
+    (void) ngx_http_adserve_redis_noscript(ac->data, reply);
 
     ctx = ngx_http_adserve_caps_owner(reply, data);
     if (ctx != NULL) {
@@ -434,19 +437,20 @@ ngx_http_adserve_caps_cleanup(void *data)
  * the read skips them (ngx_http_adserve_caps_parse): the line item's are
  * as long as the new one.
  */
-static const char  ngx_http_adserve_reserve_script[] =
+static ngx_http_adserve_script_t  ngx_http_adserve_reserve = ngx_http_adserve_script(
     "local key, now, horizon, prefix = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]\n"
     "redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. (now - horizon))\n"
     "for i = 5, #ARGV - 1, 2 do\n"
     "  local n = 0\n"
     "  for _, m in ipairs(redis.call('ZRANGEBYSCORE', key, '(' .. (now - tonumber(ARGV[i])), '+inf')) do\n"
-    "    if #m == #ARGV[1] and string.sub(m, 1, #prefix) == prefix then n = n + 1 end\n"
+    /* the prefix found in place: string.sub would make a string of each */
+    "    if #m == #ARGV[1] and string.find(m, prefix, 1, true) == 1 then n = n + 1 end\n"
     "  end\n"
     "  if n >= tonumber(ARGV[i + 1]) then return 0 end\n"
     "end\n"
     "redis.call('ZADD', key, now, ARGV[1])\n"
     "if redis.call('TTL', key) < horizon then redis.call('EXPIRE', key, horizon) end\n"
-    "return 1\n";
+    "return 1\n");
 
 
 #define NGX_HTTP_ADSERVE_RESERVE_ARGS  (8 + 2 * ADSERVE_CAPS_MAX)
@@ -499,9 +503,7 @@ ngx_http_adserve_caps_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     *p++ = ':';
     p = ngx_hex_dump(p, rnd, sizeof(rnd));
 
-    argv[0] = "EVAL";              argvlen[0] = sizeof("EVAL") - 1;
-    argv[1] = ngx_http_adserve_reserve_script;
-    argvlen[1] = sizeof(ngx_http_adserve_reserve_script) - 1;
+    /* argv[0] and argv[1]: EVALSHA and the script's */
     argv[2] = "1";                 argvlen[2] = 1;
     argv[3] = (char *) key;
     argvlen[3] = ngx_http_adserve_caps_key(key, &ctx->req.user_id);
@@ -526,8 +528,8 @@ ngx_http_adserve_caps_reserve(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     ctx->reserving = li->hash;
     ctx->reserve_known = 0;
 
-    return ngx_http_adserve_user_read(r, ctx, NULL, (int) argc, argv, argvlen,
-                                      ngx_http_adserve_reserve_parse,
+    return ngx_http_adserve_user_read(r, ctx, NULL, &ngx_http_adserve_reserve, (int) argc,
+                                      argv, argvlen, ngx_http_adserve_reserve_parse,
                                       "a frequency cap's reservation not answered in time, "
                                       "capped line items do not serve this request", done);
 }
@@ -567,4 +569,18 @@ ngx_http_adserve_user_write(int argc, const char **argv, const size_t *argvlen,
     }
 
     return ngx_http_adserve_redis_command(rd, fn, data, argc, argv, argvlen);
+}
+
+
+ngx_int_t
+ngx_http_adserve_user_eval(ngx_http_adserve_script_t *script, int argc, const char **argv,
+    size_t *argvlen)
+{
+    ngx_http_adserve_redis_t  *rd = ngx_http_adserve_caps_conn();
+
+    if (rd == NULL) {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_adserve_redis_eval(rd, script, NULL, NULL, argc, argv, argvlen);
 }

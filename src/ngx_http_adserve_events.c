@@ -42,7 +42,6 @@
 
 #include "ngx_http_adserve.h"
 
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "adserve_contract.h"
@@ -95,7 +94,6 @@
  * BUSY, LOADING, NOAUTH, READONLY) pass, and the batch waits them out. */
 #define NGX_HTTP_ADSERVE_REFUSALS       3
 #define NGX_HTTP_ADSERVE_INSTANCE_LEN   (16 + 1 + NGX_INT64_LEN)
-#define NGX_HTTP_ADSERVE_SHA_LEN        40             /* SHA-1 in hex */
 /* NOSCRIPT answers in a row before a batch takes the reconnect path */
 #define NGX_HTTP_ADSERVE_NOSCRIPTS      3
 
@@ -234,6 +232,11 @@ static const char  ngx_http_adserve_flush_script[] =
     "redis.call('SET', KEYS[1], ARGV[1], 'EX', 86400)\n"
     "return {'applied', failed}\n";
 
+/* its SHA-1, computed at the worker's start */
+static ngx_http_adserve_script_t  ngx_http_adserve_flush = {
+    ngx_http_adserve_flush_script, sizeof(ngx_http_adserve_flush_script) - 1, ""
+};
+
 
 /* the contract's metric of each of the worker's counts */
 static const adserve_metric_e  ngx_http_adserve_metrics[NGX_HTTP_ADSERVE_M_COUNT] = {
@@ -346,7 +349,6 @@ struct ngx_http_adserve_events_s {
     u_char                           flush_key[sizeof(ADSERVE_KEY_FLUSH)
                                                + NGX_HTTP_ADSERVE_INSTANCE_LEN];
     size_t                           flush_key_len;
-    char                             script_sha[NGX_HTTP_ADSERVE_SHA_LEN + 1];
     unsigned                         backlog:1;    /* the last seal was cut */
     unsigned                         exiting:1;
     unsigned                         error_logged:1;
@@ -1059,7 +1061,7 @@ ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
      * the items move down to follow the keys, now that they are known */
     ev->argv[0] = "EVALSHA";
     ev->argvlen[0] = sizeof("EVALSHA") - 1;
-    ev->argv[1] = ev->script_sha;
+    ev->argv[1] = ngx_http_adserve_flush.sha;
     ev->argvlen[1] = NGX_HTTP_ADSERVE_SHA_LEN;
     ev->argv[2] = (const char *) s.p;
     s.p = ngx_sprintf(s.p, "%ui", s.nkeys);
@@ -1210,7 +1212,7 @@ ngx_http_adserve_events_on_reply(redisAsyncContext *ac, void *r, void *data)
 
     rc = ngx_http_adserve_batch_reply(ev, reply, &err);
 
-    if (rc == NGX_ERROR && ngx_strncmp(err, "NOSCRIPT", 8) == 0
+    if (rc == NGX_ERROR && ngx_strncmp(err, ADSERVE_REDIS_NOSCRIPT, sizeof(ADSERVE_REDIS_NOSCRIPT) - 1) == 0
         && ++ev->batch.noscripts <= NGX_HTTP_ADSERVE_NOSCRIPTS)
     {
         /* Redis lost the script (a restart, SCRIPT FLUSH): loaded again,
@@ -1381,13 +1383,13 @@ ngx_http_adserve_events_on_script(redisAsyncContext *ac, void *r, void *data)
 
     if (reply->type != REDIS_REPLY_STRING
         || reply->len != NGX_HTTP_ADSERVE_SHA_LEN
-        || ngx_strncasecmp((u_char *) reply->str, (u_char *) ev->script_sha,
+        || ngx_strncasecmp((u_char *) reply->str, (u_char *) ngx_http_adserve_flush.sha,
                            NGX_HTTP_ADSERVE_SHA_LEN) != 0)
     {
         /* batches would meet NOSCRIPT: said, and they take the slow path */
         ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
                       NGX_HTTP_ADSERVE_LOG "events: SCRIPT LOAD answered another SHA-1 "
-                      "than %s", ev->script_sha);
+                      "than %s", ngx_http_adserve_flush.sha);
     }
 }
 
@@ -1470,8 +1472,7 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
     ngx_http_adserve_events_conf_t *conf)
 {
     ngx_http_adserve_events_t  *ev;
-    u_char                      rnd[8], *p, digest[EVP_MAX_MD_SIZE];
-    unsigned                    dlen;
+    u_char                      rnd[8], *p;
     size_t                      index, counters;
 
     ev = ngx_calloc(sizeof(ngx_http_adserve_events_t), cycle->log);
@@ -1520,18 +1521,9 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
     ev->flush_key_len = p - ev->flush_key;
 
     /* EVALSHA's name of the script: what SCRIPT LOAD answers */
-    if (EVP_Digest(ngx_http_adserve_flush_script,
-                   sizeof(ngx_http_adserve_flush_script) - 1, digest, &dlen,
-                   EVP_sha1(), NULL) != 1
-        || dlen * 2 != NGX_HTTP_ADSERVE_SHA_LEN)
-    {
-        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      NGX_HTTP_ADSERVE_LOG "events: cannot compute the script's SHA-1");
+    if (ngx_http_adserve_script_sha(&ngx_http_adserve_flush, cycle->log) != NGX_OK) {
         goto failed;
     }
-
-    p = ngx_hex_dump((u_char *) ev->script_sha, digest, dlen);
-    *p = '\0';
 
     /* the second connection: the loader's address, its own callbacks */
     ev->redis = *conf->redis;

@@ -56,13 +56,13 @@
  * KEYS[1] the history, ARGV[1] the bytes kept, ARGV[2] the length that
  * asks for the cut.
  */
-static const char  ngx_http_adserve_history_cut[] =
+static ngx_http_adserve_script_t  ngx_http_adserve_history_cut = ngx_http_adserve_script(
     "local n = redis.call('STRLEN', KEYS[1])\n"
     "local keep = tonumber(ARGV[1])\n"
     "if n >= tonumber(ARGV[2]) then\n"
     "  redis.call('SET', KEYS[1], redis.call('GETRANGE', KEYS[1], n - keep, -1), 'KEEPTTL')\n"
     "end\n"
-    "return n\n";
+    "return n\n");
 
 
 /* The key of an append in flight, the bytes it appends and its TTL rule,
@@ -249,7 +249,8 @@ ngx_http_adserve_history_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx
     argvlen[2] = ngx_sprintf(from, "-%d", NGX_HTTP_ADSERVE_HISTORY_KEEP) - from;
     argv[3] = "-1";                argvlen[3] = 2;
 
-    return ngx_http_adserve_user_read(r, ctx, NULL, 4, argv, argvlen, ngx_http_adserve_history_parse,
+    return ngx_http_adserve_user_read(r, ctx, NULL, NULL, 4, argv, argvlen,
+                                      ngx_http_adserve_history_parse,
                                       rc == NGX_AGAIN
                                       ? "view history not read in time, recommending "
                                         "from the node's older copy"
@@ -617,10 +618,6 @@ ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
     }
 
     if (reply->integer >= ADSERVE_HISTORY_CUT * NGX_HTTP_ADSERVE_HISTORY_KEEP) {
-        argv[0] = "EVAL";
-        argvlen[0] = sizeof("EVAL") - 1;
-        argv[1] = ngx_http_adserve_history_cut;
-        argvlen[1] = sizeof(ngx_http_adserve_history_cut) - 1;
         argv[2] = "1";
         argvlen[2] = 1;
         argv[3] = (char *) slot->key;
@@ -631,7 +628,7 @@ ngx_http_adserve_history_appended(redisAsyncContext *ac, void *r, void *data)
         argvlen[5] = ngx_sprintf(at, "%d", ADSERVE_HISTORY_CUT * NGX_HTTP_ADSERVE_HISTORY_KEEP)
                      - at;
 
-        (void) ngx_http_adserve_user_write(6, argv, argvlen, NULL, NULL);
+        (void) ngx_http_adserve_user_eval(&ngx_http_adserve_history_cut, 6, argv, argvlen);
     }
 
     slot->len = 0;

@@ -26,6 +26,8 @@
 
 #include "ngx_http_adserve.h"
 
+#include <openssl/evp.h>
+
 
 /* a unix socket's path and its NUL, as ngx_parse_url bounds it */
 #define NGX_HTTP_ADSERVE_UNIX_PATH    sizeof(((struct sockaddr_un *) 0)->sun_path)
@@ -42,6 +44,7 @@ static void ngx_http_adserve_redis_sentinel_reply(redisAsyncContext *ac, void *r
     void *data);
 static void ngx_http_adserve_redis_role_reply(redisAsyncContext *ac, void *r,
     void *data);
+static void ngx_http_adserve_redis_load_scripts(ngx_http_adserve_redis_t *rd);
 
 
 /*
@@ -300,6 +303,8 @@ ngx_http_adserve_redis_up(ngx_http_adserve_redis_t *rd)
     ngx_http_adserve_tally->redis_up[rd->metric] = 1;
     ngx_http_adserve_tally->redis_reconnects[rd->metric] += rd->was_up;
     rd->was_up = 1;
+
+    ngx_http_adserve_redis_load_scripts(rd);
 
     if (rd->on_up) {
         rd->on_up(rd);
@@ -563,6 +568,152 @@ ngx_http_adserve_redis_demoted(ngx_http_adserve_redis_t *rd, redisReply *reply)
     ngx_http_adserve_redis_drop(rd, "the server is a replica now (READONLY)");
 
     return 1;
+}
+
+
+/* ---- scripts ----------------------------------------------------------- */
+
+ngx_int_t
+ngx_http_adserve_script_sha(ngx_http_adserve_script_t *s, ngx_log_t *log)
+{
+    u_char        digest[EVP_MAX_MD_SIZE];
+    unsigned int  dlen;
+
+    if (EVP_Digest(s->text, s->len, digest, &dlen, EVP_sha1(), NULL) != 1
+        || dlen * 2 != NGX_HTTP_ADSERVE_SHA_LEN)
+    {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      NGX_HTTP_ADSERVE_LOG "cannot compute a script's SHA-1");
+        return NGX_ERROR;
+    }
+
+    *ngx_hex_dump((u_char *) s->sha, digest, dlen) = '\0';
+
+    return NGX_OK;
+}
+
+
+/* SCRIPT LOAD's answer: the SHA-1 the script is called by, or an alert
+ * (its calls would meet NOSCRIPT, and load it again) */
+static void
+ngx_http_adserve_redis_loaded(redisAsyncContext *ac, void *r, void *data)
+{
+    ngx_http_adserve_redis_t   *rd = ac->data;
+    ngx_http_adserve_script_t  *s = data;
+    redisReply                 *reply = r;
+
+    if (reply == NULL) {
+        return;                       /* the connection went: loaded on connect */
+    }
+
+    if (reply->type != REDIS_REPLY_STRING || reply->len != NGX_HTTP_ADSERVE_SHA_LEN
+        || ngx_strncasecmp((u_char *) reply->str, (u_char *) s->sha,
+                           NGX_HTTP_ADSERVE_SHA_LEN) != 0)
+    {
+        ngx_log_error(NGX_LOG_ALERT, rd->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "%s: SCRIPT LOAD did not answer %s",
+                      rd->name ? rd->name : "redis", s->sha);
+    }
+}
+
+
+/* Redis runs a connection's commands in order: an EVALSHA queued after
+ * the load finds the script */
+static ngx_int_t
+ngx_http_adserve_redis_load(ngx_http_adserve_redis_t *rd, ngx_http_adserve_script_t *s)
+{
+    const char  *argv[] = { "SCRIPT", "LOAD", s->text };
+    size_t       argvlen[] = { sizeof("SCRIPT") - 1, sizeof("LOAD") - 1, s->len };
+
+    return ngx_http_adserve_redis_command(rd, ngx_http_adserve_redis_loaded, s,
+                                          3, argv, argvlen);
+}
+
+
+static void
+ngx_http_adserve_redis_load_scripts(ngx_http_adserve_redis_t *rd)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < rd->nscripts; i++) {
+        (void) ngx_http_adserve_redis_load(rd, rd->scripts[i]);
+    }
+}
+
+
+/* a script's first use on rd: its SHA-1, and its load, queued ahead */
+static ngx_int_t
+ngx_http_adserve_redis_adopt(ngx_http_adserve_redis_t *rd, ngx_http_adserve_script_t *s)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < rd->nscripts; i++) {
+        if (rd->scripts[i] == s) {
+            return NGX_OK;
+        }
+    }
+
+    if (rd->nscripts == NGX_HTTP_ADSERVE_REDIS_SCRIPTS
+        || (s->sha[0] == '\0' && ngx_http_adserve_script_sha(s, rd->log) != NGX_OK))
+    {
+        return NGX_ERROR;
+    }
+
+    rd->scripts[rd->nscripts++] = s;
+
+    return ngx_http_adserve_redis_load(rd, s);
+}
+
+
+ngx_uint_t
+ngx_http_adserve_redis_noscript(ngx_http_adserve_redis_t *rd, const redisReply *reply)
+{
+    if (reply == NULL || reply->type != REDIS_REPLY_ERROR
+        || ngx_strncmp(reply->str, ADSERVE_REDIS_NOSCRIPT,
+                       sizeof(ADSERVE_REDIS_NOSCRIPT) - 1) != 0)
+    {
+        return 0;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, rd->log, 0,
+                  NGX_HTTP_ADSERVE_LOG "%s: the server lost its scripts (NOSCRIPT): "
+                  "loading them again", rd->name ? rd->name : "redis");
+
+    ngx_http_adserve_redis_load_scripts(rd);
+
+    return 1;
+}
+
+
+/* the reply of an EVALSHA whose caller wants none */
+static void
+ngx_http_adserve_redis_evaled(redisAsyncContext *ac, void *r, void *data)
+{
+    (void) data;
+
+    (void) ngx_http_adserve_redis_noscript(ac->data, r);
+}
+
+
+ngx_int_t
+ngx_http_adserve_redis_eval(ngx_http_adserve_redis_t *rd, ngx_http_adserve_script_t *s,
+    redisCallbackFn *fn, void *data, int argc, const char **argv, size_t *argvlen)
+{
+    if (rd->ac == NULL || !rd->connected) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_adserve_redis_adopt(rd, s) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    argv[0] = "EVALSHA";
+    argvlen[0] = sizeof("EVALSHA") - 1;
+    argv[1] = s->sha;
+    argvlen[1] = NGX_HTTP_ADSERVE_SHA_LEN;
+
+    return ngx_http_adserve_redis_command(rd, fn ? fn : ngx_http_adserve_redis_evaled,
+                                          data, argc, argv, argvlen);
 }
 
 

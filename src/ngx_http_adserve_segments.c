@@ -93,7 +93,7 @@ ngx_http_adserve_user_state_read(ngx_http_request_t *r, ngx_http_adserve_ctx_t *
         return ngx_http_adserve_caps_read(r, ctx, unit->max_cap_seconds, ahead, done);
     }
 
-    return ngx_http_adserve_user_read(r, ctx, NULL, (int) (2 + n), argv, argvlen,
+    return ngx_http_adserve_user_read(r, ctx, NULL, NULL, (int) (2 + n), argv, argvlen,
                                       ngx_http_adserve_segments_parse,
                                       "segments not read in time, segment-targeted line "
                                       "items do not serve this request", done);

@@ -159,7 +159,10 @@ is(scalar(history('vb-1')), 5, 'shown 8 days ago: 4 shown, 1 viewed');
 $t->ad($nof, body('vb-0'), via => $_, headers => { 'x-adserve-clock' => time }) for @conns;
 is_deeply(ids(rec($out, 'vb-1', item_id => 'n:0')), [ map { "n:$_" } 1 .. 4 ],
           'an entry older than 7 days does not count');
-# the cut follows APPEND's reply: a round trip after the answer
+# the cut follows APPEND's reply: a round trip after the answer; a script
+# called by its SHA-1 (EVALSHA), its text never sent again (no EVAL)
+my $evals = sub { $t->redis('INFO', 'commandstats') =~ /^cmdstat_(evalsha?):calls=(\d+)/mg };
+my %before = $evals->();
 my (@lengths, $cut);
 for (1 .. 34) {
     rec($nof18, 'vb-2', item_id => 'n:0');
@@ -170,6 +173,9 @@ for (1 .. 34) {
 is_deeply([ @lengths[0, 1, 29, 30, 31, 32] ], [ 19, 38, 570, 589, 200, 219 ],
           'the history grows 19 entries an answer; at 600 (3 times the 200 kept) it is cut to its latest 200');
 ok($cut, '... within 2 s of the answer that made it 608');
+my %after = $evals->();
+is(($after{eval} // 0) - ($before{eval} // 0), 0, '... by a script not sent whole (no EVAL)');
+cmp_ok(($after{evalsha} // 0) - ($before{evalsha} // 0), '>=', 1, '... but called by its SHA-1 (EVALSHA)');
 is_deeply((history('vb-2'))[-1], [ fnv('n:0'), (history('vb-2'))[-1][1], 'v' ], '... the latest kept, last');
 my $ttl2 = $t->redis('TTL', Adserve::Test::history_key('vb-2'));
 ok($ttl2 > 6 * 86400 && $ttl2 <= 7 * 86400, "... and still expires with its last entry ($ttl2 s)");

@@ -16,27 +16,8 @@ my ($unit, $li) = @$c{qw(unit line_item)};
 ok($t->wait_until(5, sub { $t->workers_at($c->{rev}) }), 'fixtures loaded');
 my $port = $t->env->{ADSERVE_REDIS_PORT};
 
-# Records MONITOR while CODE runs, until an EVALSHA line shows or 10 s pass;
-# the EVALSHA's arguments.
-sub evalsha_during {
-    my ($code) = @_;
-    my $pid = open(my $mon, '-|', 'timeout', '10', 'redis-cli', '-p', $port, 'MONITOR')
-        or die "redis-cli: $!";
-    my $first = <$mon>;                         # "OK": monitoring from now on
-    $code->();
-    my @args;
-    while (my $line = <$mon>) {
-        next unless $line =~ /"(?:EVALSHA|evalsha)"/;
-        @args = $line =~ /"((?:[^"\\]|\\.)*)"/g;
-        last;
-    }
-    kill 'TERM', $pid;
-    close $mon;
-    return @args;
-}
-
 my $token;
-my @cmd = evalsha_during(sub {
+my @cmd = $t->monitored(qr/"evalsha"/i, sub {
     my $res = $t->ad($unit);
     $token = $res->{json}{ext}{ad_log};
     is($t->event('impression', $token)->{status}, 204, 'an impression');

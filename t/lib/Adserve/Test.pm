@@ -497,6 +497,27 @@ sub redis {
     return $out;
 }
 
+# monitored MATCH CODE: the arguments (the command's name first) of the
+# first command Redis runs while CODE runs whose MONITOR line MATCH (a
+# regex) matches; () when none comes within 10 s
+sub monitored {
+    my ($self, $match, $code) = @_;
+    my $pid = open(my $mon, '-|', 'timeout', '10', 'redis-cli', '-p',
+                   $self->{env}{ADSERVE_REDIS_PORT}, 'MONITOR')
+        or die "redis-cli: $!";
+    my $first = <$mon>;                         # "OK": monitoring from now on
+    $code->();
+    my @args;
+    while (my $line = <$mon>) {
+        next unless $line =~ $match;
+        @args = $line =~ /"((?:[^"\\]|\\.)*)"/g;
+        last;
+    }
+    kill 'TERM', $pid;
+    close $mon;
+    return @args;
+}
+
 # ---- the recommendation history (src/adserve_contract.h: ADSERVE_KEY_HISTORY,
 # adserve_history_put and _get): its key, and its 8-byte entries, each a
 # little-endian word of the item hash's low 40 bits, the kind (1 viewed) and
