@@ -89,6 +89,7 @@ struct ngx_http_adserve_redis_s {
     unsigned                           asking:1;   /* ac is a sentinel's */
     unsigned                           found:1;    /* primary is a sentinel's answer */
     unsigned                           was_up:1;   /* a connect after it is a reconnect */
+    unsigned                           reloading:1;  /* its scripts, after a NOSCRIPT */
 };
 
 

@@ -304,6 +304,7 @@ ngx_http_adserve_redis_up(ngx_http_adserve_redis_t *rd)
     ngx_http_adserve_tally->redis_reconnects[rd->metric] += rd->was_up;
     rd->was_up = 1;
 
+    rd->reloading = 0;
     ngx_http_adserve_redis_load_scripts(rd);
 
     if (rd->on_up) {
@@ -606,6 +607,8 @@ ngx_http_adserve_redis_loaded(redisAsyncContext *ac, void *r, void *data)
         return;                       /* the connection went: loaded on connect */
     }
 
+    rd->reloading = 0;
+
     if (reply->type != REDIS_REPLY_STRING || reply->len != NGX_HTTP_ADSERVE_SHA_LEN
         || ngx_strncasecmp((u_char *) reply->str, (u_char *) s->sha,
                            NGX_HTTP_ADSERVE_SHA_LEN) != 0)
@@ -675,11 +678,16 @@ ngx_http_adserve_redis_noscript(ngx_http_adserve_redis_t *rd, const redisReply *
         return 0;
     }
 
-    ngx_log_error(NGX_LOG_WARN, rd->log, 0,
-                  NGX_HTTP_ADSERVE_LOG "%s: the server lost its scripts (NOSCRIPT): "
-                  "loading them again", rd->name ? rd->name : "redis");
+    /* the calls queued before the load meet NOSCRIPT too: one load, one
+     * line, until it is answered */
+    if (!rd->reloading) {
+        ngx_log_error(NGX_LOG_WARN, rd->log, 0,
+                      NGX_HTTP_ADSERVE_LOG "%s: the server lost its scripts (NOSCRIPT): "
+                      "loading them again", rd->name ? rd->name : "redis");
 
-    ngx_http_adserve_redis_load_scripts(rd);
+        rd->reloading = 1;
+        ngx_http_adserve_redis_load_scripts(rd);
+    }
 
     return 1;
 }
