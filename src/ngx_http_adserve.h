@@ -34,10 +34,10 @@ typedef struct ngx_http_adserve_redis_s  ngx_http_adserve_redis_t;
 
 typedef void (*ngx_http_adserve_redis_handler_pt)(ngx_http_adserve_redis_t *rd);
 
-/* A Lua script that requests run by its SHA-1 (EVALSHA), not by its text
- * (EVAL: Redis hashes the text, hundreds of bytes, on every call): loaded
- * on its connection when first used, again on every connect, and again
- * after a NOSCRIPT answer (SCRIPT FLUSH). */
+/* A Lua script run by its SHA-1 (EVALSHA), not by its text (EVAL: Redis
+ * hashes the text, hundreds of bytes, on every call): loaded on its
+ * connection when first used (or registered), again on every connect,
+ * and again after a NOSCRIPT answer (SCRIPT FLUSH). */
 #define NGX_HTTP_ADSERVE_SHA_LEN        40             /* SHA-1 in hex */
 #define NGX_HTTP_ADSERVE_REDIS_SCRIPTS  4              /* a connection's */
 
@@ -76,6 +76,7 @@ struct ngx_http_adserve_redis_s {
 
     ngx_http_adserve_script_t         *scripts[NGX_HTTP_ADSERVE_REDIS_SCRIPTS];
     ngx_uint_t                         nscripts;
+    uint64_t                           script_loads;  /* SCRIPT LOADs sent */
 
     /* in the outage's log lines: what the connection is for (NULL: the
      * loader's, unnamed) and what goes on meanwhile */
@@ -112,8 +113,10 @@ ngx_int_t ngx_http_adserve_redis_command(ngx_http_adserve_redis_t *rd,
  * *err set */
 redisContext *ngx_http_adserve_redis_connect_now(ngx_http_adserve_redis_t *rd,
     struct timeval tv, const char **err);
-/* the SHA-1 of a script's text into its sha (what SCRIPT LOAD answers) */
-ngx_int_t ngx_http_adserve_script_sha(ngx_http_adserve_script_t *s, ngx_log_t *log);
+/* s among rd's scripts (its SHA-1 computed the first time): loaded now
+ * when rd is connected, and on every connect */
+ngx_int_t ngx_http_adserve_redis_script(ngx_http_adserve_redis_t *rd,
+    ngx_http_adserve_script_t *s);
 /* EVALSHA of script s on rd: argv[0] and argv[1] are set here, the caller
  * fills the rest (numkeys, keys, arguments); fn NULL: no reply wanted but a
  * NOSCRIPT's, which loads the connection's scripts again */

@@ -232,10 +232,9 @@ static const char  ngx_http_adserve_flush_script[] =
     "redis.call('SET', KEYS[1], ARGV[1], 'EX', 86400)\n"
     "return {'applied', failed}\n";
 
-/* its SHA-1, computed at the worker's start */
-static ngx_http_adserve_script_t  ngx_http_adserve_flush = {
-    ngx_http_adserve_flush_script, sizeof(ngx_http_adserve_flush_script) - 1, ""
-};
+/* run by its SHA-1 on the events' connection (ngx_http_adserve_redis_script) */
+static ngx_http_adserve_script_t  ngx_http_adserve_flush =
+    ngx_http_adserve_script(ngx_http_adserve_flush_script);
 
 
 /* the contract's metric of each of the worker's counts */
@@ -374,13 +373,10 @@ struct ngx_http_adserve_events_s {
     uint64_t                         dropped_counts;
     uint64_t                         invalid[ADSERVE_EVENT_COUNT];
     uint64_t                         command_errors;
-    uint64_t                         script_loads;
 };
 
 
 static void ngx_http_adserve_events_send(ngx_http_adserve_events_t *ev);
-static ngx_int_t ngx_http_adserve_events_load_script(
-    ngx_http_adserve_events_t *ev);
 
 
 /* ---- counting (the request path) --------------------------------------- */
@@ -1212,14 +1208,12 @@ ngx_http_adserve_events_on_reply(redisAsyncContext *ac, void *r, void *data)
 
     rc = ngx_http_adserve_batch_reply(ev, reply, &err);
 
-    if (rc == NGX_ERROR && ngx_strncmp(err, ADSERVE_REDIS_NOSCRIPT, sizeof(ADSERVE_REDIS_NOSCRIPT) - 1) == 0
+    if (rc == NGX_ERROR && ngx_http_adserve_redis_noscript(&ev->redis, reply)
         && ++ev->batch.noscripts <= NGX_HTTP_ADSERVE_NOSCRIPTS)
     {
-        /* Redis lost the script (a restart, SCRIPT FLUSH): loaded again,
-         * and the same batch sent after it */
-        if (ngx_http_adserve_events_load_script(ev) == NGX_OK) {
-            ngx_http_adserve_events_send(ev);
-        }
+        /* Redis lost the script (a restart, SCRIPT FLUSH): loaded again
+         * there, and the same batch sent after it */
+        ngx_http_adserve_events_send(ev);
         return;
     }
 
@@ -1372,56 +1366,12 @@ ngx_http_adserve_events_on_ping(redisAsyncContext *ac, void *r, void *data)
 
 
 static void
-ngx_http_adserve_events_on_script(redisAsyncContext *ac, void *r, void *data)
-{
-    ngx_http_adserve_events_t  *ev = data;
-    redisReply                 *reply = r;
-
-    if (ngx_http_adserve_events_answered(ev, reply) != NGX_OK) {
-        return;
-    }
-
-    if (reply->type != REDIS_REPLY_STRING
-        || reply->len != NGX_HTTP_ADSERVE_SHA_LEN
-        || ngx_strncasecmp((u_char *) reply->str, (u_char *) ngx_http_adserve_flush.sha,
-                           NGX_HTTP_ADSERVE_SHA_LEN) != 0)
-    {
-        /* batches would meet NOSCRIPT: said, and they take the slow path */
-        ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
-                      NGX_HTTP_ADSERVE_LOG "events: SCRIPT LOAD answered another SHA-1 "
-                      "than %s", ngx_http_adserve_flush.sha);
-    }
-}
-
-
-/* SCRIPT LOAD, ahead of the batches on the same connection: Redis runs a
- * connection's commands in order, so the next EVALSHA finds the script. A
- * restarted Redis, a failover to a replica or SCRIPT FLUSH loses it; the
- * reconnect, or a NOSCRIPT answer, loads it again. */
-static ngx_int_t
-ngx_http_adserve_events_load_script(ngx_http_adserve_events_t *ev)
-{
-    const char  *argv[] = { "SCRIPT", "LOAD", ngx_http_adserve_flush_script };
-    size_t       argvlen[] = { sizeof("SCRIPT") - 1, sizeof("LOAD") - 1,
-                               sizeof(ngx_http_adserve_flush_script) - 1 };
-
-    ev->script_loads++;
-
-    return ngx_http_adserve_redis_command(&ev->redis,
-                                          ngx_http_adserve_events_on_script, ev,
-                                          3, argv, argvlen);
-}
-
-
-static void
 ngx_http_adserve_events_on_up(ngx_http_adserve_redis_t *rd)
 {
     ngx_http_adserve_events_t  *ev = rd->data;
     const char                 *ping[] = { "PING" };
 
-    /* should it fail (out of memory), a batch's NOSCRIPT loads it again */
-    (void) ngx_http_adserve_events_load_script(ev);
-
+    /* the script is loaded ahead of this by the Redis layer */
     if (ev->batch.cmd != NULL || ev->backlog) {
         /* the batch that failed, same id, or the backlog */
         ngx_http_adserve_events_send(ev);
@@ -1520,11 +1470,6 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
     p = ngx_sprintf(ev->flush_key, ADSERVE_KEY_FLUSH "%s", ev->instance);
     ev->flush_key_len = p - ev->flush_key;
 
-    /* EVALSHA's name of the script: what SCRIPT LOAD answers */
-    if (ngx_http_adserve_script_sha(&ngx_http_adserve_flush, cycle->log) != NGX_OK) {
-        goto failed;
-    }
-
     /* the second connection: the loader's address, its own callbacks */
     ev->redis = *conf->redis;
     ev->redis.log = cycle->log;
@@ -1535,6 +1480,12 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
     ev->redis.name = "events";
     ev->redis.metric = NGX_HTTP_ADSERVE_CONN_EVENTS;
     ev->redis.outage = "events kept in worker memory";
+
+    /* loaded on every connect, ahead of the batches (Redis runs a
+     * connection's commands in order) */
+    if (ngx_http_adserve_redis_script(&ev->redis, &ngx_http_adserve_flush) != NGX_OK) {
+        goto failed;
+    }
 
     ev->flush.handler = ngx_http_adserve_events_flush;
     ev->flush.data = ev;
@@ -1581,9 +1532,9 @@ ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
     const char    *err = NULL;
     u_char         why[128];
     ngx_int_t      rc;
-    const char    *load[] = { "SCRIPT", "LOAD", ngx_http_adserve_flush_script };
+    const char    *load[] = { "SCRIPT", "LOAD", ngx_http_adserve_flush.text };
     size_t         loadlen[] = { sizeof("SCRIPT") - 1, sizeof("LOAD") - 1,
-                                 sizeof(ngx_http_adserve_flush_script) - 1 };
+                                 ngx_http_adserve_flush.len };
 
     if (ev->batch.cmd == NULL && ev->queued == 0
         && ngx_http_adserve_pending_counters(ev) == 0
@@ -1750,5 +1701,5 @@ ngx_http_adserve_events_status(ngx_http_adserve_events_t *ev, u_char *p,
                         ev->flush_failures, ev->events_flushed, ev->dropped,
                         ev->dropped_counts,
                         ngx_http_adserve_invalid_sum(ev),
-                        ev->command_errors, ev->script_loads);
+                        ev->command_errors, ev->redis.script_loads);
 }

@@ -574,7 +574,9 @@ ngx_http_adserve_redis_demoted(ngx_http_adserve_redis_t *rd, redisReply *reply)
 
 /* ---- scripts ----------------------------------------------------------- */
 
-ngx_int_t
+/* the SHA-1 of a script's text into its sha: what SCRIPT LOAD answers,
+ * and EVALSHA's name of it */
+static ngx_int_t
 ngx_http_adserve_script_sha(ngx_http_adserve_script_t *s, ngx_log_t *log)
 {
     u_char        digest[EVP_MAX_MD_SIZE];
@@ -628,6 +630,8 @@ ngx_http_adserve_redis_load(ngx_http_adserve_redis_t *rd, ngx_http_adserve_scrip
     const char  *argv[] = { "SCRIPT", "LOAD", s->text };
     size_t       argvlen[] = { sizeof("SCRIPT") - 1, sizeof("LOAD") - 1, s->len };
 
+    rd->script_loads++;
+
     return ngx_http_adserve_redis_command(rd, ngx_http_adserve_redis_loaded, s,
                                           3, argv, argvlen);
 }
@@ -644,9 +648,8 @@ ngx_http_adserve_redis_load_scripts(ngx_http_adserve_redis_t *rd)
 }
 
 
-/* a script's first use on rd: its SHA-1, and its load, queued ahead */
-static ngx_int_t
-ngx_http_adserve_redis_adopt(ngx_http_adserve_redis_t *rd, ngx_http_adserve_script_t *s)
+ngx_int_t
+ngx_http_adserve_redis_script(ngx_http_adserve_redis_t *rd, ngx_http_adserve_script_t *s)
 {
     ngx_uint_t  i;
 
@@ -664,7 +667,8 @@ ngx_http_adserve_redis_adopt(ngx_http_adserve_redis_t *rd, ngx_http_adserve_scri
 
     rd->scripts[rd->nscripts++] = s;
 
-    return ngx_http_adserve_redis_load(rd, s);
+    /* not connected yet: the connect loads it */
+    return rd->connected ? ngx_http_adserve_redis_load(rd, s) : NGX_OK;
 }
 
 
@@ -711,7 +715,7 @@ ngx_http_adserve_redis_eval(ngx_http_adserve_redis_t *rd, ngx_http_adserve_scrip
         return NGX_DECLINED;
     }
 
-    if (ngx_http_adserve_redis_adopt(rd, s) != NGX_OK) {
+    if (ngx_http_adserve_redis_script(rd, s) != NGX_OK) {
         return NGX_ERROR;
     }
 

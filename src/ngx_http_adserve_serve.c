@@ -815,7 +815,6 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
         return NGX_HTTP_NOT_FOUND;
     }
 
-
     if (ctx->vast) {
         rc = ngx_http_adserve_query_facts(r, &ctx->req);
         if (rc != NGX_OK) {

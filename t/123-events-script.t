@@ -14,7 +14,6 @@ my $t = Adserve::Test->new;
 my $c = $t->chain;
 my ($unit, $li) = @$c{qw(unit line_item)};
 ok($t->wait_until(5, sub { $t->workers_at($c->{rev}) }), 'fixtures loaded');
-my $port = $t->env->{ADSERVE_REDIS_PORT};
 
 my $token;
 my @cmd = $t->monitored(qr/"evalsha"/i, sub {
