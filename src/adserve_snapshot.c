@@ -2947,6 +2947,12 @@ render_cands(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         c[i].bid = cand_bid(u->p, bc->li);
         c[i].bid_micros = (uint64_t) (c[i].bid * 1e6 + 0.5);
         c[i].format = bc->cr->format;
+        /* the creative's id first: a display head that is new comes
+         * right after it, in the line serving's token reads */
+        if (snap_id(b, bc->cr->rec, &bc->cr->snap_id) != 0) {
+            return -1;
+        }
+
         if (c[i].format == ADSERVE_FORMAT_NATIVE) {
             c[i].response_head = native_head(b, u, bc->cr, &c[i].response_head_len,
                                              &splices);
@@ -2956,9 +2962,7 @@ render_cands(build_t *b, unit_rec_t *u, adserve_unit_t *out)
         }
         c[i].splices = splices;
 
-        if (c[i].li == NONE || snap_id(b, bc->cr->rec, &bc->cr->snap_id) != 0
-            || c[i].response_head == NULL)
-        {
+        if (c[i].li == NONE || c[i].response_head == NULL) {
             return -1;
         }
 
@@ -3200,7 +3204,7 @@ build_table(build_t *b)
     size = table_size(s->stats.active_units);
     s->units = adserve_arena_calloc(&s->arena,
                                     (s->stats.active_units + 1) * sizeof(adserve_unit_t));
-    s->unit_index = adserve_arena_calloc(&s->arena, size * sizeof(uint32_t));
+    s->unit_index = adserve_arena_calloc(&s->arena, size * sizeof(adserve_unit_slot_t));
     if (s->units == NULL || s->unit_index == NULL) {
         return -1;
     }
@@ -3213,14 +3217,16 @@ build_table(build_t *b)
         }
 
         j = (uint32_t) u->rec->id_hash & s->unit_mask;
-        while (s->unit_index[j] != 0) {
+        while (s->unit_index[j].unit != 0) {
             j = (j + 1) & s->unit_mask;
         }
 
         if (finish_unit(b, u, &s->units[s->nunits], 1) != 0) {
             return -1;
         }
-        s->unit_index[j] = ++s->nunits;
+        s->unit_index[j].id = s->units[s->nunits].id;
+        s->unit_index[j].len = (uint32_t) s->units[s->nunits].id_len;
+        s->unit_index[j].unit = ++s->nunits;
     }
 
     return 0;
@@ -3947,19 +3953,29 @@ adserve_snapshot_counts_context(const adserve_snapshot_t *s, const char *context
 const adserve_unit_t *
 adserve_snapshot_unit(const adserve_snapshot_t *s, const char *id, size_t len)
 {
-    const adserve_unit_t  *u;
-    uint32_t               i;
+    const adserve_unit_slot_t  *e;
+    const adserve_unit_t       *u;
+    uint32_t                    i;
 
     if (s == NULL) {
         return NULL;
     }
 
-    for (i = (uint32_t) adserve_hash(id, len) & s->unit_mask; s->unit_index[i] != 0;
+    for (i = (uint32_t) adserve_hash(id, len) & s->unit_mask;
+         (e = &s->unit_index[i])->unit != 0;
          i = (i + 1) & s->unit_mask)
     {
-        u = &s->units[s->unit_index[i] - 1];
+        if (e->len != len) {
+            continue;
+        }
 
-        if (u->id_len == len && memcmp(u->id, id, len) == 0) {
+        /* its first lines (what serving reads next: its candidates)
+         * while the id is compared */
+        u = &s->units[e->unit - 1];
+        adserve_prefetch(u);
+        adserve_prefetch((const char *) u + 64);
+
+        if (memcmp(e->id, id, len) == 0) {
             return u;
         }
     }
@@ -4164,6 +4180,31 @@ pick_creative(const adserve_cand_t *c, const adserve_cand_t *end, uint32_t rnd)
 }
 
 
+/* What the answer to a decision reads first, fetched as it is made: its
+ * token's creative id, and the start of the head copied into its body
+ * (a display ad's whole head; the hardware's own prefetch follows a
+ * longer copy). Both are the snapshot's, cold since the creative last
+ * served. */
+#define ADSERVE_ANSWER_AHEAD  512         /* bytes of the head */
+
+static const adserve_cand_t *
+answer_ahead(const adserve_cand_t *c)
+{
+    const char  *p, *end;
+
+    adserve_prefetch(c->creative_id.data);
+
+    end = c->response_head
+          + (c->response_head_len < ADSERVE_ANSWER_AHEAD ? c->response_head_len
+                                                         : ADSERVE_ANSWER_AHEAD);
+    for (p = c->response_head; p < end; p += 64) {
+        adserve_prefetch(p);
+    }
+
+    return c;
+}
+
+
 void
 adserve_decide_ahead(const adserve_snapshot_t *s, const adserve_unit_t *u,
     const adserve_pace_t *paces, int step)
@@ -4223,6 +4264,9 @@ adserve_decide(const adserve_snapshot_t *s, const adserve_unit_t *u,
                 continue;
             }
 
+            /* the ad_log token of the line item chosen carries its id */
+            adserve_prefetch(li->id.data);
+
             pace = &d->paces[g->li];
 
             if (li->paced) {
@@ -4249,7 +4293,7 @@ adserve_decide(const adserve_snapshot_t *s, const adserve_unit_t *u,
 
         if (best != NULL) {
             d->paces[best->li].served += d->dry ? 0 : s->lis[best->li].paced;
-            return pick_creative(best, best_end, seed);
+            return answer_ahead(pick_creative(best, best_end, seed));
         }
 
         c = g;

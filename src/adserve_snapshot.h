@@ -342,6 +342,16 @@ typedef struct adserve_unit_s {
     const adserve_rtb_native_req_t *native_reqs;
 } adserve_unit_t;
 
+/* A slot of the snapshot's unit index. It names the unit's id itself, so
+ * that a lookup's three dependent cache misses (slot, unit, id) become
+ * two: the id's and the unit's lines come in together once the slot is
+ * read. Empty: unit 0. */
+typedef struct {
+    const char     *id;
+    uint32_t        len;
+    uint32_t        unit;             /* index in units + 1 */
+} adserve_unit_slot_t;
+
 /* A catalog item, for a recommendation's answer and its clicks. */
 typedef struct {
     adserve_str_t   id;               /* item_id */
@@ -465,10 +475,9 @@ typedef struct adserve_snapshot_s {
     uint32_t        max_cap_seconds;  /* longest cap of all */
     adserve_unit_t *units;            /* the ACTIVE units, */
     uint32_t        nunits;
-    uint32_t       *unit_index;       /* and open addressing over them by id:
-                                       * entries are index + 1, 0 empty (a
-                                       * table of units would be 520 bytes a
-                                       * slot, most of them empty) */
+    adserve_unit_slot_t *unit_index;  /* and open addressing over them by
+                                       * id (a table of units would be 520
+                                       * bytes a slot, most of them empty) */
     uint32_t        unit_mask;        /* its size - 1 */
     adserve_creative_t *creatives;    /* open addressing, every creative */
     uint32_t        creative_mask;

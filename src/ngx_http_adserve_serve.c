@@ -18,6 +18,10 @@
 #include "ngx_http_adserve.h"
 
 
+static void ngx_http_adserve_requested_ahead(ngx_http_request_t *r,
+    const adserve_unit_t *unit, ngx_uint_t step);
+
+
 /* The ad unit named by the path, if it is ACTIVE in the current snapshot.
  * The tagid is what follows the location's prefix: one path segment. The
  * answer is kept for as long as the snapshot it came from serves. */
@@ -63,9 +67,29 @@ ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 
     if (ctx->unit != NULL) {
         adserve_decide_ahead(ld->snapshot, ctx->unit, NULL, 0);
+        ngx_http_adserve_requested_ahead(r, ctx->unit, 0);
     }
 
     return ctx->unit;
+}
+
+
+/* The count of a request to the unit, fetched ahead in the two steps of
+ * ngx_http_adserve_count_ahead: 0 once the unit is known, 1 before the
+ * request's parse, which it is counted after. Its slot and then its
+ * counter were two misses one after another, in the first count. (The
+ * clock may be a test's: a prefetch of another hour's slot is wasted,
+ * never wrong.) */
+static void
+ngx_http_adserve_requested_ahead(ngx_http_request_t *r, const adserve_unit_t *unit,
+    ngx_uint_t step)
+{
+    ngx_http_adserve_main_conf_t  *amcf;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
+
+    ngx_http_adserve_count_ahead(amcf->events, ngx_time(), ADSERVE_DIM_UNIT,
+                                 unit->hash, step);
 }
 
 
@@ -826,6 +850,8 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
         if (rc != NGX_OK) {
             return rc;
         }
+
+        ngx_http_adserve_requested_ahead(r, unit, 1);
 
         if (adserve_json_parse_ad_request((char *) body, len, &ctx->req, &err, &off)
             != 0)
