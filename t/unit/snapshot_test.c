@@ -1515,6 +1515,58 @@ static void test_li_check(void) {
 
 /* ---- lookups and inheritance -------------------------------------------- */
 
+/* The unit index over many units: ids of several lengths, many the prefix
+ * of others, so that probes pass slots of other lengths and other ids
+ * before they find theirs or an empty one. And one id made to start where
+ * a longer one that it begins is: its lookup passes that one's slot. */
+static void test_unit_index(void) {
+    adserve_input_t in;
+    adserve_snapshot_t *s;
+    const adserve_unit_t *u;
+    char id[32], longer[32];
+    uint32_t home, k;
+    int i, found = 0, absent = 0;
+
+    /* 601 units: a table of 2,048 slots (twice as many, a power of 2) */
+    home = (uint32_t) adserve_hash("probe", 5) & 2047;
+    for (k = 0; ; k++) {
+        snprintf(longer, sizeof(longer), "probe-%u", k);
+        if (((uint32_t) adserve_hash(longer, strlen(longer)) & 2047) == home) break;
+    }
+
+    adserve_input_init(&in);
+    in.rev = 42;
+    in.public_url = public_url;
+    for (i = 0; i < 600; i++) {
+        add(&in, ADSERVE_KIND_AD_UNITS, fmt("{'id':'u%d','status':'ACTIVE'}", i));
+    }
+    add(&in, ADSERVE_KIND_AD_UNITS, fmt("{'id':'%s','status':'ACTIVE'}", longer));
+    s = build_input(&in);
+    adserve_input_free(&in);
+    ok(s != NULL, "601 units build");
+    if (s == NULL) return;
+    is_int(s->nunits, 601, "601 units in the index");
+    is_int(s->unit_mask, 2047, "in 2,048 slots");
+    for (i = 0; i < 600; i++) {
+        snprintf(id, sizeof(id), "u%d", i);
+        u = unit(s, id);
+        found += u != NULL && u->id_len == strlen(id) && memcmp(u->id, id, u->id_len) == 0;
+    }
+    is_int(found, 600, "every unit is found by its id, and is the unit of that id");
+    for (i = 600; i < 6000; i++) {
+        snprintf(id, sizeof(id), "u%d", i);
+        absent += unit(s, id) == NULL;
+    }
+    is_int(absent, 5400, "5,400 ids that extend a unit's id, or are new: none found");
+    ok(adserve_snapshot_unit(s, "u123", 3) == unit(s, "u12"), "an id's prefix is its own unit");
+    u = unit(s, longer);
+    ok(u != NULL && u->id_len == strlen(longer), "%s: found", longer);
+    ok(unit(s, "probe") == NULL,
+       "probe, not a unit, starts at %s's slot: not found there", longer);
+    adserve_snapshot_free(s);
+}
+
+
 static void test_li_lookup(void) {
     adserve_snapshot_t *s;
     adserve_li_t *li;
@@ -2709,6 +2761,7 @@ int main(void) {
     test_goals();
     test_li_check();
     test_li_lookup();
+    test_unit_index();
     test_inherit();
     test_creative_lookup();
     test_allocator();
