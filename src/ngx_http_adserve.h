@@ -127,6 +127,14 @@ ngx_int_t ngx_http_adserve_redis_eval(ngx_http_adserve_redis_t *rd,
  * that met it is lost, as one sent during an outage is); 1 then */
 ngx_uint_t ngx_http_adserve_redis_noscript(ngx_http_adserve_redis_t *rd,
     const redisReply *reply);
+/* a script's commands as arguments, for a caller that sends or keeps them
+ * itself (the events' batches, their last flush at exit): SCRIPT LOAD of
+ * s, all of it; EVALSHA of s, its first two (the name and the SHA-1) */
+#define NGX_HTTP_ADSERVE_SCRIPT_LOAD_ARGS  3
+void ngx_http_adserve_script_load_args(const ngx_http_adserve_script_t *s,
+    const char **argv, size_t *argvlen);
+void ngx_http_adserve_script_call_args(const ngx_http_adserve_script_t *s,
+    const char **argv, size_t *argvlen);
 size_t ngx_http_adserve_resp_size(int argc, const size_t *argvlen);
 u_char *ngx_http_adserve_resp_format(u_char *p, int argc, const char **argv,
     const size_t *argvlen);

@@ -1055,10 +1055,7 @@ ngx_http_adserve_events_seal(ngx_http_adserve_events_t *ev)
 
     /* EVALSHA sha numkeys keys... seq stream_max nincr nevents items...:
      * the items move down to follow the keys, now that they are known */
-    ev->argv[0] = "EVALSHA";
-    ev->argvlen[0] = sizeof("EVALSHA") - 1;
-    ev->argv[1] = ngx_http_adserve_flush.sha;
-    ev->argvlen[1] = NGX_HTTP_ADSERVE_SHA_LEN;
+    ngx_http_adserve_script_call_args(&ngx_http_adserve_flush, ev->argv, ev->argvlen);
     ev->argv[2] = (const char *) s.p;
     s.p = ngx_sprintf(s.p, "%ui", s.nkeys);
     ev->argvlen[2] = (u_char *) s.p - (u_char *) ev->argv[2];
@@ -1532,9 +1529,8 @@ ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
     const char    *err = NULL;
     u_char         why[128];
     ngx_int_t      rc;
-    const char    *load[] = { "SCRIPT", "LOAD", ngx_http_adserve_flush.text };
-    size_t         loadlen[] = { sizeof("SCRIPT") - 1, sizeof("LOAD") - 1,
-                                 ngx_http_adserve_flush.len };
+    const char    *load[NGX_HTTP_ADSERVE_SCRIPT_LOAD_ARGS];
+    size_t         loadlen[NGX_HTTP_ADSERVE_SCRIPT_LOAD_ARGS];
 
     if (ev->batch.cmd == NULL && ev->queued == 0
         && ngx_http_adserve_pending_counters(ev) == 0
@@ -1556,7 +1552,8 @@ ngx_http_adserve_events_last_flush(ngx_http_adserve_events_t *ev)
         goto done;
     }
 
-    reply = redisCommandArgv(c, 3, load, loadlen);
+    ngx_http_adserve_script_load_args(&ngx_http_adserve_flush, load, loadlen);
+    reply = redisCommandArgv(c, NGX_HTTP_ADSERVE_SCRIPT_LOAD_ARGS, load, loadlen);
     if (reply == NULL || reply->type != REDIS_REPLY_STRING) {
         err = reply == NULL ? (c->errstr[0] ? c->errstr : "no reply")
                             : "SCRIPT LOAD failed";

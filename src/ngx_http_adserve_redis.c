@@ -622,18 +622,43 @@ ngx_http_adserve_redis_loaded(redisAsyncContext *ac, void *r, void *data)
 }
 
 
+void
+ngx_http_adserve_script_load_args(const ngx_http_adserve_script_t *s, const char **argv,
+    size_t *argvlen)
+{
+    argv[0] = "SCRIPT";
+    argvlen[0] = sizeof("SCRIPT") - 1;
+    argv[1] = "LOAD";
+    argvlen[1] = sizeof("LOAD") - 1;
+    argv[2] = s->text;
+    argvlen[2] = s->len;
+}
+
+
+void
+ngx_http_adserve_script_call_args(const ngx_http_adserve_script_t *s, const char **argv,
+    size_t *argvlen)
+{
+    argv[0] = "EVALSHA";
+    argvlen[0] = sizeof("EVALSHA") - 1;
+    argv[1] = s->sha;
+    argvlen[1] = NGX_HTTP_ADSERVE_SHA_LEN;
+}
+
+
 /* Redis runs a connection's commands in order: an EVALSHA queued after
  * the load finds the script */
 static ngx_int_t
 ngx_http_adserve_redis_load(ngx_http_adserve_redis_t *rd, ngx_http_adserve_script_t *s)
 {
-    const char  *argv[] = { "SCRIPT", "LOAD", s->text };
-    size_t       argvlen[] = { sizeof("SCRIPT") - 1, sizeof("LOAD") - 1, s->len };
+    const char  *argv[NGX_HTTP_ADSERVE_SCRIPT_LOAD_ARGS];
+    size_t       argvlen[NGX_HTTP_ADSERVE_SCRIPT_LOAD_ARGS];
 
+    ngx_http_adserve_script_load_args(s, argv, argvlen);
     rd->script_loads++;
 
     return ngx_http_adserve_redis_command(rd, ngx_http_adserve_redis_loaded, s,
-                                          3, argv, argvlen);
+                                          NGX_HTTP_ADSERVE_SCRIPT_LOAD_ARGS, argv, argvlen);
 }
 
 
@@ -719,10 +744,7 @@ ngx_http_adserve_redis_eval(ngx_http_adserve_redis_t *rd, ngx_http_adserve_scrip
         return NGX_ERROR;
     }
 
-    argv[0] = "EVALSHA";
-    argvlen[0] = sizeof("EVALSHA") - 1;
-    argv[1] = s->sha;
-    argvlen[1] = NGX_HTTP_ADSERVE_SHA_LEN;
+    ngx_http_adserve_script_call_args(s, argv, argvlen);
 
     return ngx_http_adserve_redis_command(rd, fn ? fn : ngx_http_adserve_redis_evaled,
                                           data, argc, argv, argvlen);
