@@ -437,13 +437,24 @@ static int lookup_key(const adserve_js_grammar_t *g, int in, const char *key, si
 
 /* One "key": value member; s->pos is on the key's opening quote. */
 static int parse_member(scanner *s, int depth, int in) {
-    char key[ADSERVE_JS_KEY_MAX];
-    size_t klen;
+    char buf[ADSERVE_JS_KEY_MAX];
+    const char *key = s->buf + s->pos + 1;
+    size_t klen, start = s->pos;
     int f;
 
-    /* Keys of other objects can never be known: validate only. */
-    if (scan_string(s, in == ADSERVE_JS_OTHER ? NULL : key, sizeof(key), &klen) == JS_ERR)
-        return JS_ERR;
+    /* Validated where it stands. Only an escape makes a key's decoded
+     * length differ from its bytes' (each one shortens it): without one,
+     * which is nearly always, the key is its bytes, and nothing is copied.
+     * With one, a key of a known object is decoded again, into buf. */
+    if (scan_string(s, NULL, 0, &klen) == JS_ERR) return JS_ERR;
+    if (in != ADSERVE_JS_OTHER && klen != s->pos - start - 2) {
+        size_t end = s->pos;
+
+        s->pos = start;
+        (void)scan_string(s, buf, sizeof(buf), &klen);     /* valid: seen above */
+        s->pos = end;
+        key = buf;
+    }
     skip_ws(s);
     if (peek(s) != ':') return fail_here(s, "expected ':' after object key");
     s->pos++;
