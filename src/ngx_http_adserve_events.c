@@ -247,18 +247,23 @@ static const adserve_metric_e  ngx_http_adserve_metrics[NGX_HTTP_ADSERVE_M_COUNT
 
 
 
-/* A counter: what the probe compares and what it adds to come first, in
- * one cache line (64 bytes: 32-bit counts, which a flush drains every
- * second; one that would wrap while Redis is away drops the count); the
- * id, compared only when the rest matched, after. */
+/* A counter, cache-line aligned: its first line holds what an add writes
+ * and what the probe compares first (32-bit counts, which a flush drains
+ * every second; one that would wrap while Redis is away drops the count),
+ * its second the rest of what the probe compares, the id's length and
+ * its first 62 bytes (all of an id a request counts). A count reads those
+ * two lines and no other (ngx_http_adserve_counter_prefetch). */
 typedef struct {
-    uint64_t      hash;               /* of hour, dim and id, never 0 */
     uint32_t      n[NGX_HTTP_ADSERVE_M_COUNT];
     uint32_t      hour;               /* unix time / 3600 */
+    uint64_t      hash;               /* of hour, dim and id, never 0 */
     uint8_t       dim;
     uint8_t       len;
     u_char        id[NGX_HTTP_ADSERVE_COUNTER_ID_MAX];
-} ngx_http_adserve_counter_t;
+} __attribute__((aligned(64))) ngx_http_adserve_counter_t;
+
+_Static_assert(offsetof(ngx_http_adserve_counter_t, dim) == 64,
+               "a counter's counts, hour and hash fill its first line");
 
 
 /* An index slot: the counter's hash's upper half, and which counter. */
@@ -487,6 +492,15 @@ ngx_http_adserve_count(ngx_http_adserve_events_t *ev, time_t now,
 }
 
 
+/* A counter's two lines, ahead of its count (they are all it reads) */
+static ngx_inline void
+ngx_http_adserve_counter_prefetch(const ngx_http_adserve_counter_t *c)
+{
+    __builtin_prefetch(c, 1);
+    __builtin_prefetch(c->id);
+}
+
+
 /* A count to come, fetched ahead in two steps some work apart, so that
  * its two cache misses overlap that work instead of stalling the count:
  * step 0 its index slot's line; step 1, the slot in the cache by then,
@@ -519,7 +533,7 @@ ngx_http_adserve_count_ahead(ngx_http_adserve_events_t *ev, time_t now,
     /* the first probe's counter: most counts find theirs there */
     e = t->index[i].entry;
     if (e != 0) {
-        __builtin_prefetch(&t->counters[e - 1], 1);
+        ngx_http_adserve_counter_prefetch(&t->counters[e - 1]);
     }
 }
 
@@ -558,7 +572,7 @@ ngx_http_adserve_count_items(ngx_http_adserve_events_t *ev, time_t now,
         for (i = 0; i < chunk; i++) {
             e = t->index[h[i]].entry;
             if (e != 0) {
-                __builtin_prefetch(&t->counters[e - 1], 1);
+                ngx_http_adserve_counter_prefetch(&t->counters[e - 1]);
             }
         }
 
@@ -1435,8 +1449,8 @@ ngx_http_adserve_events_init(ngx_cycle_t *cycle,
 
     ev->tables[0].index = ngx_calloc(index, cycle->log);
     ev->tables[1].index = ngx_calloc(index, cycle->log);
-    ev->tables[0].counters = ngx_alloc(counters, cycle->log);
-    ev->tables[1].counters = ngx_alloc(counters, cycle->log);
+    ev->tables[0].counters = ngx_memalign(64, counters, cycle->log);
+    ev->tables[1].counters = ngx_memalign(64, counters, cycle->log);
     ev->ring = ngx_alloc(conf->buffer * sizeof(ngx_http_adserve_event_t),
                          cycle->log);
     ev->argv = ngx_alloc(NGX_HTTP_ADSERVE_MAX_ARGS * sizeof(char *), cycle->log);
