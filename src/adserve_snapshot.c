@@ -3176,10 +3176,24 @@ carry_lis(build_t *b)
 }
 
 
+/* unit index slot e names unit u, units[k - 1] */
+static void
+unit_slot(adserve_unit_slot_t *e, const adserve_unit_t *u, uint32_t k)
+{
+    memcpy(e->head, u->id,
+           u->id_len < ADSERVE_UNIT_SLOT_HEAD ? u->id_len : ADSERVE_UNIT_SLOT_HEAD);
+    e->len = (uint32_t) u->id_len;
+    e->cands = u->cands;
+    e->ahead = (uint8_t) (u->ncands < ADSERVE_DECIDE_AHEAD ? u->ncands : ADSERVE_DECIDE_AHEAD);
+    e->unit = k;
+}
+
+
 static int
 build_table(build_t *b)
 {
     adserve_snapshot_t  *s = b->snap;
+    adserve_unit_slot_t *slots;
     unit_rec_t          *u;
     uint32_t             i, j, size, n = b->n[ADSERVE_KIND_AD_UNITS];
 
@@ -3204,10 +3218,13 @@ build_table(build_t *b)
     size = table_size(s->stats.active_units);
     s->units = adserve_arena_calloc(&s->arena,
                                     (s->stats.active_units + 1) * sizeof(adserve_unit_t));
-    s->unit_index = adserve_arena_calloc(&s->arena, size * sizeof(adserve_unit_slot_t));
-    if (s->units == NULL || s->unit_index == NULL) {
+    /* a slot a line: the arena aligns to 16 bytes only */
+    slots = adserve_arena_calloc(&s->arena, (size + 1) * sizeof(adserve_unit_slot_t));
+    if (s->units == NULL || slots == NULL) {
         return -1;
     }
+    s->unit_index = (adserve_unit_slot_t *) (((uintptr_t) slots + sizeof(adserve_unit_slot_t) - 1)
+                                             & ~(uintptr_t) (sizeof(adserve_unit_slot_t) - 1));
     s->unit_mask = size - 1;
 
     for (i = 0; i < n; i++) {
@@ -3224,9 +3241,8 @@ build_table(build_t *b)
         if (finish_unit(b, u, &s->units[s->nunits], 1) != 0) {
             return -1;
         }
-        s->unit_index[j].id = s->units[s->nunits].id;
-        s->unit_index[j].len = (uint32_t) s->units[s->nunits].id_len;
-        s->unit_index[j].unit = ++s->nunits;
+        unit_slot(&s->unit_index[j], &s->units[s->nunits], s->nunits + 1);
+        s->nunits++;
     }
 
     return 0;
@@ -3950,34 +3966,63 @@ adserve_snapshot_counts_context(const adserve_snapshot_t *s, const char *context
 }
 
 
+/* What a unit's decision reads first, fetched as soon as its slot is: the
+ * unit's record (it spans several lines, read here and there all along
+ * the request) and its first candidates. */
+static void
+unit_ahead(const adserve_unit_t *u, const adserve_unit_slot_t *e)
+{
+    const char  *p;
+
+    for (p = (const char *) u; p < (const char *) (u + 1); p += 64) {
+        __builtin_prefetch(p);
+    }
+
+    for (p = (const char *) e->cands; p < (const char *) (e->cands + e->ahead); p += 64) {
+        __builtin_prefetch(p);
+    }
+}
+
+
 const adserve_unit_t *
 adserve_snapshot_unit(const adserve_snapshot_t *s, const char *id, size_t len)
+{
+    return adserve_snapshot_unit_hashed(s, id, len, adserve_hash(id, len));
+}
+
+
+const adserve_unit_t *
+adserve_snapshot_unit_hashed(const adserve_snapshot_t *s, const char *id, size_t len,
+    uint64_t hash)
 {
     const adserve_unit_slot_t  *e;
     const adserve_unit_t       *u;
     uint32_t                    i;
+    size_t                      head;
 
     if (s == NULL) {
         return NULL;
     }
 
-    for (i = (uint32_t) adserve_hash(id, len) & s->unit_mask;
+    head = len < ADSERVE_UNIT_SLOT_HEAD ? len : ADSERVE_UNIT_SLOT_HEAD;
+
+    for (i = (uint32_t) hash & s->unit_mask;
          (e = &s->unit_index[i])->unit != 0;
          i = (i + 1) & s->unit_mask)
     {
-        if (e->len != len) {
+        if (e->len != len || memcmp(e->head, id, head) != 0) {
             continue;
         }
 
-        /* its first lines (what serving reads next: its candidates)
-         * while the id is compared */
         u = &s->units[e->unit - 1];
-        adserve_prefetch(u);
-        adserve_prefetch((const char *) u + 64);
 
-        if (memcmp(e->id, id, len) == 0) {
-            return u;
+        if (len > head && memcmp(u->id + head, id + head, len - head) != 0) {
+            continue;
         }
+
+        unit_ahead(u, e);
+
+        return u;
     }
 
     return NULL;
@@ -4207,27 +4252,12 @@ answer_ahead(const adserve_cand_t *c)
 
 void
 adserve_decide_ahead(const adserve_snapshot_t *s, const adserve_unit_t *u,
-    const adserve_pace_t *paces, int step)
+    const adserve_pace_t *paces)
 {
-    const char            *p;
     const adserve_cand_t  *c;
     uint32_t               i, n;
 
     n = u->ncands < ADSERVE_DECIDE_AHEAD ? u->ncands : ADSERVE_DECIDE_AHEAD;
-
-    if (step == 0) {
-        /* a unit spans several cache lines, read here and there all
-         * along the request */
-        for (p = (const char *) u; p < (const char *) (u + 1); p += 64) {
-            __builtin_prefetch(p);
-        }
-
-        for (p = (const char *) u->cands; p < (const char *) (u->cands + n); p += 64) {
-            __builtin_prefetch(p);
-        }
-
-        return;
-    }
 
     for (i = 0, c = u->cands; i < n; i++, c++) {
         __builtin_prefetch(&s->lis[c->li]);
@@ -4235,6 +4265,10 @@ adserve_decide_ahead(const adserve_snapshot_t *s, const adserve_unit_t *u,
             __builtin_prefetch(&paces[c->li]);
         }
     }
+
+    /* the answer's URLs begin with these, strings of their own */
+    __builtin_prefetch(u->impression_prefix.data);
+    __builtin_prefetch(u->click_prefix.data);
 }
 
 

@@ -342,15 +342,25 @@ typedef struct adserve_unit_s {
     const adserve_rtb_native_req_t *native_reqs;
 } adserve_unit_t;
 
-/* A slot of the snapshot's unit index. It names the unit's id itself, so
- * that a lookup's three dependent cache misses (slot, unit, id) become
- * two: the id's and the unit's lines come in together once the slot is
- * read. Empty: unit 0. */
+/* A slot of the snapshot's unit index: one cache line, all a lookup
+ * waits for. It holds the id's first bytes (all of a UUID's), compared
+ * where they are read, and what the unit's decision reads first, its
+ * candidates, which the lookup fetches with the unit's own lines. A
+ * request's chain of misses was slot, then unit (and id), then the
+ * candidates the unit names: it is now the slot, then the rest at once.
+ * Empty: unit 0. */
+#define ADSERVE_UNIT_SLOT_HEAD  44
+
 typedef struct {
-    const char     *id;
-    uint32_t        len;
+    char            head[ADSERVE_UNIT_SLOT_HEAD];  /* the id's first bytes;
+                                       * the rest is compared in the unit's
+                                       * own id */
+    uint32_t        len;              /* the id's */
+    const adserve_cand_t *cands;      /* the unit's */
     uint32_t        unit;             /* index in units + 1 */
-} adserve_unit_slot_t;
+    uint8_t         ahead;            /* its candidates fetched at the
+                                       * lookup: ADSERVE_DECIDE_AHEAD at most */
+} __attribute__((aligned(64))) adserve_unit_slot_t;
 
 /* A catalog item, for a recommendation's answer and its clicks. */
 typedef struct {
@@ -538,9 +548,16 @@ const adserve_pool_t *adserve_snapshot_popular(const adserve_snapshot_t *s,
 int adserve_snapshot_counts_context(const adserve_snapshot_t *s, const char *context,
     size_t len);
 
-/* The ACTIVE ad unit with this id, or NULL. */
+/* The ACTIVE ad unit with this id, or NULL. The unit found is fetched
+ * ahead for its decision: its record and its first candidates (the line
+ * items and paces they name are adserve_decide_ahead's). */
 const adserve_unit_t *adserve_snapshot_unit(const adserve_snapshot_t *s,
     const char *id, size_t len);
+
+/* The same, the id's adserve_hash given: a caller that needs it too (the
+ * unit's counts) hashes the id once. It is the unit's hash. */
+const adserve_unit_t *adserve_snapshot_unit_hashed(const adserve_snapshot_t *s,
+    const char *id, size_t len, uint64_t hash);
 
 /* The unit that serves this user: the variant of u's experiment that the
  * user draws, or u itself (no experiment, or no user id). */
@@ -574,14 +591,15 @@ const adserve_cand_t *adserve_decide(const adserve_snapshot_t *s,
     const adserve_unit_t *u, adserve_decision_t *d);
 
 /* A decision to come, fetched ahead so that its cache misses overlap the
- * work before it instead of coming one after another in it: step 0, once
- * the unit is known, its record and its first candidates; step 1, some
- * work later (the request's parse), the line items and paces those
- * candidates name. Neither waits for memory. */
+ * work before it instead of coming one after another in it. The unit's
+ * lookup fetched its record and its first candidates; some work later
+ * (the request's parse), this fetches the line items and paces those
+ * candidates name, and the strings the answer's URLs begin with. It does
+ * not wait for memory. */
 #define ADSERVE_DECIDE_AHEAD  16          /* candidates, at most */
 
 void adserve_decide_ahead(const adserve_snapshot_t *s, const adserve_unit_t *u,
-    const adserve_pace_t *paces, int step);
+    const adserve_pace_t *paces);
 
 /* The explainer: what a decision would make of each line item of a unit,
  * and why, without making it (no random draw, nothing counted). */

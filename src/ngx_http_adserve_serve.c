@@ -18,8 +18,8 @@
 #include "ngx_http_adserve.h"
 
 
-static void ngx_http_adserve_requested_ahead(ngx_http_request_t *r,
-    const adserve_unit_t *unit, ngx_uint_t step);
+static void ngx_http_adserve_requested_ahead(ngx_http_request_t *r, uint64_t hash,
+    ngx_uint_t step);
 
 
 /* The ad unit named by the path, if it is ACTIVE in the current snapshot.
@@ -32,6 +32,7 @@ ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
     ngx_http_adserve_loader_t  *ld;
     u_char                     *id;
     size_t                      len;
+    uint64_t                    hash;
 
     ld = ngx_http_adserve_loader(r);
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
@@ -62,34 +63,35 @@ ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
         return NULL;
     }
 
-    ctx->unit = adserve_snapshot_unit(ld->snapshot, (char *) id, len);
+    /* the unit's hash is its id's: its count is fetched ahead without
+     * waiting for the unit's record */
+    hash = adserve_hash((char *) id, len);
+
+    ctx->unit = adserve_snapshot_unit_hashed(ld->snapshot, (char *) id, len, hash);
     ctx->loads = ld->loads;
 
     if (ctx->unit != NULL) {
-        adserve_decide_ahead(ld->snapshot, ctx->unit, NULL, 0);
-        ngx_http_adserve_requested_ahead(r, ctx->unit, 0);
+        ngx_http_adserve_requested_ahead(r, hash, 0);
     }
 
     return ctx->unit;
 }
 
 
-/* The count of a request to the unit, fetched ahead in the two steps of
- * ngx_http_adserve_count_ahead: 0 once the unit is known, 1 before the
+/* The count of a request to the unit (its hash), fetched ahead in the two
+ * steps of ngx_http_adserve_count_ahead: 0 once the unit is known, 1 before the
  * request's parse, which it is counted after. Its slot and then its
  * counter were two misses one after another, in the first count. (The
  * clock may be a test's: a prefetch of another hour's slot is wasted,
  * never wrong.) */
 static void
-ngx_http_adserve_requested_ahead(ngx_http_request_t *r, const adserve_unit_t *unit,
-    ngx_uint_t step)
+ngx_http_adserve_requested_ahead(ngx_http_request_t *r, uint64_t hash, ngx_uint_t step)
 {
     ngx_http_adserve_main_conf_t  *amcf;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_adserve_module);
 
-    ngx_http_adserve_count_ahead(amcf->events, ngx_time(), ADSERVE_DIM_UNIT,
-                                 unit->hash, step);
+    ngx_http_adserve_count_ahead(amcf->events, ngx_time(), ADSERVE_DIM_UNIT, hash, step);
 }
 
 
@@ -851,7 +853,7 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
             return rc;
         }
 
-        ngx_http_adserve_requested_ahead(r, unit, 1);
+        ngx_http_adserve_requested_ahead(r, unit->hash, 1);
 
         if (adserve_json_parse_ad_request((char *) body, len, &ctx->req, &err, &off)
             != 0)
@@ -864,7 +866,7 @@ ngx_http_adserve_decide(ngx_http_request_t *r)
 
     /* the unit's candidates came in during the parse: their line items
      * and paces now, to come in during the counts and checks below */
-    adserve_decide_ahead(amcf->loader->snapshot, unit, ngx_http_adserve_paces(), 1);
+    adserve_decide_ahead(amcf->loader->snapshot, unit, ngx_http_adserve_paces());
 
     ctx->now = ngx_http_adserve_now(r);
     ctx->rnd = (uint32_t) ngx_random();

@@ -1518,20 +1518,30 @@ static void test_li_check(void) {
 /* The unit index over many units: ids of several lengths, many the prefix
  * of others, so that probes pass slots of other lengths and other ids
  * before they find theirs or an empty one. And one id made to start where
- * a longer one that it begins is: its lookup passes that one's slot. */
+ * a longer one that it begins is: its lookup passes that one's slot. Two
+ * ids longer than a slot holds, alike in what it holds, and a third made
+ * to start at the first's slot: the rest of each is compared too. */
+#define LONG_HEAD "a-unit-id-longer-than-what-an-index-slot-holds-"
+
 static void test_unit_index(void) {
     adserve_input_t in;
     adserve_snapshot_t *s;
     const adserve_unit_t *u;
-    char id[32], longer[32];
-    uint32_t home, k;
+    const adserve_unit_slot_t *e;
+    char id[32], longer[32], other[64];
+    uint32_t home, k, slots = 0, fetched = 0;
     int i, found = 0, absent = 0;
 
-    /* 601 units: a table of 2,048 slots (twice as many, a power of 2) */
+    /* 603 units: a table of 2,048 slots (twice as many, a power of 2) */
     home = (uint32_t) adserve_hash("probe", 5) & 2047;
     for (k = 0; ; k++) {
         snprintf(longer, sizeof(longer), "probe-%u", k);
         if (((uint32_t) adserve_hash(longer, strlen(longer)) & 2047) == home) break;
+    }
+    home = (uint32_t) adserve_hash(LONG_HEAD "00001", sizeof(LONG_HEAD) + 4) & 2047;
+    for (k = 3; k < 100000; k++) {
+        snprintf(other, sizeof(other), LONG_HEAD "%05u", k);
+        if (((uint32_t) adserve_hash(other, strlen(other)) & 2047) == home) break;
     }
 
     adserve_input_init(&in);
@@ -1541,11 +1551,13 @@ static void test_unit_index(void) {
         add(&in, ADSERVE_KIND_AD_UNITS, fmt("{'id':'u%d','status':'ACTIVE'}", i));
     }
     add(&in, ADSERVE_KIND_AD_UNITS, fmt("{'id':'%s','status':'ACTIVE'}", longer));
+    add(&in, ADSERVE_KIND_AD_UNITS, "{'id':'" LONG_HEAD "00001','status':'ACTIVE'}");
+    add(&in, ADSERVE_KIND_AD_UNITS, "{'id':'" LONG_HEAD "00002','status':'ACTIVE'}");
     s = build_input(&in);
     adserve_input_free(&in);
-    ok(s != NULL, "601 units build");
+    ok(s != NULL, "603 units build");
     if (s == NULL) return;
-    is_int(s->nunits, 601, "601 units in the index");
+    is_int(s->nunits, 603, "603 units in the index");
     is_int(s->unit_mask, 2047, "in 2,048 slots");
     for (i = 0; i < 600; i++) {
         snprintf(id, sizeof(id), "u%d", i);
@@ -1563,6 +1575,24 @@ static void test_unit_index(void) {
     ok(u != NULL && u->id_len == strlen(longer), "%s: found", longer);
     ok(unit(s, "probe") == NULL,
        "probe, not a unit, starts at %s's slot: not found there", longer);
+    ok(sizeof(LONG_HEAD) > ADSERVE_UNIT_SLOT_HEAD, "ids longer than a slot's head");
+    u = unit(s, LONG_HEAD "00001");
+    ok(u != NULL && u->id[u->id_len - 1] == '1', "... the first is found");
+    u = unit(s, LONG_HEAD "00002");
+    ok(u != NULL && u->id[u->id_len - 1] == '2', "... the second is found");
+    ok(k < 100000 && unit(s, other) == NULL,
+       "%s, not a unit, starts at the first's slot: not found there", other);
+    for (k = 0; k <= s->unit_mask; k++) {
+        e = &s->unit_index[k];
+        if (e->unit == 0) continue;
+        slots++;
+        u = &s->units[e->unit - 1];
+        fetched += e->cands == u->cands
+                   && e->ahead == (u->ncands < ADSERVE_DECIDE_AHEAD ? u->ncands
+                                                                    : ADSERVE_DECIDE_AHEAD)
+                   && ((uintptr_t) e & 63) == 0;
+    }
+    is_int(fetched, slots, "each slot, a line of its own, names its unit's candidates");
     adserve_snapshot_free(s);
 }
 
