@@ -8,6 +8,11 @@
  * HSET records of each kind, then builds once from all of them (a full
  * load) and `rounds` times more after changing one line item each time (the
  * change log's path), and prints each build's time and the snapshot's size.
+ * ADSERVE_DECIDE=N then makes N decisions on the last snapshot, every ACTIVE
+ * unit in turn as the bench's requests come (looked up and fetched ahead
+ * as serving does), and prints the time of one: the decision's memory, apart from
+ * nginx, to weigh how it fetches (run a cache thrasher beside it to see a
+ * busy host's).
  * Not a test: built into build/t/tools/, out of prove's way. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +21,7 @@
 #include <malloc.h>
 #include <sys/mman.h>
 
+#include "adserve_pacing.h"
 #include "adserve_records.h"
 
 typedef struct {
@@ -196,6 +202,51 @@ done:
     return s;
 }
 
+/* n decisions over every unit in turn, as serving makes them: the unit
+ * looked up (which fetches it ahead), its candidates' line items and paces
+ * fetched before the request's parse (here: none), then the decision and
+ * its answer's head read as the body's copy does. */
+static int decide(const adserve_snapshot_t *s, long n) {
+    adserve_pace_t *paces = adserve_paces_new(s, NULL, NULL);
+    adserve_req_ctx_t facts;
+    adserve_decision_t d;
+    const adserve_cand_t *c;
+    const adserve_unit_t *u;
+    unsigned long sum = 0, filled = 0;
+    double t0;
+    long i;
+    size_t k;
+
+    if (paces == NULL || s->nunits == 0) {
+        free(paces);
+        return -1;
+    }
+    adserve_req_ctx_init(&facts, NULL);
+    t0 = now_ms();
+    for (i = 0; i < n; i++) {
+        u = &s->units[(uint32_t) (i * 7919) % s->nunits];
+        u = adserve_snapshot_unit(s, u->id, u->id_len);
+        adserve_decide_ahead(s, u, paces);
+        memset(&d, 0, sizeof(d));
+        d.now = time(NULL);
+        d.rnd = (uint32_t) i * 2654435761u;
+        d.facts = &facts;
+        d.paces = paces;
+        d.dry = 1;
+        c = adserve_decide(s, u, &d);
+        if (c != NULL) {
+            filled++;
+            for (k = 0; k < c->response_head_len; k += 8) {
+                sum += (unsigned char) c->response_head[k];
+            }
+        }
+    }
+    printf("%ld decisions over %u units: %.1f ns each, %lu filled (%lu)\n", n, s->nunits,
+           (now_ms() - t0) * 1e6 / n, filled, sum % 10);
+    free(paces);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     adserve_records_t recs[ADSERVE_KIND_COUNT];
     adserve_snapshot_t *s, *prev = NULL;
@@ -251,6 +302,9 @@ int main(int argc, char **argv) {
          * (what the new one borrows stays until it goes too) */
         adserve_snapshot_free(prev);
         prev = s;
+    }
+    if (getenv("ADSERVE_DECIDE") != NULL && decide(prev, atol(getenv("ADSERVE_DECIDE"))) != 0) {
+        return 1;
     }
     adserve_snapshot_free(prev);
 
