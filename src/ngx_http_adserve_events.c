@@ -251,7 +251,7 @@ static const adserve_metric_e  ngx_http_adserve_metrics[NGX_HTTP_ADSERVE_M_COUNT
  * and what the probe compares first (32-bit counts, which a flush drains
  * every second; one that would wrap while Redis is away drops the count),
  * its second the rest of what the probe compares, the id's length and
- * its first 62 bytes (all of an id a request counts). A count reads those
+ * its first 62 bytes (all of a UUID). A count of such an id reads those
  * two lines and no other (ngx_http_adserve_counter_prefetch). */
 typedef struct {
     uint32_t      n[NGX_HTTP_ADSERVE_M_COUNT];

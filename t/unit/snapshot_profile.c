@@ -10,9 +10,9 @@
  * change log's path), and prints each build's time and the snapshot's size.
  * ADSERVE_DECIDE=N then makes N decisions on the last snapshot, every ACTIVE
  * unit in turn as the bench's requests come (looked up and fetched ahead
- * as serving does), and prints the time of one: the decision's memory, apart from
- * nginx, to weigh how it fetches (run a cache thrasher beside it to see a
- * busy host's).
+ * as serving does), and prints the time of one: the decision's memory,
+ * apart from nginx, to weigh how it fetches (run a cache thrasher beside
+ * it to see a busy host's).
  * Not a test: built into build/t/tools/, out of prove's way. */
 #include <stdio.h>
 #include <stdlib.h>
