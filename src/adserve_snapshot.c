@@ -3184,7 +3184,7 @@ unit_slot(adserve_unit_slot_t *e, const adserve_unit_t *u, uint32_t k)
            u->id_len < ADSERVE_UNIT_SLOT_HEAD ? u->id_len : ADSERVE_UNIT_SLOT_HEAD);
     e->len = (uint32_t) u->id_len;
     e->cands = u->cands;
-    e->ahead = (uint8_t) (u->ncands < ADSERVE_DECIDE_AHEAD ? u->ncands : ADSERVE_DECIDE_AHEAD);
+    e->ahead = (uint8_t) adserve_cands_ahead(u);
     e->unit = k;
 }
 
@@ -4257,7 +4257,7 @@ adserve_decide_ahead(const adserve_snapshot_t *s, const adserve_unit_t *u,
     const adserve_cand_t  *c;
     uint32_t               i, n;
 
-    n = u->ncands < ADSERVE_DECIDE_AHEAD ? u->ncands : ADSERVE_DECIDE_AHEAD;
+    n = adserve_cands_ahead(u);
 
     for (i = 0, c = u->cands; i < n; i++, c++) {
         __builtin_prefetch(&s->lis[c->li]);

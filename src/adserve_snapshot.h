@@ -598,6 +598,11 @@ const adserve_cand_t *adserve_decide(const adserve_snapshot_t *s,
  * not wait for memory. */
 #define ADSERVE_DECIDE_AHEAD  16          /* candidates, at most */
 
+/* how many of a unit's candidates are fetched ahead: the lookup's (its
+ * slot holds the count) and adserve_decide_ahead's */
+#define adserve_cands_ahead(u)                                                \
+    ((u)->ncands < ADSERVE_DECIDE_AHEAD ? (u)->ncands : ADSERVE_DECIDE_AHEAD)
+
 void adserve_decide_ahead(const adserve_snapshot_t *s, const adserve_unit_t *u,
     const adserve_pace_t *paces);
 
