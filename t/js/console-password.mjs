@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { tap } from './lib/tap.mjs';
 import { BASE, OUT, api, inBrowser, sleep } from './lib/stack.mjs';
-import { CONSOLE, axeViolations, consolePage, heading, signIn } from './lib/console.mjs';
+import { CONSOLE, axeViolations, consolePage, focusedId, heading, signIn } from './lib/console.mjs';
 
 const t = tap();
 const run = Date.now().toString(36);
@@ -48,7 +48,7 @@ await inBrowser(t, async (browser) => {
     await page.keyboard.press('Enter');
     await page.locator('#forgot-email').waitFor();
     t.is(await page.locator('h1').innerText(), 'Forgot your password?', '"Forgot password?" on the sign-in page opens its page (keyboard)');
-    t.is(await page.evaluate(() => document.activeElement.id), 'forgot-email', '... with the focus on the e-mail');
+    t.is(await focusedId(page, 'forgot-email'), 'forgot-email', '... with the focus on the e-mail');
     await audit(page, 'the forgot-password page');
     await page.keyboard.type(EMAIL);
     await page.keyboard.press('Enter');
@@ -71,7 +71,7 @@ await inBrowser(t, async (browser) => {
     t.is(await tab.locator('h1').innerText(), 'Choose a new password', 'the link opens the reset page');
     t.ok(!(await tab.locator('body').innerText()).includes('Loading'), '... alone: no "Loading the console…" left behind');
     t.is(await tab.evaluate(() => location.hash), '#/reset-password', '... which takes the token out of the address');
-    t.is(await tab.evaluate(() => document.activeElement.id), 'reset-password', '... and puts the focus on the new password');
+    t.is(await focusedId(tab, 'reset-password'), 'reset-password', '... and puts the focus on the new password');
     t.ok(!requests.some((u) => u.includes('token=')), '... and no request carried it in its URL');
     await audit(tab, 'the reset page');
 

@@ -95,3 +95,11 @@ export async function axeViolations(page) {
 
 export const buttons = (page, group) =>
     page.locator(`[role=group][aria-label="${group}"] button`).allInnerTexts();
+
+// the focused element's id once focus has had up to 5 s to reach want (a
+// page moves it after its render, a tick after its fields appear)
+export async function focusedId(page, want) {
+    await page.waitForFunction((id) => document.activeElement?.id === id, want, { timeout: 5000 })
+        .catch(() => {});
+    return page.evaluate(() => document.activeElement?.id);
+}
