@@ -1590,9 +1590,13 @@ static void test_unit_index(void) {
         fetched += e->cands == u->cands
                    && e->ahead == (u->ncands < ADSERVE_DECIDE_AHEAD ? u->ncands
                                                                     : ADSERVE_DECIDE_AHEAD)
-                   && ((uintptr_t) e & 63) == 0;
+                   && ((uintptr_t) e & 63) == 0
+                   && (u->id_len < ADSERVE_UNIT_SLOT_HEAD ? u->id == e->head
+                                                          : u->id != e->head)
+                   && u->id[u->id_len] == '\0';
     }
-    is_int(fetched, slots, "each slot, a line of its own, names its unit's candidates");
+    is_int(fetched, slots, "each slot, a line of its own, names its unit's candidates; "
+           "a short id is the slot's own, a long one the unit's, each a C string");
     adserve_snapshot_free(s);
 }
 
@@ -1929,6 +1933,83 @@ static void test_public_url(void) {
         is_str(clk, fmt("\",\"click_url\":\"%s" ADSERVE_CLICK_PATH, cases[i].base),
                "public_url: %s (click prefix)", cases[i].name);
     }
+}
+
+/* Units of one base URL share its rendered parts (every answer copies two
+ * of them: shared, they stay in the cache); each base past the build's
+ * cache of them is rendered for its unit, with the same text. */
+static void test_shared_urls(void) {
+    adserve_input_t in;
+    adserve_snapshot_t *s;
+    const adserve_unit_t *u1, *u2, *p1, *p2, *q, *u;
+    char id[16];
+    int i, right = 0, own = 0;
+
+    adserve_input_init(&in);
+    in.public_url = public_url;
+    add(&in, ADSERVE_KIND_AD_UNITS, "{'id':'u1','status':'ACTIVE'}");
+    add(&in, ADSERVE_KIND_AD_UNITS, "{'id':'u2','status':'ACTIVE'}");
+    add(&in, ADSERVE_KIND_AD_UNITS,
+        "{'id':'p1','status':'ACTIVE','ext':{'public_url':'https://pub.example'}}");
+    add(&in, ADSERVE_KIND_AD_UNITS,
+        "{'id':'p2','status':'ACTIVE','ext':{'public_url':'https://pub.example'}}");
+    add(&in, ADSERVE_KIND_AD_UNITS,
+        "{'id':'q','status':'ACTIVE','ext':{'public_url':'https://q.example'}}");
+    for (i = 0; i < 100; i++) {
+        add(&in, ADSERVE_KIND_AD_UNITS,
+            fmt("{'id':'b%d','status':'ACTIVE','ext':{'public_url':'https://b%d.example'}}",
+                i, i));
+    }
+    s = build_input(&in);
+    adserve_input_free(&in);
+    ok(s != NULL, "105 units of 103 base URLs build");
+    if (s == NULL) return;
+
+    u1 = unit(s, "u1");
+    u2 = unit(s, "u2");
+    p1 = unit(s, "p1");
+    p2 = unit(s, "p2");
+    q = unit(s, "q");
+    ok(u1 && u2 && p1 && p2 && q, "the units are found");
+    if (!(u1 && u2 && p1 && p2 && q)) {
+        adserve_snapshot_free(s);
+        return;
+    }
+    ok(u1->impression_prefix.data == u2->impression_prefix.data
+       && u1->click_prefix.data == u2->click_prefix.data
+       && u1->url_base_json.data == u2->url_base_json.data
+       && u1->vast_base.data == u2->vast_base.data
+       && u1->vast_base_json.data == u2->vast_base_json.data,
+       "two units of the default base share its five rendered parts");
+    ok(p1->impression_prefix.data == p2->impression_prefix.data
+       && p1->click_prefix.data == p2->click_prefix.data,
+       "two units of one ext.public_url share its parts");
+    ok(p1->impression_prefix.data != u1->impression_prefix.data
+       && q->impression_prefix.data != p1->impression_prefix.data,
+       "units of other bases do not");
+    is_str(fmt("%.*s", (int) p2->click_prefix.len, p2->click_prefix.data),
+           "\",\"click_url\":\"https://pub.example" ADSERVE_CLICK_PATH,
+           "a shared click prefix is its base's");
+    is_str(fmt("%.*s", (int) u2->impression_prefix.len, u2->impression_prefix.data),
+           fmt(",\"impression_url\":\"%s" ADSERVE_IMPRESSION_PATH, PUBLIC_URL),
+           "a shared impression prefix is its base's");
+
+    for (i = 0; i < 100; i++) {
+        snprintf(id, sizeof(id), "b%d", i);
+        u = unit(s, id);
+        right += u != NULL
+                 && strcmp(fmt("%.*s", (int) u->impression_prefix.len,
+                               u->impression_prefix.data),
+                           fmt(",\"impression_url\":\"https://b%d.example"
+                               ADSERVE_IMPRESSION_PATH, i)) == 0
+                 && strcmp(fmt("%.*s", (int) u->vast_base.len, u->vast_base.data),
+                           fmt("https://b%d.example", i)) == 0;
+        own += u != NULL && u->impression_prefix.data != u1->impression_prefix.data;
+    }
+    is_int(right, 100, "100 more bases, past the build's cache of them: each unit's parts "
+           "are its own base's");
+    is_int(own, 100, "... and none is another's");
+    adserve_snapshot_free(s);
 }
 
 static void test_on_response(void) {
@@ -2792,6 +2873,7 @@ int main(void) {
     test_li_check();
     test_li_lookup();
     test_unit_index();
+    test_shared_urls();
     test_inherit();
     test_creative_lookup();
     test_allocator();
