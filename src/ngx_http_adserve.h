@@ -499,6 +499,10 @@ typedef struct {
 struct ngx_http_adserve_ctx_s {
     ngx_queue_t            queue;         /* in the loader's waiting list */
     ngx_http_request_t    *request;
+    u_char                *tagid;         /* the unit id of the path, and */
+    size_t                 tagid_len;
+    uint64_t               tagid_hash;    /* its adserve_hash: once a request */
+    unsigned               tagid_known:1; /* (ngx_http_adserve_tagid) */
     const adserve_unit_t  *unit;          /* found before the body was read, */
     ngx_uint_t             loads;         /* in the snapshot of this load */
     adserve_ad_request_t   req;           /* the parsed body */
@@ -558,6 +562,7 @@ struct ngx_http_adserve_ctx_s {
 };
 
 /* The ACTIVE ad unit of the request's path, in the current snapshot. */
+void ngx_http_adserve_unit_ahead(ngx_http_request_t *r);
 const adserve_unit_t *ngx_http_adserve_unit(ngx_http_request_t *r,
     ngx_http_adserve_ctx_t *ctx);
 

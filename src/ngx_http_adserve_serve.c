@@ -22,22 +22,100 @@ static void ngx_http_adserve_requested_ahead(ngx_http_request_t *r, uint64_t has
     ngx_uint_t step);
 
 
+/* The tagid of the request's path: what follows the location's prefix,
+ * one path segment, with its hash; NGX_DECLINED without one. Found once a
+ * request: the rewrite phase fetches the unit's slot ahead by it, and the
+ * content handler looks the unit up (a hash is a multiply per byte, one
+ * after another: 50 ns for a UUID). */
+static ngx_int_t
+ngx_http_adserve_tagid(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+    u_char                    *id;
+    size_t                     len;
+
+    if (ctx->tagid_known) {
+        return ctx->tagid != NULL ? NGX_OK : NGX_DECLINED;
+    }
+
+    ctx->tagid_known = 1;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (r->uri.len <= clcf->name.len) {
+        return NGX_DECLINED;
+    }
+
+    id = r->uri.data + clcf->name.len;
+    len = r->uri.len - clcf->name.len;
+
+    if (memchr(id, '/', len) != NULL) {
+        return NGX_DECLINED;
+    }
+
+    ctx->tagid = id;
+    ctx->tagid_len = len;
+    ctx->tagid_hash = adserve_hash((char *) id, len);
+
+    return NGX_OK;
+}
+
+
+/* The request's context, made at its first need: the rewrite phase of an
+ * ad request, or its handler. */
+static ngx_http_adserve_ctx_t *
+ngx_http_adserve_ctx(ngx_http_request_t *r)
+{
+    ngx_http_adserve_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
+    if (ctx != NULL) {
+        return ctx;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_adserve_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    ctx->request = r;
+    ngx_http_set_ctx(r, ctx, ngx_http_adserve_module);
+
+    return ctx;
+}
+
+
+/* The unit's index slot fetched ahead, from the rewrite phase: its miss
+ * overlaps the phases before the content handler looks the unit up
+ * (limit_req's own lookup among them). */
+void
+ngx_http_adserve_unit_ahead(ngx_http_request_t *r)
+{
+    ngx_http_adserve_loader_t  *ld = ngx_http_adserve_loader(r);
+    ngx_http_adserve_ctx_t     *ctx;
+
+    if (ld == NULL) {
+        return;
+    }
+
+    ctx = ngx_http_adserve_ctx(r);
+
+    if (ctx != NULL && ngx_http_adserve_tagid(r, ctx) == NGX_OK) {
+        adserve_snapshot_unit_prefetch(ld->snapshot, ctx->tagid_hash);
+    }
+}
+
+
 /* The ad unit named by the path, if it is ACTIVE in the current snapshot.
- * The tagid is what follows the location's prefix: one path segment. The
- * answer is kept for as long as the snapshot it came from serves. */
+ * The answer is kept for as long as the snapshot it came from serves. */
 const adserve_unit_t *
 ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 {
-    ngx_http_core_loc_conf_t   *clcf;
     ngx_http_adserve_loader_t  *ld;
-    u_char                     *id;
-    size_t                      len;
-    uint64_t                    hash;
 
     ld = ngx_http_adserve_loader(r);
-    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
-    if (ld == NULL || r->uri.len <= clcf->name.len) {
+    if (ld == NULL) {
         return NULL;
     }
 
@@ -56,22 +134,18 @@ ngx_http_adserve_unit(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
         ngx_http_adserve_loader_adopt(ld);
     }
 
-    id = r->uri.data + clcf->name.len;
-    len = r->uri.len - clcf->name.len;
-
-    if (ngx_strlchr(id, id + len, '/') != NULL) {
+    if (ngx_http_adserve_tagid(r, ctx) != NGX_OK) {
         return NULL;
     }
 
-    /* the unit's hash is its id's: its count is fetched ahead without
-     * waiting for the unit's record */
-    hash = adserve_hash((char *) id, len);
-
-    ctx->unit = adserve_snapshot_unit_hashed(ld->snapshot, (char *) id, len, hash);
+    ctx->unit = adserve_snapshot_unit_hashed(ld->snapshot, (char *) ctx->tagid,
+                                             ctx->tagid_len, ctx->tagid_hash);
     ctx->loads = ld->loads;
 
+    /* the unit's hash is its id's: its count is fetched ahead without
+     * waiting for the unit's record */
     if (ctx->unit != NULL) {
-        ngx_http_adserve_requested_ahead(r, hash, 0);
+        ngx_http_adserve_requested_ahead(r, ctx->tagid_hash, 0);
     }
 
     return ctx->unit;
@@ -306,6 +380,7 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     adserve_str_t     bases[2];
     u_char           *body, *p, tok[ADSERVE_TOKEN_MAX];
     size_t            n, room;
+    ngx_int_t         rc;
 
     ngx_http_adserve_served_ahead(r, c, ctx->now, 0);
 
@@ -336,9 +411,11 @@ ngx_http_adserve_send_ad(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
 
     p = ngx_http_adserve_ad_tail(p, unit, tok, n);
 
+    rc = ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
+
     ngx_http_adserve_served(r, ctx, unit, c);
 
-    return ngx_http_adserve_send(r, NGX_HTTP_OK, body, p - body);
+    return rc;
 }
 
 
@@ -352,6 +429,7 @@ ngx_http_adserve_send_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     adserve_str_t     bases[2];
     u_char           *body, *p, tok[ADSERVE_TOKEN_MAX];
     size_t            n;
+    ngx_int_t         rc;
 
     ngx_http_adserve_served_ahead(r, c, ctx->now, 0);
 
@@ -375,9 +453,11 @@ ngx_http_adserve_send_vast(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx,
     p = ngx_http_adserve_splice(body, (const u_char *) cr->vast.data, cr->vast.len,
                                 bases, tok, n);
 
+    rc = ngx_http_adserve_send_xml(r, body, p - body);
+
     ngx_http_adserve_served(r, ctx, unit, c);
 
-    return ngx_http_adserve_send_xml(r, body, p - body);
+    return rc;
 }
 
 
@@ -952,15 +1032,13 @@ ngx_http_adserve_start(ngx_http_request_t *r, ngx_http_adserve_answer_pt answer)
         return NGX_HTTP_NOT_ALLOWED;
     }
 
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_adserve_ctx_t));
+    ctx = ngx_http_adserve_ctx(r);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ctx->request = r;
     ctx->answer = answer ? answer : ngx_http_adserve_answer_ad;
     ctx->explain = (answer != NULL);
-    ngx_http_set_ctx(r, ctx, ngx_http_adserve_module);
 
     /* unknown or inactive: 404 at once, the body is discarded unread;
      * a worker still warming up cannot know yet */
@@ -982,7 +1060,8 @@ ngx_http_adserve_start(ngx_http_request_t *r, ngx_http_adserve_answer_pt answer)
 /* The CORS preflight of an adserve_ad or adserve_event location, for any
  * path: 204 with the location's add_header lines. In the rewrite phase, where a `return
  * 204` in the location would answer it: before limit_req, which does not
- * count preflights. */
+ * count preflights. An ad request's unit slot is fetched ahead here
+ * (ngx_http_adserve_unit_ahead). */
 ngx_int_t
 ngx_http_adserve_preflight_handler(ngx_http_request_t *r)
 {
@@ -1012,6 +1091,10 @@ ngx_http_adserve_preflight_handler(ngx_http_request_t *r)
     ngx_http_adserve_metrics_mark(r, h);
 
     if (r->method != NGX_HTTP_OPTIONS) {
+        if (h == NGX_HTTP_ADSERVE_H_AD) {
+            ngx_http_adserve_unit_ahead(r);
+        }
+
         return NGX_DECLINED;
     }
 
@@ -1065,15 +1148,13 @@ ngx_http_adserve_vast_handler(ngx_http_request_t *r)
         return rc;
     }
 
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_adserve_ctx_t));
+    ctx = ngx_http_adserve_ctx(r);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ctx->request = r;
     ctx->answer = ngx_http_adserve_answer_vast;
     ctx->vast = 1;
-    ngx_http_set_ctx(r, ctx, ngx_http_adserve_module);
 
     if (ngx_http_adserve_unit(r, ctx) == NULL && (ld == NULL || !ld->warming)) {
         return NGX_HTTP_NOT_FOUND;
