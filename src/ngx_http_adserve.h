@@ -502,7 +502,8 @@ struct ngx_http_adserve_ctx_s {
     u_char                *tagid;         /* the unit id of the path, and */
     size_t                 tagid_len;
     uint64_t               tagid_hash;    /* its adserve_hash: once a request */
-    unsigned               tagid_known:1; /* (ngx_http_adserve_tagid) */
+    ngx_str_t              tagid_uri;     /* (ngx_http_adserve_tagid), from
+                                           * this r->uri */
     const adserve_unit_t  *unit;          /* found before the body was read, */
     ngx_uint_t             loads;         /* in the snapshot of this load */
     adserve_ad_request_t   req;           /* the parsed body */

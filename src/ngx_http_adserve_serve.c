@@ -26,7 +26,9 @@ static void ngx_http_adserve_requested_ahead(ngx_http_request_t *r, uint64_t has
  * one path segment, with its hash; NGX_DECLINED without one. Found once a
  * request: the rewrite phase fetches the unit's slot ahead by it, and the
  * content handler looks the unit up (a hash is a multiply per byte, one
- * after another: 50 ns for a UUID). */
+ * after another: 50 ns for a UUID). Found again if the path has changed
+ * since: a `rewrite ... break` of the location, after this module's
+ * rewrite handler, gives r->uri a new string. */
 static ngx_int_t
 ngx_http_adserve_tagid(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 {
@@ -34,11 +36,12 @@ ngx_http_adserve_tagid(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
     u_char                    *id;
     size_t                     len;
 
-    if (ctx->tagid_known) {
+    if (ctx->tagid_uri.data == r->uri.data && ctx->tagid_uri.len == r->uri.len) {
         return ctx->tagid != NULL ? NGX_OK : NGX_DECLINED;
     }
 
-    ctx->tagid_known = 1;
+    ctx->tagid_uri = r->uri;
+    ctx->tagid = NULL;
 
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 

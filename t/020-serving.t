@@ -6,7 +6,15 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Adserve::Test;
 
-my $t = Adserve::Test->new;
+# a publisher's own path to serving, rewritten in its location: the unit is
+# the one of the path as rewritten (the module's rewrite-phase handler reads
+# the path too, to fetch the unit ahead)
+my $t = Adserve::Test->new(template => Adserve::Test::with_locations(<<'NGINX'));
+        location /app/v0/ad-alias/ {
+            rewrite ^/app/v0/ad-alias/alias-(.*)$ /app/v0/ad-alias/$1 break;
+            adserve_ad;
+        }
+NGINX
 
 my $img = $t->chain;
 my $html = $t->chain(creative => { type => 'HTML', image_url => undef,
@@ -38,6 +46,17 @@ for my $body ('', '{', '{"version":"0.1.0",}', '[1,2]', '"just a string"', "{\"a
     is($res->{status}, 500, "500 for malformed body '$shown' on an ACTIVE ad unit");
 }
 like($t->ad($img->{unit}, '{')->{json}{detail}, qr/malformed/, '... with a {detail} body');
+
+# ---- a rewritten path ----------------------------------------------------
+{
+    my $res = $t->request('POST', "/app/v0/ad-alias/alias-$img->{unit}",
+                          json => { version => '0.1.0', user => { id => 'u1' } });
+    is($res->{status}, 200, 'a path rewritten in its location (rewrite ... break): 200');
+    is($res->{json}{ad}{id}, $img->{creative}, '... the ad of the unit of the rewritten path');
+    is($t->request('POST', "/app/v0/ad-alias/$img->{unit}",
+                   json => { version => '0.1.0' })->{status}, 200,
+       '... and a path that needs no rewrite: 200');
+}
 
 # ---- 204 ----------------------------------------------------------------
 my $res = $t->ad($idle->{unit});
