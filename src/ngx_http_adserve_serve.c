@@ -65,14 +65,16 @@ ngx_http_adserve_tagid(ngx_http_request_t *r, ngx_http_adserve_ctx_t *ctx)
 
 
 /* The request's context, made at its first need: the rewrite phase of an
- * ad request, or its handler. */
+ * ad request, or its handler. Only a main request's is ever made early: a
+ * subrequest's slot may hold another struct of the module's (an outbound
+ * call's, ngx_http_adserve_auction.c), never taken for this one. */
 static ngx_http_adserve_ctx_t *
 ngx_http_adserve_ctx(ngx_http_request_t *r)
 {
     ngx_http_adserve_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_adserve_module);
-    if (ctx != NULL) {
+    if (ctx != NULL && r == r->main) {
         return ctx;
     }
 
@@ -1094,7 +1096,7 @@ ngx_http_adserve_preflight_handler(ngx_http_request_t *r)
     ngx_http_adserve_metrics_mark(r, h);
 
     if (r->method != NGX_HTTP_OPTIONS) {
-        if (h == NGX_HTTP_ADSERVE_H_AD) {
+        if (h == NGX_HTTP_ADSERVE_H_AD && r->method == NGX_HTTP_POST && r == r->main) {
             ngx_http_adserve_unit_ahead(r);
         }
 

@@ -1523,6 +1523,8 @@ static void test_li_check(void) {
  * to start at the first's slot: the rest of each is compared too. */
 #define LONG_HEAD "a-unit-id-longer-than-what-an-index-slot-holds-"
 
+#define BOUNDARY_ID  "boundary-0123456789-0123456789-0123456789-0123456789"
+
 static void test_unit_index(void) {
     adserve_input_t in;
     adserve_snapshot_t *s;
@@ -1553,11 +1555,15 @@ static void test_unit_index(void) {
     add(&in, ADSERVE_KIND_AD_UNITS, fmt("{'id':'%s','status':'ACTIVE'}", longer));
     add(&in, ADSERVE_KIND_AD_UNITS, "{'id':'" LONG_HEAD "00001','status':'ACTIVE'}");
     add(&in, ADSERVE_KIND_AD_UNITS, "{'id':'" LONG_HEAD "00002','status':'ACTIVE'}");
+    /* ids of 43 and 44 bytes: the longest a slot holds with its NUL, and the
+     * shortest it does not */
+    add(&in, ADSERVE_KIND_AD_UNITS, fmt("{'id':'%.43s','status':'ACTIVE'}", BOUNDARY_ID));
+    add(&in, ADSERVE_KIND_AD_UNITS, fmt("{'id':'%.44s','status':'ACTIVE'}", BOUNDARY_ID));
     s = build_input(&in);
     adserve_input_free(&in);
-    ok(s != NULL, "603 units build");
+    ok(s != NULL, "605 units build");
     if (s == NULL) return;
-    is_int(s->nunits, 603, "603 units in the index");
+    is_int(s->nunits, 605, "605 units in the index");
     is_int(s->unit_mask, 2047, "in 2,048 slots");
     for (i = 0; i < 600; i++) {
         snprintf(id, sizeof(id), "u%d", i);
@@ -1597,6 +1603,18 @@ static void test_unit_index(void) {
     }
     is_int(fetched, slots, "each slot, a line of its own, names its unit's candidates; "
            "a short id is the slot's own, a long one the unit's, each a C string");
+    for (k = 43; k <= 44; k++) {
+        snprintf(other, sizeof(other), "%.*s", (int) k, BOUNDARY_ID);
+        u = unit(s, other);
+        e = u != NULL ? &s->unit_index[(uint32_t) u->hash & s->unit_mask] : NULL;
+        while (e != NULL && &s->units[e->unit - 1] != u) {
+            e = &s->unit_index[((uint32_t) (e - s->unit_index) + 1) & s->unit_mask];
+        }
+        ok(u != NULL && u->id_len == k && u->id[k] == '\0'
+           && (k < ADSERVE_UNIT_SLOT_HEAD) == (u->id == e->head),
+           "an id of %u bytes: found, a C string, %s", k,
+           k < ADSERVE_UNIT_SLOT_HEAD ? "its slot's own" : "the unit's own copy");
+    }
     adserve_snapshot_free(s);
 }
 
