@@ -3237,14 +3237,10 @@ carry_lis(build_t *b)
 }
 
 
-/* unit index slot e names unit u, units[k - 1] */
+/* unit index slot e, its id's head copied in, names unit u, units[k - 1] */
 static void
 unit_slot(adserve_unit_slot_t *e, const adserve_unit_t *u, uint32_t k)
 {
-    if (u->id != e->head) {
-        memcpy(e->head, u->id,
-               u->id_len < ADSERVE_UNIT_SLOT_HEAD ? u->id_len : ADSERVE_UNIT_SLOT_HEAD);
-    }
     e->len = (uint32_t) u->id_len;
     e->cands = u->cands;
     e->ahead = (uint8_t) adserve_cands_ahead(u);
@@ -3305,8 +3301,10 @@ build_table(build_t *b)
          * is the unit's own copy: a request's count and token read it in
          * the line its lookup has just read, not in a line of its own
          * (perf: the unit's count waited on it, 1 % of the workers' time) */
+        memcpy(s->unit_index[j].head, u->id,
+               u->rec->id_len < ADSERVE_UNIT_SLOT_HEAD ? u->rec->id_len
+                                                       : ADSERVE_UNIT_SLOT_HEAD);
         if (u->rec->id_len < ADSERVE_UNIT_SLOT_HEAD) {
-            memcpy(s->unit_index[j].head, u->id, u->rec->id_len);
             s->units[s->nunits].id = s->unit_index[j].head;
         }
 
