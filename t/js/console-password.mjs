@@ -96,6 +96,10 @@ await inBrowser(t, async (browser) => {
 
     await tab.getByRole('link', { name: 'Sign in' }).click();
     await tab.locator('#email').waitFor();
+    // the form is drawn once it focuses the e-mail (signIn's wait): filled
+    // before that, the fields could be drawn again empty, and the form,
+    // its fields required, was never sent (make test failed here once)
+    await tab.waitForFunction(() => document.activeElement?.id === 'email');
     await tab.fill('#email', EMAIL);
     await tab.fill('#password', OLD);
     await tab.keyboard.press('Enter');
